@@ -1,0 +1,83 @@
+/* be.h — the backend's internals, shared by its files: kernel code generation
+ * (codegen.c, ops.c), the NVPTX target (target.c), and the plan text (plan.c). */
+#ifndef FP8CC_BE_H
+#define FP8CC_BE_H
+
+#include <llvm-c/Core.h>
+
+#include "backend.h"
+#include "passes.h"
+
+#define BE_BLOCK 256          /* threads per block of every kernel */
+#define BE_MAXGRID 4096       /* persistent grids never exceed this many blocks */
+
+typedef struct {
+	uint32_t grid;        /* blocks; 0: persistent, the runtime picks */
+	uint32_t block;       /* threads per block */
+	uint32_t smem;        /* dynamic shared memory bytes */
+	bool coop;            /* has grid-wide barriers: launch cooperatively */
+	uint32_t phases;      /* 1 + number of grid-wide barriers */
+	uint32_t scratch;     /* plan buffer of its scratch; IR_NONE if none */
+} Launch;
+
+/* ---- codegen.c ---- */
+
+/* build one LLVM function per kernel of fn into mod; fills launches[k] and
+ * adds each kernel's scratch to the plan */
+void be_codegen(Func *fn, Plan *plan, LLVMModuleRef mod, Launch *launches);
+
+/* ---- ops.c: one element of an op, in registers ---- */
+
+typedef struct {
+	uint32_t v;           /* value */
+	LLVMValueRef *coords; /* the coordinates it was computed at (NULL: rank 0) */
+	LLVMValueRef val;
+} Memo;
+
+/* the state of code generation for one module and its current kernel */
+typedef struct Cg {
+	LLVMContextRef cx;
+	LLVMModuleRef mod;
+	LLVMBuilderRef b;
+	Func *fn;
+	Plan *plan;
+	LLVMTypeRef i1, i8, i16, i32, i64, f16, bf16, f32, f64, ptr, ity;
+	/* the current kernel */
+	uint32_t k;
+	LLVMValueRef kfn;
+	LLVMValueRef *ptr_of;     /* per value: its pointer parameter, or NULL */
+	LLVMValueRef scratch;     /* the scratch parameter */
+	int64_t *storage;         /* per value: scratch offset of a reduction's result, or -1 */
+	uint32_t *avail;          /* per value: the phase its result is available in */
+	LLVMValueRef *uniform;    /* per value: its rank-0 value in the current phase */
+	LLVMBasicBlockRef pre;    /* the current phase's preamble (dominates its loops) */
+	Memo *memo; uint32_t nmemo, capmemo;
+	/* the current loop's iteration space, to spot accesses at its own index */
+	uint32_t space;           /* a value with the loop's dims and memory order */
+	LLVMValueRef *space_coords, space_lin;
+	int space_align;          /* bytes the current element's index is a multiple of */
+	LLVMValueRef tid, bid, ntid, nctaid, gtid, gstride;
+} Cg;
+
+LLVMTypeRef be_type(Cg *c, DType t);
+LLVMValueRef be_convert(Cg *c, LLVMValueRef x, DType from, DType to, bool fixup);
+LLVMValueRef be_unary(Cg *c, Op op, LLVMValueRef x, DType t);
+LLVMValueRef be_binary(Cg *c, Op op, LLVMValueRef x, LLVMValueRef y, DType t);
+LLVMValueRef be_constant(Cg *c, double v, DType t);
+LLVMValueRef be_call(Cg *c, const char *intrinsic, LLVMTypeRef *over, int nover, LLVMValueRef *args, int nargs);
+LLVMValueRef be_libdevice(Cg *c, const char *name, LLVMTypeRef t, LLVMValueRef *args, int nargs);
+
+/* ---- target.c ---- */
+
+/* link libdevice, optimize at O3 and write PTX; false with a message */
+bool be_compile(LLVMModuleRef mod, const char *gpu, char **ptx, char *err, size_t errlen);
+/* the same without the PTX: the module as the PTX writer will see it */
+bool be_optimize(LLVMModuleRef mod, const char *gpu, char *err, size_t errlen);
+LLVMModuleRef be_module(LLVMContextRef cx, const char *name);
+
+/* ---- plan.c ---- */
+
+void be_print_plan(FILE *f, Func *fn, Plan *p, const Launch *l, const char *gpu, const char *prefix);
+void be_print_dot(FILE *f, Func *fn);
+
+#endif

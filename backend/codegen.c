@@ -1,0 +1,1151 @@
+/* codegen.c — fused kernels as LLVM functions for NVPTX.
+ *
+ * A kernel is a list of tasks — values to write, reductions to compute — run
+ * in phases: a reduction completes at the end of its phase and its result is
+ * read from the next one on, after a grid-wide barrier (the kernel is then
+ * launched cooperatively). Each task loops over an iteration space (dims and
+ * memory order) with a grid-stride loop; tasks with the same space share a
+ * loop, so what they have in common is computed once. A thread takes V
+ * consecutive elements (16 bytes of the narrowest tensor) so that loads and
+ * stores at the loop's own index are marked aligned and become vector
+ * accesses. Every value is computed from the kernel's inputs at the element's
+ * coordinates: elementwise ops in registers, transposes, broadcasts, reshapes
+ * and slices as index arithmetic. Rank-0 values are computed once per kernel
+ * in a block that dominates all the loops after it.
+ *
+ * Full reductions: amax/amin map each element to an unsigned key whose order
+ * is the value's (NaN on top), reduce in the warp with shuffles and meet in
+ * one atomic max per warp on a zeroed accumulator; sums and products reduce
+ * per block and sum the block partials in a fixed order after the barrier.
+ * The last block to read an accumulator zeroes it again for the next run.
+ * Partial reductions give each output element to a warp. All of it is
+ * deterministic: the same inputs give the same bits on every run. */
+#include <math.h>
+#include <string.h>
+
+#include "be.h"
+
+typedef struct {
+	uint32_t space;       /* a value with the loop's dims and memory order */
+	uint32_t *vals;       /* outputs to write (or full reductions to feed) */
+	uint32_t nvals;
+} Group;
+
+static LLVMValueRef
+ic(Cg *c, int64_t v)
+{
+	return LLVMConstInt(c->ity, (unsigned long long)v, 0);
+}
+
+static LLVMValueRef
+i32c(Cg *c, uint32_t v)
+{
+	return LLVMConstInt(c->i32, v, 0);
+}
+
+static bool
+in_kernel(Cg *c, uint32_t v)
+{
+	return c->fn->vals[v].def != IR_NONE && c->fn->ins[c->fn->vals[v].def].kernel == (int32_t)c->k;
+}
+
+static bool
+is_reduce(Cg *c, uint32_t v)
+{
+	const Instr *in = ir_def(c->fn, v);
+
+	return in && ir_ops[in->op].cls == OC_REDUCE;
+}
+
+static const int64_t *
+order_of(Func *fn, uint32_t v, int64_t *tmp)
+{
+	if (fn->vals[v].layout != IR_NONE)
+		return &fn->ints[fn->vals[v].layout];
+	for (int i = 0; i < fn->vals[v].rank; i++)
+		tmp[i] = i;
+	return tmp;
+}
+
+/* same dims and memory order */
+static bool
+same_space(Func *fn, uint32_t a, uint32_t b)
+{
+	int64_t t1[IR_MAXRANK], t2[IR_MAXRANK];
+	int r = fn->vals[a].rank;
+
+	return ir_same_shape(fn, a, b) &&
+		memcmp(order_of(fn, a, t1), order_of(fn, b, t2), (size_t)r * sizeof(int64_t)) == 0;
+}
+
+/* ---- memory access ---- */
+
+static LLVMTypeRef
+mem_type(Cg *c, DType t)
+{
+	return t == DT_B8 ? c->i8 : be_type(c, t);
+}
+
+static void
+strides(Func *fn, uint32_t v, int64_t *st)
+{
+	int64_t tmp[IR_MAXRANK], s = 1;
+	const int64_t *ord = order_of(fn, v, tmp), *d = ir_dims(fn, v);
+
+	for (int j = fn->vals[v].rank - 1; j >= 0; j--) {
+		st[ord[j]] = s;
+		s *= d[ord[j]];
+	}
+}
+
+/* element offset of coords in v's layout, and the alignment it is known to have */
+static LLVMValueRef
+offset(Cg *c, uint32_t v, LLVMValueRef *coords, int *align)
+{
+	int64_t st[IR_MAXRANK];
+	LLVMValueRef off = ic(c, 0);
+	int size = dt_size((DType)c->fn->vals[v].dtype);
+
+	*align = size;
+	if (coords && coords == c->space_coords && same_space(c->fn, v, c->space)) {
+		int a = c->space_align * size;
+
+		*align = a > 16 ? 16 : a < size ? size : a;
+		return c->space_lin;
+	}
+	strides(c->fn, v, st);
+	for (int i = 0; i < c->fn->vals[v].rank; i++)
+		off = LLVMBuildAdd(c->b, off, LLVMBuildMul(c->b, coords[i], ic(c, st[i]), ""), "");
+	return off;
+}
+
+static LLVMValueRef
+load_at(Cg *c, LLVMValueRef base, uint32_t v, LLVMValueRef *coords)
+{
+	DType t = (DType)c->fn->vals[v].dtype;
+	int align;
+	LLVMValueRef off = offset(c, v, coords, &align);
+	LLVMValueRef p = LLVMBuildGEP2(c->b, mem_type(c, t), base, &off, 1, "");
+	LLVMValueRef x = LLVMBuildLoad2(c->b, mem_type(c, t), p, "");
+
+	LLVMSetAlignment(x, (unsigned)align);
+	return t == DT_B8 ? LLVMBuildICmp(c->b, LLVMIntNE, x, LLVMConstInt(c->i8, 0, 0), "") : x;
+}
+
+static void
+store_at(Cg *c, LLVMValueRef base, uint32_t v, LLVMValueRef *coords, LLVMValueRef x)
+{
+	DType t = (DType)c->fn->vals[v].dtype;
+	int align;
+	LLVMValueRef off = offset(c, v, coords, &align);
+	LLVMValueRef p = LLVMBuildGEP2(c->b, mem_type(c, t), base, &off, 1, "");
+
+	if (t == DT_B8)
+		x = LLVMBuildZExt(c->b, x, c->i8, "");
+	LLVMSetAlignment(LLVMBuildStore(c->b, x, p), (unsigned)align);
+}
+
+/* a byte offset into the scratch buffer, as a pointer */
+static LLVMValueRef
+scratch_at(Cg *c, int64_t off)
+{
+	LLVMValueRef o = LLVMConstInt(c->i64, (unsigned long long)off, 0);
+
+	return LLVMBuildGEP2(c->b, c->i8, c->scratch, &o, 1, "");
+}
+
+/* ---- coordinates ---- */
+
+static LLVMValueRef *
+new_coords(Cg *c, int rank)
+{
+	return arena_alloc(c->fn->arena, (size_t)(rank + 1) * sizeof(LLVMValueRef));
+}
+
+/* coordinates of a linear index over dims taken in the given order */
+static LLVMValueRef *
+delinearize(Cg *c, LLVMValueRef lin, const int64_t *dims, const int64_t *ord, int rank)
+{
+	LLVMValueRef *co = new_coords(c, rank);
+
+	for (int j = rank - 1; j >= 0; j--) {
+		int64_t d = dims[ord[j]];
+
+		co[ord[j]] = j == 0 ? lin : LLVMBuildURem(c->b, lin, ic(c, d), "");
+		if (j > 0)
+			lin = LLVMBuildUDiv(c->b, lin, ic(c, d), "");
+	}
+	return co;
+}
+
+static LLVMValueRef
+linearize(Cg *c, LLVMValueRef *co, const int64_t *dims, int rank)
+{
+	LLVMValueRef lin = ic(c, 0);
+
+	for (int i = 0; i < rank; i++)
+		lin = LLVMBuildAdd(c->b, LLVMBuildMul(c->b, lin, ic(c, dims[i]), ""), co[i], "");
+	return lin;
+}
+
+/* ---- values ---- */
+
+static LLVMValueRef value(Cg *c, uint32_t v, LLVMValueRef *coords);
+
+static LLVMValueRef
+operand(Cg *c, uint32_t a, LLVMValueRef *coords)
+{
+	return value(c, a, c->fn->vals[a].rank == 0 ? NULL : coords);
+}
+
+/* the coordinates of a shape op's operand for the result's coordinates */
+static LLVMValueRef *
+shape_coords(Cg *c, const Instr *in, LLVMValueRef *co)
+{
+	Func *fn = c->fn;
+	uint32_t a = ir_args(fn, in)[0];
+	const int64_t *at = ir_attr(fn, in), *ad = ir_dims(fn, a);
+	int rank = fn->vals[a].rank, rr = fn->vals[in->res].rank;
+	LLVMValueRef *n = new_coords(c, rank);
+	int64_t ord[IR_MAXRANK];
+
+	switch (in->op) {
+	case OP_BROADCAST:
+		for (int i = 0; i < rank; i++)
+			n[i] = ad[i] == 1 ? ic(c, 0) : co[at[i]];
+		return n;
+	case OP_TRANSPOSE:
+		for (int i = 0; i < rank; i++)
+			n[at[i]] = co[i];
+		return n;
+	case OP_SLICE:
+		for (int i = 0; i < rank; i++)
+			n[i] = LLVMBuildAdd(c->b, ic(c, at[i]), LLVMBuildMul(c->b, co[i], ic(c, at[2 * rank + i]), ""), "");
+		return n;
+	case OP_SQUEEZE:
+		for (int i = 0, j = 0, k = 0; i < rank; i++)
+			n[i] = (k < (int)in->nattr && at[k] == i) ? (k++, ic(c, 0)) : co[j++];
+		return n;
+	case OP_RESHAPE:
+		for (int i = 0; i < rank; i++)
+			ord[i] = i;
+		return delinearize(c, linearize(c, co, ir_dims(fn, in->res), rr), ad, ord, rank);
+	default:
+		unreachable();
+	}
+}
+
+/* cat: every operand at clamped coordinates, then the one that holds it */
+static LLVMValueRef
+cat(Cg *c, const Instr *in, LLVMValueRef *co)
+{
+	Func *fn = c->fn;
+	int64_t dim = ir_attr(fn, in)[0], off = 0;
+	int rank = fn->vals[in->res].rank;
+	LLVMValueRef r = NULL;
+
+	for (uint32_t k = 0; k < in->nargs; k++) {
+		uint32_t a = ir_args(fn, in)[k];
+		int64_t size = ir_dims(fn, a)[dim];
+		LLVMValueRef *n = new_coords(c, rank), rel, x, inside;
+
+		if (size == 0)
+			continue;
+		memcpy(n, co, (size_t)rank * sizeof *n);
+		rel = LLVMBuildSub(c->b, co[dim], ic(c, off), "");
+		inside = LLVMBuildICmp(c->b, LLVMIntULT, rel, ic(c, size), "");
+		n[dim] = LLVMBuildSelect(c->b, inside, rel, ic(c, 0), "");
+		x = value(c, a, n);
+		r = r ? LLVMBuildSelect(c->b, inside, x, r, "") : x;
+		off += size;
+	}
+	return r;
+}
+
+static LLVMValueRef
+compute(Cg *c, const Instr *in, LLVMValueRef *co)
+{
+	Func *fn = c->fn;
+	const uint32_t *a = ir_args(fn, in);
+	DType t = (DType)fn->vals[in->res].dtype, at = in->nargs ? (DType)fn->vals[a[0]].dtype : t;
+
+	switch (ir_ops[in->op].cls) {
+	case OC_CONVERT:
+		return be_convert(c, operand(c, a[0], co), at, t, !(in->flags & IF_NO_FIXUP));
+	case OC_UNARY:
+		return be_unary(c, (Op)in->op, operand(c, a[0], co), at);
+	case OC_BINARY: case OC_COMPARE:
+		return be_binary(c, (Op)in->op, operand(c, a[0], co), operand(c, a[1], co), at);
+	case OC_WHERE:
+		return LLVMBuildSelect(c->b, operand(c, a[0], co), operand(c, a[1], co), operand(c, a[2], co), "");
+	case OC_FULL:
+		return be_constant(c, in->fval, t);
+	case OC_CLONE:
+		return operand(c, a[0], co);
+	case OC_SHAPE:
+		return value(c, a[0], fn->vals[a[0]].rank ? shape_coords(c, in, co) : NULL);
+	case OC_CAT:
+		return cat(c, in, co);
+	case OC_REDUCE: case OC_GEMM:
+		break;
+	}
+	die("%s cannot be computed in a kernel here", ir_ops[in->op].name);
+}
+
+static LLVMValueRef
+memo_find(Cg *c, uint32_t v, LLVMValueRef *co)
+{
+	int rank = c->fn->vals[v].rank;
+
+	for (uint32_t i = c->nmemo; i-- > 0;) {
+		Memo *m = &c->memo[i];
+
+		if (m->v == v && (m->coords == co || !memcmp(m->coords, co, (size_t)rank * sizeof *co)))
+			return m->val;
+	}
+	return NULL;
+}
+
+static void
+memo_add(Cg *c, uint32_t v, LLVMValueRef *co, LLVMValueRef x)
+{
+	arena_grow(c->fn->arena, (void **)&c->memo, &c->capmemo, c->nmemo + 1, sizeof *c->memo);
+	c->memo[c->nmemo++] = (Memo){ v, co, x };
+}
+
+/* where a reduction's result lives: its output, or its place in scratch */
+static LLVMValueRef
+storage(Cg *c, uint32_t v)
+{
+	return c->ptr_of[v] ? c->ptr_of[v] : scratch_at(c, c->storage[v]);
+}
+
+/* a rank-0 value, computed once in the block that dominates what follows */
+static LLVMValueRef
+uniform(Cg *c, uint32_t v)
+{
+	LLVMBasicBlockRef here = LLVMGetInsertBlock(c->b);
+	LLVMValueRef x;
+
+	if (c->uniform[v])
+		return c->uniform[v];
+	if (here != c->pre)
+		LLVMPositionBuilderBefore(c->b, LLVMGetBasicBlockTerminator(c->pre));
+	if (!in_kernel(c, v))
+		x = load_at(c, c->ptr_of[v], v, NULL);
+	else
+		x = compute(c, ir_def(c->fn, v), NULL);
+	if (here != c->pre)
+		LLVMPositionBuilderAtEnd(c->b, here);
+	return c->uniform[v] = x;
+}
+
+static LLVMValueRef
+value(Cg *c, uint32_t v, LLVMValueRef *co)
+{
+	LLVMValueRef x;
+
+	if (c->fn->vals[v].rank == 0)
+		return uniform(c, v);
+	if ((x = memo_find(c, v, co)))
+		return x;
+	if (!in_kernel(c, v))
+		x = load_at(c, c->ptr_of[v], v, co);
+	else if (is_reduce(c, v))
+		x = load_at(c, storage(c, v), v, co);   /* a partial reduction of an earlier phase */
+	else
+		x = compute(c, ir_def(c->fn, v), co);
+	memo_add(c, v, co, x);
+	return x;
+}
+
+/* ---- control flow ---- */
+
+static LLVMBasicBlockRef
+block(Cg *c, const char *name)
+{
+	return LLVMAppendBasicBlockInContext(c->cx, c->kfn, name);
+}
+
+static LLVMValueRef
+entry_alloca(Cg *c, LLVMTypeRef t)
+{
+	LLVMBasicBlockRef here = LLVMGetInsertBlock(c->b), entry = LLVMGetEntryBasicBlock(c->kfn);
+	LLVMValueRef first = LLVMGetFirstInstruction(entry), a;
+
+	if (first)
+		LLVMPositionBuilderBefore(c->b, first);
+	else
+		LLVMPositionBuilderAtEnd(c->b, entry);
+	a = LLVMBuildAlloca(c->b, t, "");
+	LLVMPositionBuilderAtEnd(c->b, here);
+	return a;
+}
+
+typedef struct {
+	LLVMValueRef iv, i, step;
+	LLVMBasicBlockRef head, exit;
+	uint32_t nmemo;
+} Loop;
+
+/* for (i = start; i < end; i += step): leaves the builder in the body */
+static LLVMValueRef
+loop_begin(Cg *c, Loop *l, LLVMValueRef start, LLVMValueRef end, LLVMValueRef step)
+{
+	LLVMBasicBlockRef body;
+
+	l->iv = entry_alloca(c, c->ity);
+	l->step = step;
+	LLVMBuildStore(c->b, start, l->iv);
+	l->head = block(c, "loop");
+	body = block(c, "body");
+	l->exit = block(c, "done");
+	LLVMBuildBr(c->b, l->head);
+	LLVMPositionBuilderAtEnd(c->b, l->head);
+	l->i = LLVMBuildLoad2(c->b, c->ity, l->iv, "i");
+	LLVMBuildCondBr(c->b, LLVMBuildICmp(c->b, LLVMIntULT, l->i, end, ""), body, l->exit);
+	LLVMPositionBuilderAtEnd(c->b, body);
+	l->nmemo = c->nmemo;
+	return l->i;
+}
+
+static void
+loop_end(Cg *c, Loop *l)
+{
+	LLVMBuildStore(c->b, LLVMBuildAdd(c->b, l->i, l->step, ""), l->iv);
+	LLVMBuildBr(c->b, l->head);
+	LLVMPositionBuilderAtEnd(c->b, l->exit);
+	c->nmemo = l->nmemo;   /* what the body computed does not dominate the exit */
+}
+
+/* if (cond) { ... }: returns the join block; the builder is in the then-block */
+static LLVMBasicBlockRef
+if_begin(Cg *c, LLVMValueRef cond)
+{
+	LLVMBasicBlockRef then = block(c, "then"), join = block(c, "join");
+
+	LLVMBuildCondBr(c->b, cond, then, join);
+	LLVMPositionBuilderAtEnd(c->b, then);
+	return join;
+}
+
+static void
+if_end(Cg *c, LLVMBasicBlockRef join)
+{
+	LLVMBuildBr(c->b, join);
+	LLVMPositionBuilderAtEnd(c->b, join);
+}
+
+static void
+syncthreads(Cg *c)
+{
+	LLVMValueRef zero = i32c(c, 0);
+
+	be_call(c, "llvm.nvvm.barrier.cta.sync.aligned.all", NULL, 0, &zero, 1);
+}
+
+static void
+membar(Cg *c)
+{
+	be_call(c, "llvm.nvvm.membar.gl", NULL, 0, NULL, 0);
+}
+
+/* ---- grid-wide barrier: scratch[0] arrivals, scratch[4] generation ---- */
+
+static void
+grid_barrier(Cg *c)
+{
+	LLVMValueRef cnt = scratch_at(c, 0), gen = scratch_at(c, 4), g, old, v;
+	LLVMBasicBlockRef join, last, wait, spin, done;
+
+	syncthreads(c);
+	join = if_begin(c, LLVMBuildICmp(c->b, LLVMIntEQ, c->tid, ic(c, 0), ""));
+	g = LLVMBuildLoad2(c->b, c->i32, gen, "");
+	LLVMSetVolatile(g, 1);
+	membar(c);
+	old = LLVMBuildAtomicRMW(c->b, LLVMAtomicRMWBinOpAdd, cnt, i32c(c, 1), LLVMAtomicOrderingMonotonic, 0);
+	last = block(c, "last");
+	wait = block(c, "wait");
+	spin = block(c, "spin");
+	done = block(c, "arrived");
+	LLVMBuildCondBr(c->b, LLVMBuildICmp(c->b, LLVMIntEQ, LLVMBuildZExt(c->b, old, c->ity, ""),
+		LLVMBuildSub(c->b, c->nctaid, ic(c, 1), ""), ""), last, wait);
+	LLVMPositionBuilderAtEnd(c->b, last);
+	LLVMSetVolatile(LLVMBuildStore(c->b, i32c(c, 0), cnt), 1);
+	membar(c);
+	LLVMBuildAtomicRMW(c->b, LLVMAtomicRMWBinOpAdd, gen, i32c(c, 1), LLVMAtomicOrderingMonotonic, 0);
+	LLVMBuildBr(c->b, done);
+	LLVMPositionBuilderAtEnd(c->b, wait);
+	LLVMBuildBr(c->b, spin);
+	LLVMPositionBuilderAtEnd(c->b, spin);
+	v = LLVMBuildLoad2(c->b, c->i32, gen, "");
+	LLVMSetVolatile(v, 1);
+	LLVMBuildCondBr(c->b, LLVMBuildICmp(c->b, LLVMIntEQ, v, g, ""), spin, done);
+	LLVMPositionBuilderAtEnd(c->b, done);
+	membar(c);
+	if_end(c, join);
+	syncthreads(c);
+}
+
+/* ---- reduction keys: unsigned integers that order like the values ---- */
+
+typedef struct {
+	Op op;
+	DType t;              /* the dtype of the reduced values */
+	LLVMTypeRef kt;       /* i32 or i64 key; f64/i64 accumulator for sums */
+	bool wide;
+	bool sum;             /* sum or prod: accumulate in double or i64 */
+} Red;
+
+static Red
+red_of(Cg *c, uint32_t v)
+{
+	const Instr *in = ir_def(c->fn, v);
+	Red r = { (Op)in->op, (DType)c->fn->vals[v].dtype, NULL, false, false };
+
+	r.sum = r.op == OP_SUM || r.op == OP_PROD;
+	r.wide = r.t == DT_F64 || r.t == DT_I64;
+	if (r.sum)
+		r.kt = dt_isfloat(r.t) ? c->f64 : c->i64;
+	else
+		r.kt = r.wide ? c->i64 : c->i32;
+	return r;
+}
+
+static LLVMValueRef
+max_key(Cg *c, const Red *r, LLVMValueRef x)
+{
+	unsigned w = r->wide ? 64 : 32;
+	LLVMValueRef top = LLVMConstInt(r->kt, 1ull << (w - 1), 0), bits, mask;
+
+	if (dt_isfloat(r->t)) {
+		LLVMTypeRef ft = r->wide ? c->f64 : c->f32;
+
+		if (!r->wide)
+			x = be_convert(c, x, r->t, DT_F32, true);
+		x = LLVMBuildSelect(c->b, LLVMBuildFCmp(c->b, LLVMRealUNO, x, x, ""), LLVMConstReal(ft, NAN), x, "");
+		bits = LLVMBuildBitCast(c->b, x, r->kt, "");
+		mask = LLVMBuildOr(c->b, LLVMBuildAShr(c->b, bits, LLVMConstInt(r->kt, w - 1, 0), ""), top, "");
+		return LLVMBuildXor(c->b, bits, mask, "");
+	}
+	if (r->t == DT_U8 || r->t == DT_B8)
+		return LLVMBuildZExt(c->b, x, r->kt, "");
+	x = r->wide ? x : LLVMBuildSExt(c->b, x, r->kt, "");
+	return LLVMBuildXor(c->b, x, top, "");
+}
+
+static LLVMValueRef
+key(Cg *c, const Red *r, LLVMValueRef x)
+{
+	LLVMValueRef k;
+
+	if (r->sum)
+		return dt_isfloat(r->t) ? be_convert(c, x, r->t, DT_F64, true) : be_convert(c, x, r->t, DT_I64, true);
+	k = max_key(c, r, x);
+	if (r->op == OP_AMAX)
+		return k;
+	k = LLVMBuildNot(c->b, k, "");
+	if (!dt_isfloat(r->t))
+		return k;
+	return LLVMBuildSelect(c->b, LLVMBuildFCmp(c->b, LLVMRealUNO, x, x, ""), LLVMConstAllOnes(r->kt), k, "");
+}
+
+static LLVMValueRef
+identity(Cg *c, const Red *r)
+{
+	if (r->op == OP_SUM)
+		return dt_isfloat(r->t) ? LLVMConstReal(c->f64, 0) : LLVMConstInt(c->i64, 0, 0);
+	if (r->op == OP_PROD)
+		return dt_isfloat(r->t) ? LLVMConstReal(c->f64, 1) : LLVMConstInt(c->i64, 1, 0);
+	return LLVMConstInt(r->kt, 0, 0);
+}
+
+static LLVMValueRef
+combine(Cg *c, const Red *r, LLVMValueRef a, LLVMValueRef b)
+{
+	bool f = dt_isfloat(r->t);
+
+	if (r->op == OP_SUM)
+		return f ? LLVMBuildFAdd(c->b, a, b, "") : LLVMBuildAdd(c->b, a, b, "");
+	if (r->op == OP_PROD)
+		return f ? LLVMBuildFMul(c->b, a, b, "") : LLVMBuildMul(c->b, a, b, "");
+	return LLVMBuildSelect(c->b, LLVMBuildICmp(c->b, LLVMIntUGT, a, b, ""), a, b, "");
+}
+
+/* the reduced value (in the result's dtype) of an accumulated key */
+static LLVMValueRef
+unkey(Cg *c, const Red *r, LLVMValueRef k)
+{
+	unsigned w = r->wide ? 64 : 32;
+	LLVMValueRef top = LLVMConstInt(r->kt, 1ull << (w - 1), 0), mask, bits, x, nan = NULL;
+
+	if (r->sum)
+		return dt_isfloat(r->t) ? be_convert(c, k, DT_F64, r->t, true) : be_convert(c, k, DT_I64, r->t, true);
+	if (r->op == OP_AMIN) {
+		nan = LLVMBuildICmp(c->b, LLVMIntEQ, k, LLVMConstAllOnes(r->kt), "");
+		k = LLVMBuildNot(c->b, k, "");
+	}
+	if (!dt_isfloat(r->t)) {
+		x = r->t == DT_U8 || r->t == DT_B8 ? k : LLVMBuildXor(c->b, k, top, "");
+		return r->wide ? x : LLVMBuildTrunc(c->b, x, be_type(c, r->t), "");
+	}
+	mask = LLVMBuildSelect(c->b, LLVMBuildICmp(c->b, LLVMIntNE, LLVMBuildAnd(c->b, k, top, ""),
+		LLVMConstInt(r->kt, 0, 0), ""), top, LLVMConstAllOnes(r->kt), "");
+	bits = LLVMBuildXor(c->b, k, mask, "");
+	x = LLVMBuildBitCast(c->b, bits, r->wide ? c->f64 : c->f32, "");
+	if (nan)
+		x = LLVMBuildSelect(c->b, nan, LLVMConstReal(LLVMTypeOf(x), NAN), x, "");
+	return r->wide ? x : be_convert(c, x, DT_F32, r->t, true);
+}
+
+/* butterfly over the warp: every lane ends with the combination of all 32,
+ * in the same order on every run */
+static LLVMValueRef
+warp_reduce(Cg *c, const Red *r, LLVMValueRef x)
+{
+	LLVMTypeRef t = LLVMTypeOf(x);
+	bool wide = t == c->i64 || t == c->f64;
+
+	for (unsigned d = 16; d >= 1; d /= 2) {
+		LLVMValueRef bits = wide ? LLVMBuildBitCast(c->b, x, c->i64, "") : x, lo, hi, other;
+		LLVMValueRef a[4] = { LLVMConstAllOnes(c->i32), NULL, i32c(c, d), i32c(c, 31) };
+
+		lo = wide ? LLVMBuildTrunc(c->b, bits, c->i32, "") : bits;
+		a[1] = lo;
+		lo = be_call(c, "llvm.nvvm.shfl.sync.bfly.i32", NULL, 0, a, 4);
+		if (wide) {
+			a[1] = LLVMBuildTrunc(c->b, LLVMBuildLShr(c->b, bits, LLVMConstInt(c->i64, 32, 0), ""), c->i32, "");
+			hi = be_call(c, "llvm.nvvm.shfl.sync.bfly.i32", NULL, 0, a, 4);
+			other = LLVMBuildOr(c->b, LLVMBuildZExt(c->b, lo, c->i64, ""),
+				LLVMBuildShl(c->b, LLVMBuildZExt(c->b, hi, c->i64, ""), LLVMConstInt(c->i64, 32, 0), ""), "");
+			other = LLVMBuildBitCast(c->b, other, t, "");
+		} else {
+			other = LLVMBuildBitCast(c->b, lo, t, "");
+		}
+		x = combine(c, r, x, other);   /* + and max commute: both lanes get the same bits */
+	}
+	return x;
+}
+
+/* ---- block-level reduction: warps, then warp 0 over the warps' results ---- */
+
+static LLVMValueRef
+smem_slot(Cg *c, LLVMValueRef i)
+{
+	char name[32];
+	LLVMTypeRef at = LLVMArrayType2(c->i64, BE_BLOCK / 32);
+	LLVMValueRef g, idx[2] = { LLVMConstInt(c->i64, 0, 0), i };
+
+	snprintf(name, sizeof name, "%s.smem", c->fn->kernels[c->k].name);
+	if (!(g = LLVMGetNamedGlobal(c->mod, name))) {
+		g = LLVMAddGlobalInAddressSpace(c->mod, at, name, 3);
+		LLVMSetInitializer(g, LLVMGetUndef(at));
+		LLVMSetLinkage(g, LLVMInternalLinkage);
+		LLVMSetAlignment(g, 8);
+	}
+	return LLVMBuildGEP2(c->b, at, g, idx, 2, "");
+}
+
+static LLVMValueRef
+to_i64(Cg *c, LLVMValueRef x)
+{
+	LLVMTypeRef t = LLVMTypeOf(x);
+
+	if (t == c->f64)
+		return LLVMBuildBitCast(c->b, x, c->i64, "");
+	return t == c->i64 ? x : LLVMBuildZExt(c->b, x, c->i64, "");
+}
+
+static LLVMValueRef
+from_i64(Cg *c, LLVMValueRef x, LLVMTypeRef t)
+{
+	if (t == c->f64)
+		return LLVMBuildBitCast(c->b, x, c->f64, "");
+	return t == c->i64 ? x : LLVMBuildTrunc(c->b, x, t, "");
+}
+
+/* every thread's x combined over the block; valid in thread 0 */
+static LLVMValueRef
+block_reduce(Cg *c, const Red *r, LLVMValueRef x)
+{
+	LLVMValueRef lane = LLVMBuildAnd(c->b, c->tid, ic(c, 31), ""), warp = LLVMBuildLShr(c->b, c->tid, ic(c, 5), "");
+	LLVMValueRef res = entry_alloca(c, r->kt), v;
+	LLVMBasicBlockRef join;
+
+	x = warp_reduce(c, r, x);
+	join = if_begin(c, LLVMBuildICmp(c->b, LLVMIntEQ, lane, ic(c, 0), ""));
+	LLVMBuildStore(c->b, to_i64(c, x), smem_slot(c, warp));
+	if_end(c, join);
+	syncthreads(c);
+	LLVMBuildStore(c->b, identity(c, r), res);
+	join = if_begin(c, LLVMBuildICmp(c->b, LLVMIntEQ, warp, ic(c, 0), ""));
+	v = from_i64(c, LLVMBuildLoad2(c->b, c->i64, smem_slot(c, LLVMBuildAnd(c->b, lane, ic(c, BE_BLOCK / 32 - 1), "")), ""), r->kt);
+	v = LLVMBuildSelect(c->b, LLVMBuildICmp(c->b, LLVMIntULT, lane, ic(c, BE_BLOCK / 32), ""), v, identity(c, r), "");
+	LLVMBuildStore(c->b, warp_reduce(c, r, v), res);
+	if_end(c, join);
+	syncthreads(c);   /* the slots are free again */
+	return LLVMBuildLoad2(c->b, r->kt, res, "");
+}
+
+/* ---- the kernel's plan: phases, storage, scratch ---- */
+
+typedef struct {
+	uint32_t *phase;      /* per value: the phase that computes it */
+	bool *out;            /* per value: written to a kernel output */
+	uint32_t nphases;
+	int64_t scratch;      /* bytes */
+	bool readers;         /* some accumulator needs zeroing after it is read */
+} KPlan;
+
+static void
+analyze(Cg *c, KPlan *kp)
+{
+	Func *fn = c->fn;
+	const Kernel *k = &fn->kernels[c->k];
+	int64_t off = 16;   /* barrier arrivals, generation, readers */
+
+	kp->phase = arena_alloc(fn->arena, (fn->nvals + 1) * sizeof *kp->phase);
+	kp->out = arena_alloc(fn->arena, fn->nvals + 1);
+	kp->nphases = 1;
+	for (uint32_t j = 0; j < k->nouts; j++)
+		kp->out[fn->argv[k->outs + j]] = true;
+	for (uint32_t i = k->first; i < k->first + k->count; i++) {
+		const Instr *in = &fn->ins[i];
+		uint32_t p = 0, v = in->res;
+
+		for (uint32_t j = 0; j < in->nargs; j++) {
+			uint32_t a = ir_args(fn, in)[j];
+
+			if (in_kernel(c, a) && c->avail[a] > p)
+				p = c->avail[a];
+		}
+		kp->phase[v] = p;
+		c->avail[v] = p;
+		c->storage[v] = -1;
+		if (ir_ops[in->op].cls != OC_REDUCE)
+			continue;
+		c->avail[v] = p + 1;
+		if (fn->vals[v].rank == 0) {
+			Red r = red_of(c, v);
+
+			c->storage[v] = off;
+			off += r.sum ? 8 * BE_MAXGRID : 8;
+			kp->readers |= !r.sum;
+		} else if (!kp->out[v]) {
+			c->storage[v] = off;
+			off += (ir_numel(fn, v) * dt_size((DType)fn->vals[v].dtype) + 15) / 16 * 16;
+		}
+	}
+	/* the last phase is the latest task: an output, or a reduction's loop */
+	for (uint32_t i = k->first; i < k->first + k->count; i++) {
+		uint32_t v = fn->ins[i].res, p = kp->phase[v];
+		bool red = ir_ops[fn->ins[i].op].cls == OC_REDUCE;
+
+		if (kp->out[v] && red && fn->vals[v].rank == 0)
+			p++;   /* a full reduction is written once it is complete */
+		else if (!kp->out[v] && !red)
+			continue;
+		if (p + 1 > kp->nphases)
+			kp->nphases = p + 1;
+	}
+	kp->scratch = (kp->nphases > 1 || off > 16) ? off : 0;
+}
+
+/* ---- loops over an iteration space ---- */
+
+/* elements per thread: 16 bytes of the narrowest tensor read or written at the
+ * loop's own index */
+static int
+vector_width(Cg *c, const Group *g)
+{
+	Func *fn = c->fn;
+	const Kernel *k = &fn->kernels[c->k];
+	int size = 16;
+
+	if (fn->vals[g->space].rank == 0)
+		return 1;
+	for (uint32_t i = 0; i < g->nvals; i++) {
+		uint32_t v = g->vals[i];
+
+		if (ir_ops[ir_def(fn, v)->op].cls != OC_REDUCE && dt_size((DType)fn->vals[v].dtype) < size)
+			size = dt_size((DType)fn->vals[v].dtype);
+	}
+	for (uint32_t j = 0; j < k->nins; j++) {
+		uint32_t v = fn->argv[k->ins + j];
+
+		if (same_space(fn, v, g->space) && dt_size((DType)fn->vals[v].dtype) < size)
+			size = dt_size((DType)fn->vals[v].dtype);
+	}
+	return 16 / size;
+}
+
+/* one element of a group: write its outputs, feed its reductions */
+static void
+element(Cg *c, const Group *g, LLVMValueRef *accs, const Red *reds)
+{
+	Func *fn = c->fn;
+
+	for (uint32_t i = 0; i < g->nvals; i++) {
+		uint32_t v = g->vals[i];
+		const Instr *in = ir_def(fn, v);
+
+		if (ir_ops[in->op].cls == OC_REDUCE && fn->vals[v].rank == 0 && accs[i]) {
+			LLVMValueRef x = operand(c, ir_args(fn, in)[0], c->space_coords);
+
+			LLVMBuildStore(c->b, combine(c, &reds[i], LLVMBuildLoad2(c->b, reds[i].kt, accs[i], ""),
+				key(c, &reds[i], x)), accs[i]);
+		} else {
+			store_at(c, c->ptr_of[v], v, c->space_coords, value(c, v, c->space_coords));
+		}
+	}
+}
+
+static void
+space_element(Cg *c, const Group *g, LLVMValueRef lin, int align, LLVMValueRef *accs, const Red *reds)
+{
+	int64_t tmp[IR_MAXRANK];
+	uint32_t s = g->space;
+
+	c->space = s;
+	c->space_lin = lin;
+	c->space_align = align;
+	c->space_coords = c->fn->vals[s].rank == 0 ? NULL :
+		delinearize(c, lin, ir_dims(c->fn, s), order_of(c->fn, s, tmp), c->fn->vals[s].rank);
+	element(c, g, accs, reds);
+	c->space_coords = NULL;
+}
+
+/* grid-stride loop over the space, V elements a thread, then the tail;
+ * returns the blocks it wants */
+static uint32_t
+group_loop(Cg *c, const Group *g, LLVMValueRef *accs, const Red *reds)
+{
+	int64_t total = ir_numel(c->fn, g->space);
+	int V = vector_width(c, g);
+	int64_t nvec = total / V;
+	Loop l;
+	LLVMValueRef i;
+
+	if (nvec > 0) {
+		i = loop_begin(c, &l, c->gtid, ic(c, nvec), c->gstride);
+		i = LLVMBuildMul(c->b, i, ic(c, V), "");
+		for (int j = 0; j < V; j++)
+			space_element(c, g, j ? LLVMBuildAdd(c->b, i, ic(c, j), "") : i, j ? (j & -j) : V, accs, reds);
+		loop_end(c, &l);
+	}
+	if (nvec * V < total) {
+		i = loop_begin(c, &l, LLVMBuildAdd(c->b, c->gtid, ic(c, nvec * V), ""), ic(c, total), c->gstride);
+		space_element(c, g, i, 1, accs, reds);
+		loop_end(c, &l);
+	}
+	return (uint32_t)((nvec + BE_BLOCK - 1) / BE_BLOCK);
+}
+
+/* a partial reduction: a warp for each output element; returns the blocks it wants */
+static uint32_t
+partial_reduction(Cg *c, uint32_t v)
+{
+	Func *fn = c->fn;
+	const Instr *in = ir_def(fn, v);
+	uint32_t a = ir_args(fn, in)[0];
+	const int64_t *rd = ir_attr(fn, in), *ad = ir_dims(fn, a);
+	int rank = fn->vals[a].rank, nr = (int)in->nattr;
+	int64_t nout = ir_numel(fn, v), nred = 1, rdims[IR_MAXRANK], ord[IR_MAXRANK];
+	Red r = red_of(c, v);
+	LLVMValueRef lane = LLVMBuildAnd(c->b, c->tid, ic(c, 31), ""), acc = entry_alloca(c, r.kt);
+	LLVMValueRef o, ri, *oc, *rc, *co, k;
+	LLVMBasicBlockRef join;
+	Loop lo, li;
+
+	for (int i = 0; i < IR_MAXRANK; i++)
+		ord[i] = i;
+	for (int i = 0; i < nr; i++)
+		nred *= rdims[i] = ad[rd[i]];
+	o = loop_begin(c, &lo, LLVMBuildLShr(c->b, c->gtid, ic(c, 5), ""), ic(c, nout),
+		LLVMBuildLShr(c->b, c->gstride, ic(c, 5), ""));
+	oc = delinearize(c, o, ir_dims(fn, v), ord, fn->vals[v].rank);
+	LLVMBuildStore(c->b, identity(c, &r), acc);
+	ri = loop_begin(c, &li, lane, ic(c, nred), ic(c, 32));
+	rc = delinearize(c, ri, rdims, ord, nr);
+	co = new_coords(c, rank);
+	for (int i = 0, j = 0, kk = 0; i < rank; i++)
+		co[i] = (kk < nr && rd[kk] == i) ? rc[kk++] : oc[j++];
+	LLVMBuildStore(c->b, combine(c, &r, LLVMBuildLoad2(c->b, r.kt, acc, ""), key(c, &r, value(c, a, co))), acc);
+	loop_end(c, &li);
+	k = warp_reduce(c, &r, LLVMBuildLoad2(c->b, r.kt, acc, ""));
+	join = if_begin(c, LLVMBuildICmp(c->b, LLVMIntEQ, lane, ic(c, 0), ""));
+	store_at(c, storage(c, v), v, oc, unkey(c, &r, k));
+	if_end(c, join);
+	loop_end(c, &lo);
+	return (uint32_t)((nout * 32 + BE_BLOCK - 1) / BE_BLOCK);
+}
+
+/* ---- phases ---- */
+
+static void
+group_add(Cg *c, Group *gs, uint32_t *ng, uint32_t space, uint32_t v)
+{
+	Func *fn = c->fn;
+
+	for (uint32_t i = 0; i < *ng; i++)
+		if (same_space(fn, gs[i].space, space)) {
+			gs[i].vals[gs[i].nvals++] = v;
+			return;
+		}
+	gs[*ng] = (Group){ space, arena_alloc(fn->arena, (c->fn->kernels[c->k].count + 1) * sizeof(uint32_t)), 1 };
+	gs[*ng].vals[0] = v;
+	(*ng)++;
+}
+
+/* full reductions completed in the previous phase: read, then zero for the next run */
+static void
+read_reductions(Cg *c, const KPlan *kp, uint32_t p)
+{
+	Func *fn = c->fn;
+	const Kernel *k = &fn->kernels[c->k];
+	bool any = false;
+	LLVMBasicBlockRef join, last;
+	LLVMValueRef old;
+
+	for (uint32_t i = k->first; i < k->first + k->count; i++) {
+		uint32_t v = fn->ins[i].res;
+		Red r;
+		LLVMValueRef acc, x;
+		Loop l;
+
+		if (ir_ops[fn->ins[i].op].cls != OC_REDUCE || fn->vals[v].rank != 0 || c->avail[v] != p)
+			continue;
+		r = red_of(c, v);
+		if (!r.sum) {
+			x = LLVMBuildLoad2(c->b, r.kt, scratch_at(c, c->storage[v]), "");
+			LLVMSetVolatile(x, 1);
+			c->uniform[v] = unkey(c, &r, x);
+			any = true;
+			continue;
+		}
+		acc = entry_alloca(c, r.kt);
+		LLVMBuildStore(c->b, identity(c, &r), acc);
+		x = loop_begin(c, &l, ic(c, 0), c->nctaid, ic(c, 1));
+		x = LLVMBuildGEP2(c->b, r.kt, scratch_at(c, c->storage[v]), &x, 1, "");
+		x = LLVMBuildLoad2(c->b, r.kt, x, "");
+		LLVMSetVolatile(x, 1);
+		LLVMBuildStore(c->b, combine(c, &r, LLVMBuildLoad2(c->b, r.kt, acc, ""), x), acc);
+		loop_end(c, &l);
+		c->uniform[v] = unkey(c, &r, LLVMBuildLoad2(c->b, r.kt, acc, ""));
+	}
+	if (!any || !kp->readers)
+		return;
+	/* the last block to have read the accumulators zeroes them */
+	syncthreads(c);
+	join = if_begin(c, LLVMBuildICmp(c->b, LLVMIntEQ, c->tid, ic(c, 0), ""));
+	membar(c);
+	old = LLVMBuildAtomicRMW(c->b, LLVMAtomicRMWBinOpAdd, scratch_at(c, 8), i32c(c, 1), LLVMAtomicOrderingMonotonic, 0);
+	last = if_begin(c, LLVMBuildICmp(c->b, LLVMIntEQ, LLVMBuildZExt(c->b, old, c->ity, ""),
+		LLVMBuildSub(c->b, c->nctaid, ic(c, 1), ""), ""));
+	for (uint32_t i = k->first; i < k->first + k->count; i++) {
+		uint32_t v = fn->ins[i].res;
+
+		if (ir_ops[fn->ins[i].op].cls == OC_REDUCE && fn->vals[v].rank == 0 && c->avail[v] == p &&
+		    !red_of(c, v).sum)
+			LLVMSetVolatile(LLVMBuildStore(c->b, LLVMConstInt(c->i64, 0, 0), scratch_at(c, c->storage[v])), 1);
+	}
+	LLVMSetVolatile(LLVMBuildStore(c->b, i32c(c, 0), scratch_at(c, 8)), 1);
+	membar(c);
+	if_end(c, last);
+	if_end(c, join);
+}
+
+/* the accumulator of a full reduction at the end of its phase */
+static void
+finish_reduction(Cg *c, uint32_t v, const Red *r, LLVMValueRef acc)
+{
+	LLVMValueRef x = block_reduce(c, r, LLVMBuildLoad2(c->b, r->kt, acc, "")), p;
+	LLVMBasicBlockRef join = if_begin(c, LLVMBuildICmp(c->b, LLVMIntEQ, c->tid, ic(c, 0), ""));
+
+	if (r->sum) {
+		p = LLVMBuildGEP2(c->b, r->kt, scratch_at(c, c->storage[v]), &c->bid, 1, "");
+		LLVMSetVolatile(LLVMBuildStore(c->b, x, p), 1);
+	} else {
+		LLVMBuildAtomicRMW(c->b, LLVMAtomicRMWBinOpUMax, scratch_at(c, c->storage[v]), x,
+			LLVMAtomicOrderingMonotonic, 0);
+	}
+	if_end(c, join);
+}
+
+static uint32_t
+phase(Cg *c, const KPlan *kp, uint32_t p)
+{
+	Func *fn = c->fn;
+	const Kernel *k = &fn->kernels[c->k];
+	Group *gs = arena_alloc(fn->arena, (k->count + 1) * sizeof *gs);
+	uint32_t ng = 0, blocks = 1, b;
+	LLVMBasicBlockRef pre = block(c, "pre"), uni = block(c, "uni"), body = block(c, "phase");
+
+	LLVMBuildBr(c->b, pre);
+	LLVMPositionBuilderAtEnd(c->b, pre);
+	if (p > 0)
+		read_reductions(c, kp, p);
+	LLVMBuildBr(c->b, uni);
+	LLVMPositionBuilderAtEnd(c->b, uni);
+	LLVMBuildBr(c->b, body);
+	LLVMPositionBuilderAtEnd(c->b, body);
+	c->pre = uni;
+	for (uint32_t i = k->first; i < k->first + k->count; i++) {
+		const Instr *in = &fn->ins[i];
+		uint32_t v = in->res;
+		bool red = ir_ops[in->op].cls == OC_REDUCE, full = red && fn->vals[v].rank == 0;
+
+		if (full && kp->phase[v] == p)
+			group_add(c, gs, &ng, ir_args(fn, in)[0], v);
+		if (full && kp->out[v] && c->avail[v] == p)
+			group_add(c, gs, &ng, v, v);
+		if (!red && kp->out[v] && kp->phase[v] == p)
+			group_add(c, gs, &ng, v, v);
+	}
+	for (uint32_t gi = 0; gi < ng; gi++) {
+		Group *g = &gs[gi];
+		LLVMValueRef *accs = arena_alloc(fn->arena, (g->nvals + 1) * sizeof *accs);
+		Red *reds = arena_alloc(fn->arena, (g->nvals + 1) * sizeof *reds);
+
+		for (uint32_t j = 0; j < g->nvals; j++) {
+			uint32_t v = g->vals[j];
+
+			if (ir_ops[ir_def(fn, v)->op].cls != OC_REDUCE || kp->phase[v] != p)
+				continue;
+			reds[j] = red_of(c, v);
+			accs[j] = entry_alloca(c, reds[j].kt);
+			LLVMBuildStore(c->b, identity(c, &reds[j]), accs[j]);
+		}
+		if ((b = group_loop(c, g, accs, reds)) > blocks)
+			blocks = b;
+		for (uint32_t j = 0; j < g->nvals; j++)
+			if (accs[j])
+				finish_reduction(c, g->vals[j], &reds[j], accs[j]);
+	}
+	for (uint32_t i = k->first; i < k->first + k->count; i++) {
+		uint32_t v = fn->ins[i].res;
+
+		if (ir_ops[fn->ins[i].op].cls == OC_REDUCE && fn->vals[v].rank > 0 && kp->phase[v] == p &&
+		    (b = partial_reduction(c, v)) > blocks)
+			blocks = b;
+	}
+	if (p + 1 < kp->nphases)
+		grid_barrier(c);
+	return blocks;
+}
+
+/* ---- the kernel function ---- */
+
+static LLVMValueRef
+sreg(Cg *c, const char *name)
+{
+	return LLVMBuildZExt(c->b, be_call(c, name, NULL, 0, NULL, 0), c->ity, "");
+}
+
+static void
+add_attr(Cg *c, LLVMValueRef f, unsigned idx, const char *name, uint64_t val)
+{
+	unsigned kind = LLVMGetEnumAttributeKindForName(name, strlen(name));
+
+	LLVMAddAttributeAtIndex(f, idx, LLVMCreateEnumAttribute(c->cx, kind, val));
+}
+
+/* one pointer parameter per input, output and the scratch buffer */
+static void
+signature(Cg *c, const KPlan *kp)
+{
+	Func *fn = c->fn;
+	const Kernel *k = &fn->kernels[c->k];
+	uint32_t n = k->nins + k->nouts + (kp->scratch > 0), i = 0;
+	LLVMTypeRef *ps = arena_alloc(fn->arena, (n + 1) * sizeof *ps);
+	LLVMValueRef f;
+	char nb[16];
+
+	for (uint32_t j = 0; j < n; j++)
+		ps[j] = c->ptr;
+	f = LLVMAddFunction(c->mod, k->name, LLVMFunctionType(LLVMVoidTypeInContext(c->cx), ps, n, 0));
+	LLVMSetFunctionCallConv(f, LLVMPTXKernelCallConv);
+	LLVMAddAttributeAtIndex(f, LLVMAttributeFunctionIndex,
+		LLVMCreateStringAttribute(c->cx, "nvvm.maxntid", 12, "256", 3));
+	for (uint32_t j = 0; j < n; j++) {
+		add_attr(c, f, j + 1, "noalias", 0);
+		add_attr(c, f, j + 1, "align", 16);
+	}
+	for (uint32_t j = 0; j < k->nins + k->nouts; j++, i++) {
+		uint32_t v = fn->argv[(j < k->nins ? k->ins + j : k->outs + j - k->nins)];
+		const char *name = ir_name(fn, v, nb);
+
+		c->ptr_of[v] = LLVMGetParam(f, i);
+		LLVMSetValueName2(c->ptr_of[v], name, strlen(name));
+	}
+	c->scratch = kp->scratch ? LLVMGetParam(f, i) : NULL;
+	c->kfn = f;
+}
+
+static bool
+needs_wide_index(Func *fn, const Kernel *k)
+{
+	for (uint32_t i = k->first; i < k->first + k->count; i++)
+		for (uint32_t j = 0; j <= fn->ins[i].nargs; j++) {
+			uint32_t v = j < fn->ins[i].nargs ? ir_args(fn, &fn->ins[i])[j] : fn->ins[i].res;
+
+			if (ir_numel(fn, v) > (INT64_C(1) << 30))
+				return true;
+		}
+	return false;
+}
+
+static void
+kernel(Cg *c, uint32_t kidx, Launch *l)
+{
+	Func *fn = c->fn;
+	KPlan kp = { 0 };
+	uint32_t blocks = 1, b;
+
+	c->k = kidx;
+	c->nmemo = 0;
+	c->ity = needs_wide_index(fn, &fn->kernels[kidx]) ? c->i64 : c->i32;
+	memset(c->uniform, 0, (fn->nvals + 1) * sizeof *c->uniform);
+	memset(c->ptr_of, 0, (fn->nvals + 1) * sizeof *c->ptr_of);
+	analyze(c, &kp);
+	signature(c, &kp);
+	LLVMPositionBuilderAtEnd(c->b, block(c, "entry"));
+	c->tid = sreg(c, "llvm.nvvm.read.ptx.sreg.tid.x");
+	c->bid = sreg(c, "llvm.nvvm.read.ptx.sreg.ctaid.x");
+	c->ntid = sreg(c, "llvm.nvvm.read.ptx.sreg.ntid.x");
+	c->nctaid = sreg(c, "llvm.nvvm.read.ptx.sreg.nctaid.x");
+	c->gtid = LLVMBuildAdd(c->b, LLVMBuildMul(c->b, c->bid, c->ntid, ""), c->tid, "gtid");
+	c->gstride = LLVMBuildMul(c->b, c->nctaid, c->ntid, "gstride");
+	for (uint32_t p = 0; p < kp.nphases; p++)
+		if ((b = phase(c, &kp, p)) > blocks)
+			blocks = b;
+	LLVMBuildRetVoid(c->b);
+	*l = (Launch){ blocks > BE_MAXGRID ? BE_MAXGRID : blocks, BE_BLOCK, 0, kp.nphases > 1, kp.nphases, IR_NONE };
+	if (kp.scratch)
+		l->scratch = plan_add_scratch(fn, c->plan, kp.scratch);
+}
+
+void
+be_codegen(Func *fn, Plan *plan, LLVMModuleRef mod, Launch *launches)
+{
+	Cg c = { .fn = fn, .plan = plan, .mod = mod, .cx = LLVMGetModuleContext(mod) };
+
+	c.b = LLVMCreateBuilderInContext(c.cx);
+	c.i1 = LLVMInt1TypeInContext(c.cx);
+	c.i8 = LLVMInt8TypeInContext(c.cx);
+	c.i16 = LLVMInt16TypeInContext(c.cx);
+	c.i32 = LLVMInt32TypeInContext(c.cx);
+	c.i64 = LLVMInt64TypeInContext(c.cx);
+	c.f16 = LLVMHalfTypeInContext(c.cx);
+	c.bf16 = LLVMBFloatTypeInContext(c.cx);
+	c.f32 = LLVMFloatTypeInContext(c.cx);
+	c.f64 = LLVMDoubleTypeInContext(c.cx);
+	c.ptr = LLVMPointerTypeInContext(c.cx, 1);
+	c.ptr_of = arena_alloc(fn->arena, (fn->nvals + 1) * sizeof *c.ptr_of);
+	c.uniform = arena_alloc(fn->arena, (fn->nvals + 1) * sizeof *c.uniform);
+	c.storage = arena_alloc(fn->arena, (fn->nvals + 1) * sizeof *c.storage);
+	c.avail = arena_alloc(fn->arena, (fn->nvals + 1) * sizeof *c.avail);
+	for (uint32_t k = 0; k < fn->nkernels; k++)
+		kernel(&c, k, &launches[k]);
+	LLVMDisposeBuilder(c.b);
+}

@@ -1,0 +1,175 @@
+/* plan.c — the plan as text (docs/plan.md), and the fused graph for Graphviz. */
+#include <string.h>
+
+#include "be.h"
+
+static void
+print_ref(FILE *f, const Plan *p, uint32_t v)
+{
+	static const char *const kind[] = { "none", "in", "out", "buf" };
+	Loc l = p->loc[v];
+
+	if (l.kind == LOC_NONE)
+		die("value %u is not in memory", v);
+	fprintf(f, "%s:%u", kind[l.kind], l.idx);
+}
+
+static void
+print_loc(FILE *f, Loc l)
+{
+	static const char *const kind[] = { "none", "in", "out", "buf" };
+
+	fprintf(f, "%s:%u", kind[l.kind], l.idx);
+}
+
+static void
+print_type(FILE *f, Func *fn, uint32_t v)
+{
+	fprintf(f, "%s[", ir_dtypes[fn->vals[v].dtype].name);
+	for (int i = 0; i < fn->vals[v].rank; i++)
+		fprintf(f, "%s%lld", i ? "," : "", (long long)ir_dims(fn, v)[i]);
+	fputc(']', f);
+}
+
+static void
+print_launch(FILE *f, Func *fn, const Plan *p, uint32_t k, const Launch *l, const char *pre)
+{
+	const Kernel *kn = &fn->kernels[k];
+	const char *sep = "";
+
+	fprintf(f, "%slaunch %s grid=%u block=%u smem=%u coop=%d args=", pre, kn->name, l->grid,
+		l->block, l->smem, l->coop);
+	for (uint32_t j = 0; j < kn->nins + kn->nouts; j++) {
+		fputs(sep, f);
+		print_ref(f, p, fn->argv[(j < kn->nins ? kn->ins + j : kn->outs + j - kn->nins)]);
+		sep = ",";
+	}
+	if (l->scratch != IR_NONE)
+		fprintf(f, "%sbuf:%u", sep, l->scratch);
+	fputc('\n', f);
+}
+
+static void
+print_gemm(FILE *f, Func *fn, const Plan *p, const Instr *in, const char *pre)
+{
+	const uint32_t *a = ir_args(fn, in);
+	const int64_t *da = ir_dims(fn, a[0]), *db = ir_dims(fn, a[1]);
+
+	fprintf(f, "%sgemm d=", pre);
+	print_ref(f, p, in->res);
+	fputs(" a=", f);
+	print_ref(f, p, a[0]);
+	fputs(" b=", f);
+	print_ref(f, p, a[1]);
+	fputs(" scale_a=", f);
+	print_ref(f, p, a[2]);
+	fputs(" scale_b=", f);
+	print_ref(f, p, a[3]);
+	fputs(" bias=", f);
+	if (in->nargs == 5)
+		print_ref(f, p, a[4]);
+	else
+		fputs("none", f);
+	fprintf(f, " m=%lld n=%lld k=%lld atype=%s btype=%s dtype=%s fast_accum=%d\n",
+		(long long)da[0], (long long)db[1], (long long)da[1],
+		ir_dtypes[fn->vals[a[0]].dtype].name, ir_dtypes[fn->vals[a[1]].dtype].name,
+		ir_dtypes[fn->vals[in->res].dtype].name, (in->flags & IF_FAST_ACCUM) != 0);
+}
+
+static void
+print_buffer(FILE *f, Func *fn, const PlanBuf *b, uint32_t i, const char *pre)
+{
+	fprintf(f, "%sbuffer %u ", pre, i);
+	if (b->value == IR_NONE) {
+		fprintf(f, "u8[%lld]", (long long)b->bytes);
+	} else {
+		print_type(f, fn, b->value);
+		if (!ir_is_rowmajor(fn, b->value)) {
+			fputs(" layout=[", f);
+			for (int j = 0; j < fn->vals[b->value].rank; j++)
+				fprintf(f, "%s%lld", j ? "," : "", (long long)fn->ints[fn->vals[b->value].layout + j]);
+			fputc(']', f);
+		}
+	}
+	fprintf(f, " offset=%lld bytes=%lld%s\n", (long long)b->offset, (long long)b->bytes, b->zero ? " zero" : "");
+}
+
+void
+be_print_plan(FILE *f, Func *fn, Plan *p, const Launch *l, const char *gpu, const char *pre)
+{
+	char nb[16];
+
+	fprintf(f, "%sfp8cc-plan 1\n%starget %s\n", pre, pre, gpu);
+	for (uint32_t i = 0; i < fn->nparams; i++) {
+		fprintf(f, "%sinput %u %s ", pre, i, ir_name(fn, fn->params[i], nb));
+		print_type(f, fn, fn->params[i]);
+		fputc('\n', f);
+	}
+	for (uint32_t i = 0; i < fn->nrets; i++) {
+		fprintf(f, "%soutput %u %s ", pre, i, ir_retname(fn, i, nb));
+		print_type(f, fn, fn->rets[i]);
+		fputc('\n', f);
+	}
+	fprintf(f, "%sworkspace %lld\n", pre, (long long)p->workspace);
+	for (uint32_t i = 0; i < p->nbufs; i++)
+		print_buffer(f, fn, &p->bufs[i], i, pre);
+	for (uint32_t s = 0; s < p->nsteps; s++) {
+		const Step *st = &p->steps[s];
+
+		if (st->kind == STEP_LAUNCH) {
+			print_launch(f, fn, p, st->index, &l[st->index], pre);
+		} else if (st->kind == STEP_GEMM) {
+			print_gemm(f, fn, p, &fn->ins[st->index], pre);
+		} else {
+			fprintf(f, "%scopy dst=", pre);
+			print_loc(f, st->dst);
+			fputs(" src=", f);
+			print_loc(f, st->src);
+			fprintf(f, " bytes=%lld\n", (long long)st->bytes);
+		}
+	}
+}
+
+/* ---- Graphviz: one cluster per kernel, GEMMs as boxes ---- */
+
+static void
+dot_node(FILE *f, Func *fn, uint32_t v, const char *indent)
+{
+	char nb[16];
+	const Instr *in = ir_def(fn, v);
+
+	fprintf(f, "%sv%u [label=\"%s\\n%s ", indent, v, ir_name(fn, v, nb), in ? ir_ops[in->op].name : "input");
+	print_type(f, fn, v);
+	fprintf(f, "\"%s];\n", !in ? " shape=invhouse" : in->op == OP_SCALED_MM ? " shape=box style=filled fillcolor=lightblue" : "");
+}
+
+void
+be_print_dot(FILE *f, Func *fn)
+{
+	char nb[16];
+
+	fprintf(f, "digraph \"%s\" {\n  rankdir=TB;\n  node [shape=ellipse fontsize=10];\n", fn->name);
+	for (uint32_t i = 0; i < fn->nparams; i++)
+		dot_node(f, fn, fn->params[i], "  ");
+	for (uint32_t i = 0; i < fn->nins; i++) {
+		if (fn->ins[i].kernel >= 0 && fn->kernels[fn->ins[i].kernel].first == i) {
+			const Kernel *k = &fn->kernels[fn->ins[i].kernel];
+
+			fprintf(f, "  subgraph cluster_%s {\n    label=\"kernel %s\"; style=rounded; color=darkgreen;\n",
+				k->name, k->name);
+			for (uint32_t j = k->first; j < k->first + k->count; j++)
+				dot_node(f, fn, fn->ins[j].res, "    ");
+			fputs("  }\n", f);
+			i = k->first + k->count - 1;
+		} else if (fn->ins[i].kernel < 0) {
+			dot_node(f, fn, fn->ins[i].res, "  ");
+		}
+	}
+	for (uint32_t i = 0; i < fn->nins; i++)
+		for (uint32_t j = 0; j < fn->ins[i].nargs; j++)
+			fprintf(f, "  v%u -> v%u;\n", ir_args(fn, &fn->ins[i])[j], fn->ins[i].res);
+	for (uint32_t i = 0; i < fn->nrets; i++)
+		fprintf(f, "  out%u [label=\"%s\" shape=house];\n  v%u -> out%u;\n", i, ir_retname(fn, i, nb),
+			fn->rets[i], i);
+	fputs("}\n", f);
+}

@@ -1,0 +1,93 @@
+#!/usr/bin/env python3
+"""Benchmark the fp8 linear layer: fp8cc (fp8run on the compiled PTX) against
+PyTorch eager and torch.compile of the same layer, measured in one run.
+
+usage: bench_layer.py FP8RUN PTXDIR [OUT.md]
+
+PTXDIR holds linear_MxKxN.ptx for each shape below (compiled on the machine
+with LLVM by tests/gpu/prepare.sh). Inputs are drawn here, on the GPU. Times
+are medians of CUDA-event-timed runs after warm-up; the table gives each
+time and the ratios eager/fp8cc and compile/fp8cc (above 1: fp8cc is faster)."""
+import os
+import re
+import statistics
+import subprocess
+import sys
+import tempfile
+
+import torch
+from safetensors.torch import save_file
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "tests", "gpu"))
+from torch_layer import layer  # noqa: E402
+
+SHAPES = [(16, 32, 64), (4096, 4096, 4096), (8192, 4096, 14336)]
+
+
+def fwd(x, w):
+    return layer(x, w)
+
+
+def time_torch(fn, x, w, iters):
+    for _ in range(5):
+        fn(x, w)
+    torch.cuda.synchronize()
+    times = []
+    for _ in range(iters):
+        a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        a.record()
+        fn(x, w)
+        b.record()
+        torch.cuda.synchronize()
+        times.append(a.elapsed_time(b) * 1000)
+    return statistics.median(times)
+
+
+def time_fp8run(fp8run, ptx, inputs, iters, graph):
+    cmd = [fp8run, ptx, "--inputs", inputs, "-o", os.devnull, "--iters", str(iters)]
+    if not graph:
+        cmd.append("--no-graph")
+    res = subprocess.run(cmd, capture_output=True, text=True)
+    if res.returncode != 0:
+        raise RuntimeError(f"fp8run failed: {res.stderr.strip()}")
+    m = re.search(r"median\s*[=:]?\s*([0-9.]+)", res.stdout + res.stderr)
+    if not m:
+        raise RuntimeError(f"no median in fp8run output: {res.stdout!r}")
+    return float(m.group(1))
+
+
+def main():
+    if len(sys.argv) < 3:
+        sys.exit(__doc__)
+    fp8run, ptxdir = sys.argv[1], sys.argv[2]
+    compiled = torch.compile(fwd)
+    rows = []
+    for m, k, n in SHAPES:
+        torch.manual_seed(0)
+        x = torch.randn(m, k, device="cuda", dtype=torch.bfloat16)
+        w = torch.randn(n, k, device="cuda", dtype=torch.bfloat16)
+        iters = 200 if m * n * k < 1 << 30 else 50
+        with tempfile.TemporaryDirectory() as tmp:
+            inputs = os.path.join(tmp, "in.safetensors")
+            save_file({"input": x.cpu(), "weight": w.cpu()}, inputs)
+            ptx = os.path.join(ptxdir, f"linear_{m}x{k}x{n}.ptx")
+            ours = time_fp8run(fp8run, ptx, inputs, iters, True)
+            ours_nograph = time_fp8run(fp8run, ptx, inputs, iters, False)
+        eager = time_torch(fwd, x, w, iters)
+        comp = time_torch(compiled, x, w, iters)
+        rows.append((m, k, n, ours, ours_nograph, eager, comp))
+        print(f"{m}x{k}x{n}: fp8cc {ours:.1f} us (no graph {ours_nograph:.1f}), eager {eager:.1f} us, "
+              f"compile {comp:.1f} us", flush=True)
+    lines = ["| M×K×N | fp8cc (graph) µs | fp8cc (no graph) µs | eager µs | torch.compile µs | eager / fp8cc | compile / fp8cc |",
+             "| --- | --- | --- | --- | --- | --- | --- |"]
+    for m, k, n, o, og, e, c in rows:
+        lines.append(f"| {m}×{k}×{n} | {o:.1f} | {og:.1f} | {e:.1f} | {c:.1f} | {e / o:.2f} | {c / o:.2f} |")
+    table = "\n".join(lines) + "\n"
+    print(table)
+    if len(sys.argv) > 3:
+        with open(sys.argv[3], "w") as f:
+            f.write(f"device: {torch.cuda.get_device_name()}, torch {torch.__version__}\n\n" + table)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,119 @@
+/* diag.c — source files and diagnostics.
+ *
+ * Errors print as clang does: "path:line:col: error: message", then the source
+ * line, then a caret under the column. Columns count bytes from 1. */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "fe.h"
+
+FILE *fe_diag_out;
+
+static bool
+slurp(FILE *f, Source *src)
+{
+	size_t cap = 1 << 16, n = 0, got;
+	char *buf = malloc(cap), *nb;
+
+	if (!buf)
+		return false;
+	while ((got = fread(buf + n, 1, cap - n - 1, f)) > 0) {
+		n += got;
+		if (cap - n - 1 == 0) {
+			if (cap > ((size_t)1 << 30) || !(nb = realloc(buf, cap * 2))) {
+				free(buf);
+				return false;
+			}
+			buf = nb;
+			cap *= 2;
+		}
+	}
+	if (ferror(f)) {
+		free(buf);
+		return false;
+	}
+	buf[n] = 0;
+	src->text = buf;
+	src->len = n;
+	return true;
+}
+
+bool
+fe_load(const char *path, Source *src)
+{
+	FILE *f;
+	bool ok;
+
+	memset(src, 0, sizeof *src);
+	if (strcmp(path, "-") == 0) {
+		src->path = "<stdin>";
+		ok = slurp(stdin, src);
+	} else {
+		src->path = path;
+		if (!(f = fopen(path, "rb"))) {
+			fprintf(stderr, "fp8cc: error: cannot open '%s': %s\n", path, strerror(errno));
+			return false;
+		}
+		ok = slurp(f, src);
+		fclose(f);
+	}
+	if (!ok)
+		fprintf(stderr, "fp8cc: error: cannot read '%s'\n", src->path);
+	return ok;
+}
+
+void
+fe_unload(Source *src)
+{
+	free(src->text);
+	src->text = NULL;
+}
+
+/* the text of line `line` (1-based), without its newline */
+static const char *
+line_at(const Source *src, uint32_t line, size_t *len)
+{
+	const char *p = src->text, *end = src->text + src->len, *nl;
+
+	for (uint32_t l = 1; l < line && p < end; l++) {
+		nl = memchr(p, '\n', (size_t)(end - p));
+		p = nl ? nl + 1 : end;
+	}
+	nl = memchr(p, '\n', (size_t)(end - p));
+	*len = (size_t)((nl ? nl : end) - p);
+	return p;
+}
+
+void
+fe_verror(const Source *src, uint32_t line, uint32_t col, const char *fmt, va_list ap)
+{
+	FILE *out = fe_diag_out ? fe_diag_out : stderr;
+	size_t len;
+	const char *text;
+
+	fprintf(out, "%s:%u:%u: error: ", src->path, line, col);
+	vfprintf(out, fmt, ap);
+	fputc('\n', out);
+	if (line == 0)
+		return;
+	text = line_at(src, line, &len);
+	if (len > 400)   /* long lines: show the neighbourhood of the column */
+		len = 400;
+	for (size_t i = 0; i < len; i++)
+		fputc((unsigned char)text[i] < 0x20 && text[i] != '\t' ? ' ' : text[i], out);
+	fputc('\n', out);
+	for (uint32_t i = 1; i < col && i <= len; i++)
+		fputc(text[i - 1] == '\t' ? '\t' : ' ', out);
+	fputs("^\n", out);
+}
+
+void
+fe_error(const Source *src, uint32_t line, uint32_t col, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	fe_verror(src, line, col, fmt, ap);
+	va_end(ap);
+}

@@ -1,0 +1,560 @@
+/* irparse.c — reads the IR text that ir/print.c writes (docs/ir.md).
+ *
+ * A hand-written lexer over the source with line and column, and one parse
+ * function per grammar rule. Value names are resolved through a hash table;
+ * a name of digits only is a bare id and stays unnamed. Each instruction is
+ * checked by the verifier as it is read, so errors point at its line. */
+#include <ctype.h>
+#include <errno.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "fe.h"
+
+enum { T_EOF, T_NAME, T_VAL, T_GLOBAL, T_NUM, T_PUNCT, T_ARROW };
+
+typedef struct {
+	int kind;
+	const char *s;        /* text of the token */
+	size_t n;
+	uint32_t line, col;
+} Tok;
+
+typedef struct {
+	const char *name;
+	uint32_t id;
+} Slot;
+
+typedef struct {
+	const Source *src;
+	Func *fn;
+	const char *p;
+	uint32_t line;
+	const char *bol;      /* beginning of the current line */
+	Tok t;                /* current token */
+	bool failed;
+	Slot *names;          /* open-addressing table, power-of-two size */
+	uint32_t cap, count;
+} P;
+
+static bool
+err(P *p, const Tok *t, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (!p->failed) {
+		va_start(ap, fmt);
+		fe_verror(p->src, t->line, t->col, fmt, ap);
+		va_end(ap);
+	}
+	p->failed = true;
+	return false;
+}
+
+static bool
+isname(int c)
+{
+	return isalnum(c) || c == '_' || c == '.';
+}
+
+static void
+skip_space(P *p)
+{
+	for (;;) {
+		if (*p->p == '\n') {
+			p->p++;
+			p->line++;
+			p->bol = p->p;
+		} else if (*p->p == ' ' || *p->p == '\t' || *p->p == '\r') {
+			p->p++;
+		} else if (*p->p == ';' || *p->p == '#') {
+			while (*p->p && *p->p != '\n')
+				p->p++;
+		} else {
+			return;
+		}
+	}
+}
+
+static void
+next(P *p)
+{
+	const char *s;
+
+	skip_space(p);
+	s = p->p;
+	p->t = (Tok){ T_PUNCT, s, 1, p->line, (uint32_t)(s - p->bol) + 1 };
+	if (!*s) {
+		p->t.kind = T_EOF;
+		p->t.n = 0;
+		return;
+	}
+	if ((*s == '%' || *s == '@') && isname((unsigned char)s[1])) {
+		p->t.kind = *s == '%' ? T_VAL : T_GLOBAL;
+		for (s++; isname((unsigned char)*s); s++)
+			;
+	} else if (*s == '-' && s[1] == '>') {
+		p->t.kind = T_ARROW;
+		s += 2;
+	} else if (isdigit((unsigned char)*s) || *s == '-' || *s == '+') {
+		p->t.kind = T_NUM;
+		for (s++; isalnum((unsigned char)*s) || *s == '.' || *s == '+' || *s == '-'; s++)
+			if ((*s == '+' || *s == '-') && s[-1] != 'e' && s[-1] != 'E')
+				break;
+	} else if (isalpha((unsigned char)*s) || *s == '_') {
+		p->t.kind = T_NAME;
+		for (s++; isname((unsigned char)*s); s++)
+			;
+	} else {
+		s++;
+	}
+	p->t.n = (size_t)(s - p->t.s);
+	p->p = s;
+}
+
+static bool
+is(P *p, const char *punct)
+{
+	return p->t.n == strlen(punct) && memcmp(p->t.s, punct, p->t.n) == 0 &&
+		p->t.kind != T_VAL && p->t.kind != T_GLOBAL;
+}
+
+static bool
+expect(P *p, const char *punct)
+{
+	if (!is(p, punct))
+		return err(p, &p->t, "expected '%s'", punct);
+	next(p);
+	return true;
+}
+
+/* ---- names ---- */
+
+static uint32_t
+hash(const char *s, size_t n)
+{
+	uint32_t h = 2166136261u;
+
+	while (n--)
+		h = (h ^ (unsigned char)*s++) * 16777619u;
+	return h;
+}
+
+static Slot *
+slot(P *p, const char *s, size_t n)
+{
+	uint32_t i = hash(s, n) & (p->cap - 1);
+
+	while (p->names[i].name && (strlen(p->names[i].name) != n || memcmp(p->names[i].name, s, n)))
+		i = (i + 1) & (p->cap - 1);
+	return &p->names[i];
+}
+
+static void
+rehash(P *p)
+{
+	Slot *old = p->names;
+	uint32_t oldcap = p->cap;
+
+	p->cap = p->cap ? p->cap * 2 : 64;
+	p->names = arena_alloc(p->fn->arena, p->cap * sizeof *p->names);
+	for (uint32_t i = 0; i < oldcap; i++)
+		if (old[i].name)
+			*slot(p, old[i].name, strlen(old[i].name)) = old[i];
+}
+
+/* bind the value token's name to id; the value keeps it unless it is all digits */
+static bool
+define(P *p, const Tok *t, uint32_t id)
+{
+	Slot *s;
+	size_t i;
+
+	if (2 * (p->count + 1) > p->cap)
+		rehash(p);
+	s = slot(p, t->s + 1, t->n - 1);
+	if (s->name)
+		return err(p, t, "'%.*s' is defined twice", (int)t->n, t->s);
+	s->name = arena_strndup(p->fn->arena, t->s + 1, t->n - 1);
+	s->id = id;
+	p->count++;
+	for (i = 1; i < t->n && isdigit((unsigned char)t->s[i]); i++)
+		;
+	p->fn->vals[id].name = i == t->n ? NULL : s->name;
+	return true;
+}
+
+/* ref := "%" NAME */
+static bool
+ref(P *p, uint32_t *id)
+{
+	Slot *s;
+
+	if (p->t.kind != T_VAL)
+		return err(p, &p->t, "expected a value (%%name)");
+	s = p->cap ? slot(p, p->t.s + 1, p->t.n - 1) : NULL;
+	if (!s || !s->name)
+		return err(p, &p->t, "'%.*s' is not defined", (int)p->t.n, p->t.s);
+	*id = s->id;
+	next(p);
+	return true;
+}
+
+/* ---- types ---- */
+
+static bool
+integer(P *p, int64_t *v)
+{
+	char *end;
+
+	if (p->t.kind != T_NUM)
+		return err(p, &p->t, "expected an integer");
+	errno = 0;
+	*v = strtoll(p->t.s, &end, 10);
+	if (end != p->t.s + p->t.n || errno)
+		return err(p, &p->t, "bad integer '%.*s'", (int)p->t.n, p->t.s);
+	next(p);
+	return true;
+}
+
+/* ints := open [INT {"," INT}] close */
+static bool
+ints(P *p, const char *open, const char *close, int64_t *v, int max, int *n)
+{
+	*n = 0;
+	if (!expect(p, open))
+		return false;
+	while (!is(p, close)) {
+		if (*n >= max)
+			return err(p, &p->t, "more than %d entries", max);
+		if ((*n && !expect(p, ",")) || !integer(p, &v[(*n)++]))
+			return false;
+	}
+	next(p);
+	return true;
+}
+
+/* type := DTYPE "[" dims "]" ["{" layout "}"] */
+static bool
+type(P *p, DType *dt, int *rank, int64_t *dims, int64_t *layout, bool *haslayout)
+{
+	int t, n;
+	Tok at = p->t;
+
+	if (p->t.kind != T_NAME || (t = dt_lookup(p->t.s, p->t.n, 0)) < 0)
+		return err(p, &p->t, "unknown dtype '%.*s'", (int)p->t.n, p->t.s);
+	*dt = (DType)t;
+	next(p);
+	if (!ints(p, "[", "]", dims, IR_MAXRANK, rank))
+		return false;
+	for (int i = 0; i < *rank; i++)
+		if (dims[i] < 0)
+			return err(p, &at, "negative dimension %lld", (long long)dims[i]);
+	*haslayout = is(p, "{");
+	if (!*haslayout)
+		return true;
+	at = p->t;
+	if (!ints(p, "{", "}", layout, IR_MAXRANK, &n))
+		return false;
+	if (n != *rank)
+		return err(p, &at, "layout needs %d entries", *rank);
+	for (int i = 0; i < n; i++)
+		for (int j = 0; j < n; j++)
+			if (layout[j] < 0 || layout[j] >= n || (i != j && layout[i] == layout[j]))
+				return err(p, &at, "layout is not a permutation");
+	return true;
+}
+
+static void
+set_layout(Func *fn, uint32_t v, const int64_t *layout)
+{
+	fn->vals[v].layout = ir_push_ints(fn, layout, fn->vals[v].rank);
+}
+
+/* param := "%" NAME ":" type */
+static bool
+param(P *p)
+{
+	Tok name = p->t;
+	DType dt;
+	int rank;
+	int64_t dims[IR_MAXRANK], layout[IR_MAXRANK];
+	bool hl;
+	uint32_t id;
+
+	if (name.kind != T_VAL)
+		return err(p, &p->t, "expected a parameter (%%name)");
+	next(p);
+	if (!expect(p, ":") || !type(p, &dt, &rank, dims, layout, &hl))
+		return false;
+	id = ir_param(p->fn, NULL, dt, rank, dims);
+	if (hl)
+		set_layout(p->fn, id, layout);
+	return define(p, &name, id);
+}
+
+/* ---- instructions ---- */
+
+static bool
+number(P *p, double *v)
+{
+	char *end;
+	char buf[64];
+
+	if (p->t.kind != T_NUM && !(p->t.kind == T_NAME && (is(p, "nan") || is(p, "inf"))))
+		return err(p, &p->t, "expected a number");
+	if (p->t.n >= sizeof buf)
+		return err(p, &p->t, "number too long");
+	memcpy(buf, p->t.s, p->t.n);
+	buf[p->t.n] = 0;
+	*v = strtod(buf, &end);
+	if (*end)
+		return err(p, &p->t, "bad number '%s'", buf);
+	next(p);
+	return true;
+}
+
+/* instr := "%" NAME "=" OP [refs] [NUMBER] ["[" ints "]"] {FLAG} ":" type */
+static bool
+instr(P *p, int32_t kernel)
+{
+	Tok name = p->t, optok;
+	int op, nattr = 0, rank;
+	uint32_t args[64], nargs = 0, res;
+	int64_t attr[3 * IR_MAXRANK + 8], dims[IR_MAXRANK], layout[IR_MAXRANK];
+	double fval = 0;
+	uint8_t flags = 0;
+	DType dt;
+	bool hl;
+	char msg[256];
+
+	next(p);
+	if (!expect(p, "="))
+		return false;
+	optok = p->t;
+	if (p->t.kind != T_NAME || (op = op_lookup(p->t.s, p->t.n)) < 0)
+		return err(p, &p->t, "unknown op '%.*s'", (int)p->t.n, p->t.s);
+	next(p);
+	while (p->t.kind == T_VAL) {
+		if (nargs >= NELEM(args))
+			return err(p, &p->t, "too many operands");
+		if (!ref(p, &args[nargs++]))
+			return false;
+		if (!is(p, ","))
+			break;
+		next(p);
+		if (p->t.kind != T_VAL)
+			return err(p, &p->t, "expected a value (%%name)");
+	}
+	if (op == OP_FULL && !number(p, &fval))
+		return false;
+	if (is(p, "[") && !ints(p, "[", "]", attr, NELEM(attr), &nattr))
+		return false;
+	for (; p->t.kind == T_NAME; next(p)) {
+		if (is(p, "fast_accum"))
+			flags |= IF_FAST_ACCUM;
+		else if (is(p, "no_fixup"))
+			flags |= IF_NO_FIXUP;
+		else
+			return err(p, &p->t, "unknown flag '%.*s'", (int)p->t.n, p->t.s);
+	}
+	if (!expect(p, ":") || !type(p, &dt, &rank, dims, layout, &hl))
+		return false;
+	res = ir_instr(p->fn, (Op)op, args, (int)nargs, attr, nattr, dt, rank, dims);
+	if (hl)
+		set_layout(p->fn, res, layout);
+	Instr *in = &p->fn->ins[p->fn->nins - 1];
+	in->fval = fval;
+	in->flags = flags;
+	in->kernel = kernel;
+	in->line = optok.line;
+	in->col = optok.col;
+	if (!ir_check_instr(p->fn, in, msg, sizeof msg))
+		return err(p, &optok, "%s", msg);
+	return define(p, &name, res);
+}
+
+/* refs := "(" [ref {"," ref}] ")" — pushed to fn->argv */
+static bool
+refs(P *p, uint32_t *at, uint32_t *n)
+{
+	uint32_t id;
+
+	*n = 0;
+	*at = p->fn->nargv;
+	if (!expect(p, "("))
+		return false;
+	while (!is(p, ")")) {
+		if ((*n && !expect(p, ",")) || !ref(p, &id))
+			return false;
+		ir_push_ids(p->fn, &id, 1);
+		(*n)++;
+	}
+	next(p);
+	return true;
+}
+
+typedef struct {
+	const char *p, *bol;
+	uint32_t line;
+	Tok t;
+} Mark;
+
+static Mark
+mark(P *p)
+{
+	return (Mark){ p->p, p->bol, p->line, p->t };
+}
+
+static void
+reset(P *p, Mark m)
+{
+	p->p = m.p;
+	p->bol = m.bol;
+	p->line = m.line;
+	p->t = m.t;
+}
+
+/* kernel := "kernel" "@" NAME refs "->" refs "{" {instr} "}"
+ * The outputs are defined in the body: read it first, then come back. */
+static bool
+kernel(P *p)
+{
+	Func *fn = p->fn;
+	Kernel k = { 0 };
+	int32_t idx = (int32_t)fn->nkernels;
+	Mark outs, end;
+
+	next(p);
+	if (p->t.kind != T_GLOBAL)
+		return err(p, &p->t, "expected a kernel name (@name)");
+	k.name = arena_strndup(fn->arena, p->t.s + 1, p->t.n - 1);
+	next(p);
+	if (!refs(p, &k.ins, &k.nins) || (p->t.kind != T_ARROW && !err(p, &p->t, "expected '->'")))
+		return false;
+	next(p);
+	outs = mark(p);
+	while (!is(p, "{") && p->t.kind != T_EOF)
+		next(p);
+	if (!expect(p, "{"))
+		return false;
+	k.first = fn->nins;
+	while (p->t.kind == T_VAL)
+		if (!instr(p, idx))
+			return false;
+	k.count = fn->nins - k.first;
+	if (k.count == 0)
+		return err(p, &p->t, "empty kernel");
+	if (!expect(p, "}"))
+		return false;
+	end = mark(p);
+	reset(p, outs);
+	if (!refs(p, &k.outs, &k.nouts))
+		return false;
+	if (!is(p, "{"))
+		return err(p, &p->t, "expected '{'");
+	reset(p, end);
+	arena_grow(fn->arena, (void **)&fn->kernels, &fn->capkernels, fn->nkernels + 1, sizeof k);
+	fn->kernels[fn->nkernels++] = k;
+	return true;
+}
+
+/* ret := "return" [ref ["as" NAME] {"," ref ["as" NAME]}] */
+static bool
+ret(P *p)
+{
+	uint32_t id;
+	const char *name;
+
+	next(p);
+	while (p->t.kind == T_VAL) {
+		if (!ref(p, &id))
+			return false;
+		name = NULL;
+		if (is(p, "as")) {
+			next(p);
+			if (p->t.kind != T_NAME)
+				return err(p, &p->t, "expected an output name");
+			name = arena_strndup(p->fn->arena, p->t.s, p->t.n);
+			next(p);
+		}
+		ir_return(p->fn, id, name);
+		if (!is(p, ","))
+			break;
+		next(p);
+	}
+	return true;
+}
+
+/* func := "func" "@" NAME "(" [param {"," param}] ")" "{" {instr | kernel} ret "}" */
+static bool
+func(P *p)
+{
+	if (!is(p, "func"))
+		return err(p, &p->t, "expected 'func'");
+	next(p);
+	if (p->t.kind != T_GLOBAL)
+		return err(p, &p->t, "expected a function name (@name)");
+	p->fn = ir_func_new(p->fn->arena, NULL);
+	p->fn->name = arena_strndup(p->fn->arena, p->t.s + 1, p->t.n - 1);
+	next(p);
+	if (!expect(p, "("))
+		return false;
+	while (!is(p, ")"))
+		if ((p->fn->nparams && !expect(p, ",")) || !param(p))
+			return false;
+	next(p);
+	if (!expect(p, "{"))
+		return false;
+	for (;;) {
+		if (p->t.kind == T_VAL) {
+			if (!instr(p, -1))
+				return false;
+		} else if (is(p, "kernel")) {
+			if (!kernel(p))
+				return false;
+		} else if (is(p, "return")) {
+			if (!ret(p))
+				return false;
+			break;
+		} else {
+			return err(p, &p->t, "expected an instruction, 'kernel' or 'return'");
+		}
+	}
+	if (!expect(p, "}"))
+		return false;
+	return p->t.kind == T_EOF || err(p, &p->t, "text after the function");
+}
+
+bool
+fe_is_ir(const Source *src)
+{
+	P p = { .src = src, .p = src->text, .line = 1, .bol = src->text };
+
+	next(&p);
+	return is(&p, "func");
+}
+
+Func *
+fe_read_ir(Arena *a, const Source *src)
+{
+	P p = { .src = src, .p = src->text, .line = 1, .bol = src->text };
+	Func dummy = { .arena = a };
+	char msg[256];
+	uint32_t pos;
+
+	if (memchr(src->text, 0, src->len)) {
+		fe_error(src, 1, 1, "binary data in the input");
+		return NULL;
+	}
+	p.fn = &dummy;
+	next(&p);
+	if (!func(&p))
+		return NULL;
+	if (!ir_verify(p.fn, msg, sizeof msg, &pos)) {
+		fe_error(src, p.t.line, p.t.col, "%s", msg);
+		return NULL;
+	}
+	return p.fn;
+}

@@ -1,0 +1,250 @@
+/* func.c — SSA functions and the builder.
+ *
+ * Builders append: parameters first, then instructions in order, each with
+ * exactly one result value. Side arrays (argv, ints) grow in the arena. */
+#include <string.h>
+
+#include "ir.h"
+
+#define GROW(fn, arr, n, cap, need) \
+	arena_grow((fn)->arena, (void **)&(fn)->arr, &(fn)->cap, (need), sizeof *(fn)->arr)
+
+Func *
+ir_func_new(Arena *a, const char *name)
+{
+	Func *fn = arena_alloc(a, sizeof *fn);
+
+	fn->arena = a;
+	fn->name = name ? arena_strndup(a, name, strlen(name)) : "main";
+	return fn;
+}
+
+uint32_t
+ir_push_ints(Func *fn, const int64_t *v, int n)
+{
+	uint32_t at = fn->nints;
+
+	GROW(fn, ints, nints, capints, fn->nints + (uint32_t)n + 1);
+	if (n > 0)
+		memcpy(&fn->ints[at], v, (size_t)n * sizeof *v);
+	fn->nints += (uint32_t)n;
+	return at;
+}
+
+uint32_t
+ir_push_ids(Func *fn, const uint32_t *v, int n)
+{
+	uint32_t at = fn->nargv;
+
+	GROW(fn, argv, nargv, capargv, fn->nargv + (uint32_t)n + 1);
+	if (n > 0)
+		memcpy(&fn->argv[at], v, (size_t)n * sizeof *v);
+	fn->nargv += (uint32_t)n;
+	return at;
+}
+
+static uint32_t
+newval(Func *fn, const char *name, DType t, int rank, const int64_t *dims, uint32_t def)
+{
+	uint32_t id = fn->nvals;
+	Value *v;
+
+	if (rank < 0 || rank > IR_MAXRANK)
+		die("rank %d out of range", rank);
+	GROW(fn, vals, nvals, capvals, fn->nvals + 1);
+	v = &fn->vals[fn->nvals++];
+	v->dtype = (uint8_t)t;
+	v->rank = (uint8_t)rank;
+	v->shape = ir_push_ints(fn, dims, rank);
+	v->layout = IR_NONE;
+	v->def = def;
+	v->name = name ? arena_strndup(fn->arena, name, strlen(name)) : NULL;
+	return id;
+}
+
+uint32_t
+ir_param(Func *fn, const char *name, DType t, int rank, const int64_t *dims)
+{
+	uint32_t id = newval(fn, name, t, rank, dims, IR_NONE);
+
+	GROW(fn, params, nparams, capparams, fn->nparams + 1);
+	fn->params[fn->nparams++] = id;
+	return id;
+}
+
+uint32_t
+ir_instr(Func *fn, Op op, const uint32_t *args, int nargs,
+	const int64_t *attr, int nattr, DType t, int rank, const int64_t *dims)
+{
+	Instr *in;
+	uint32_t idx = fn->nins;
+
+	GROW(fn, ins, nins, capins, fn->nins + 1);
+	in = &fn->ins[fn->nins++];
+	memset(in, 0, sizeof *in);
+	in->op = (uint16_t)op;
+	in->args = ir_push_ids(fn, args, nargs);
+	in->nargs = (uint32_t)nargs;
+	in->attr = ir_push_ints(fn, attr, nattr);
+	in->nattr = (uint32_t)nattr;
+	in->kernel = -1;
+	in->res = newval(fn, NULL, t, rank, dims, idx);
+	return in->res;
+}
+
+uint32_t
+ir_full(Func *fn, double v, DType t, int rank, const int64_t *dims)
+{
+	uint32_t r = ir_instr(fn, OP_FULL, NULL, 0, NULL, 0, t, rank, dims);
+
+	fn->ins[fn->nins - 1].fval = v;
+	return r;
+}
+
+void
+ir_return(Func *fn, uint32_t v, const char *name)
+{
+	uint32_t cap = fn->caprets;
+
+	GROW(fn, rets, nrets, caprets, fn->nrets + 1);
+	arena_grow(fn->arena, (void **)&fn->retnames, &cap, fn->nrets + 1, sizeof *fn->retnames);
+	fn->retnames[fn->nrets] = name ? arena_strndup(fn->arena, name, strlen(name)) : NULL;
+	fn->rets[fn->nrets++] = v;
+}
+
+const char *
+ir_retname(Func *fn, uint32_t i, char buf[16])
+{
+	return fn->retnames[i] ? fn->retnames[i] : ir_name(fn, fn->rets[i], buf);
+}
+
+int64_t
+ir_numel(Func *fn, uint32_t v)
+{
+	const int64_t *d = ir_dims(fn, v);
+	int64_t n = 1;
+
+	for (int i = 0; i < fn->vals[v].rank; i++)
+		n *= d[i];
+	return n;
+}
+
+bool
+ir_same_shape(Func *fn, uint32_t a, uint32_t b)
+{
+	const Value *va = &fn->vals[a], *vb = &fn->vals[b];
+
+	return va->rank == vb->rank &&
+		memcmp(ir_dims(fn, a), ir_dims(fn, b), va->rank * sizeof(int64_t)) == 0;
+}
+
+const char *
+ir_name(Func *fn, uint32_t v, char buf[16])
+{
+	if (fn->vals[v].name)
+		return fn->vals[v].name;
+	snprintf(buf, 16, "%u", v);
+	return buf;
+}
+
+uint32_t *
+ir_uses(Func *fn)
+{
+	uint32_t *n = arena_alloc(fn->arena, (fn->nvals + 1) * sizeof *n);
+
+	for (uint32_t i = 0; i < fn->nins; i++)
+		for (uint32_t j = 0; j < fn->ins[i].nargs; j++)
+			n[fn->argv[fn->ins[i].args + j]]++;
+	for (uint32_t i = 0; i < fn->nrets; i++)
+		n[fn->rets[i]]++;
+	return n;
+}
+
+/* ---- rewriting: passes build a new function while walking the old one ---- */
+
+Func *
+ir_rewrite_begin(Func *src, uint32_t **map)
+{
+	Func *dst = ir_func_new(src->arena, src->name);
+
+	*map = arena_alloc(src->arena, (src->nvals + 1) * sizeof **map);
+	for (uint32_t v = 0; v < src->nvals; v++)
+		(*map)[v] = IR_NONE;
+	for (uint32_t p = 0; p < src->nparams; p++) {
+		uint32_t v = src->params[p], n;
+
+		n = ir_param(dst, src->vals[v].name, (DType)src->vals[v].dtype, src->vals[v].rank, ir_dims(src, v));
+		dst->vals[n].layout = src->vals[v].layout;
+		(*map)[v] = n;
+	}
+	return dst;
+}
+
+uint32_t
+ir_copy_instr(Func *dst, Func *src, const Instr *in, uint32_t *map)
+{
+	uint32_t args[64], r;
+	const Value *v = &src->vals[in->res];
+	Instr *out;
+
+	if (in->nargs > NELEM(args))
+		die("too many operands");
+	for (uint32_t i = 0; i < in->nargs; i++) {
+		args[i] = map[ir_args(src, in)[i]];
+		if (args[i] == IR_NONE)
+			die("operand %u of instruction %u has no mapping", i, v->def);
+	}
+	r = ir_instr(dst, (Op)in->op, args, (int)in->nargs, ir_attr(src, in), (int)in->nattr,
+		(DType)v->dtype, v->rank, ir_dims(src, in->res));
+	out = &dst->ins[dst->nins - 1];
+	out->fval = in->fval;
+	out->flags = in->flags;
+	out->line = in->line;
+	out->col = in->col;
+	dst->vals[r].name = v->name;
+	if (v->layout != IR_NONE)
+		dst->vals[r].layout = ir_push_ints(dst, &src->ints[v->layout], v->rank);
+	map[in->res] = r;
+	return r;
+}
+
+void
+ir_rewrite_end(Func *dst, Func *src, const uint32_t *map)
+{
+	for (uint32_t i = 0; i < src->nrets; i++) {
+		if (map[src->rets[i]] == IR_NONE)
+			die("returned value has no mapping");
+		ir_return(dst, map[src->rets[i]], src->retnames[i] ? src->retnames[i] : src->vals[src->rets[i]].name);
+	}
+}
+
+bool
+ir_is_rowmajor(Func *fn, uint32_t v)
+{
+	const Value *val = &fn->vals[v];
+
+	if (val->layout == IR_NONE)
+		return true;
+	for (int i = 0; i < val->rank; i++)
+		if (fn->ints[val->layout + i] != i)
+			return false;
+	return true;
+}
+
+const Instr *
+ir_def(Func *fn, uint32_t v)
+{
+	return fn->vals[v].def == IR_NONE ? NULL : &fn->ins[fn->vals[v].def];
+}
+
+/* the value of a rank-0 or uniform full constant, if v is one */
+bool
+ir_const(Func *fn, uint32_t v, double *c)
+{
+	const Instr *d = ir_def(fn, v);
+
+	if (!d || d->op != OP_FULL)
+		return false;
+	*c = d->fval;
+	return true;
+}

@@ -1,0 +1,582 @@
+/* interp.c — the reference interpreter: evaluates a function on host tensors
+ * with PyTorch eager's semantics, the oracle for every pass and GPU result.
+ *
+ * Every op computes in its own dtype: f64 in double; f32 in float; f16 and
+ * bf16 in float, rounded to the dtype after each op (PyTorch's opmath; exact
+ * for + - * / sqrt since float has more than twice their precision); fp8 only
+ * through conversions. Integers compute in 64 bits and wrap to their width.
+ * Shape ops copy bytes. Layouts are ignored: tensors here are logical. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ir.h"
+
+/* float → integer: truncate, NaN → 0, saturate to int64 (as cvt.rzi does) */
+static int64_t
+f2i(double v)
+{
+	if (isnan(v))
+		return 0;
+	if (v >= 9223372036854775807.0)
+		return INT64_MAX;
+	if (v <= -9223372036854775808.0)
+		return INT64_MIN;
+	return (int64_t)v;
+}
+
+static int64_t
+wrap(int64_t v, DType t)
+{
+	uint64_t u = (uint64_t)v;
+
+	switch (t) {
+	case DT_B8: return v != 0;
+	case DT_U8: return (uint8_t)u;
+	case DT_I8: return (int8_t)(uint8_t)u;
+	case DT_I16: return (int16_t)(uint16_t)u;
+	case DT_I32: return (int32_t)(uint32_t)u;
+	default: return v;
+	}
+}
+
+double
+ir_convert_scalar(double v, DType from, DType to)
+{
+	float f = (float)v;
+
+	(void)from;
+	switch (to) {
+	case DT_F64: return v;
+	case DT_F32: return f;
+	case DT_BF16: return bf16_to_f32(f32_to_bf16(f));
+	case DT_F16: return f16_to_f32(f32_to_f16(f));
+	case DT_F8E4M3FN: return e4m3fn_to_f32(f32_to_e4m3fn(f));
+	case DT_F8E5M2: return e5m2_to_f32(f32_to_e5m2(f));
+	case DT_B8: return v != 0;
+	default: return (double)wrap(f2i(v), to);
+	}
+}
+
+/* ---- elementwise ---- */
+
+/* unary and binary float ops, one body for float and double (T) */
+#define UNARY_BODY(T, x) \
+	switch (op) { \
+	case OP_ABS: return fabs(x); \
+	case OP_NEG: return -(x); \
+	case OP_RECIPROCAL: return (T)1 / (x); \
+	case OP_EXP: return exp(x); \
+	case OP_EXP2: return exp2(x); \
+	case OP_LOG: return log(x); \
+	case OP_LOG1P: return log1p(x); \
+	case OP_LOG2: return log2(x); \
+	case OP_SQRT: return sqrt(x); \
+	case OP_RSQRT: return (T)1 / sqrt(x); \
+	case OP_TANH: return tanh(x); \
+	case OP_ERF: return erf(x); \
+	case OP_SIN: return sin(x); \
+	case OP_COS: return cos(x); \
+	case OP_SIGN: return isnan(x) ? (x) : (T)(((x) > 0) - ((x) < 0)); \
+	case OP_FLOOR: return floor(x); \
+	case OP_CEIL: return ceil(x); \
+	case OP_ROUND: return nearbyint(x); \
+	case OP_TRUNC: return trunc(x); \
+	case OP_ISFINITE: return isfinite(x); \
+	default: unreachable(); \
+	}
+
+#define BINARY_BODY(T, x, y) \
+	T m_; \
+	switch (op) { \
+	case OP_ADD: return (x) + (y); \
+	case OP_SUB: return (x) - (y); \
+	case OP_MUL: return (x) * (y); \
+	case OP_DIV: return (x) / (y); \
+	case OP_POW: return pow(x, y); \
+	case OP_MAXIMUM: return isnan(x) ? (x) : isnan(y) ? (y) : \
+		((x) == (y) ? ((signbit(x) ? (y) : (x))) : (x) > (y) ? (x) : (y)); \
+	case OP_MINIMUM: return isnan(x) ? (x) : isnan(y) ? (y) : \
+		((x) == (y) ? ((signbit(x) ? (x) : (y))) : (x) < (y) ? (x) : (y)); \
+	case OP_FMOD: return fmod(x, y); \
+	case OP_REMAINDER: \
+		m_ = fmod(x, y); \
+		return m_ != 0 && ((y) < 0) != (m_ < 0) ? m_ + (y) : m_; \
+	default: unreachable(); \
+	}
+
+static float unary_f(Op op, float x) { UNARY_BODY(float, x) }
+static double unary_d(Op op, double x) { UNARY_BODY(double, x) }
+static float binary_f(Op op, float x, float y) { BINARY_BODY(float, x, y) }
+static double binary_d(Op op, double x, double y) { BINARY_BODY(double, x, y) }
+
+static bool
+compare(Op op, double x, double y)
+{
+	switch (op) {
+	case OP_EQ: return x == y;
+	case OP_NE: return x != y;
+	case OP_LT: return x < y;
+	case OP_LE: return x <= y;
+	case OP_GT: return x > y;
+	case OP_GE: return x >= y;
+	default: unreachable();
+	}
+}
+
+static bool
+compare_i(Op op, int64_t x, int64_t y)
+{
+	switch (op) {
+	case OP_EQ: return x == y;
+	case OP_NE: return x != y;
+	case OP_LT: return x < y;
+	case OP_LE: return x <= y;
+	case OP_GT: return x > y;
+	case OP_GE: return x >= y;
+	default: unreachable();
+	}
+}
+
+static int64_t
+unary_i(Op op, int64_t x, DType t)
+{
+	switch (op) {
+	case OP_ABS: return x < 0 ? (int64_t)(0 - (uint64_t)x) : x;
+	case OP_NEG: return (int64_t)(0 - (uint64_t)x);
+	case OP_SIGN: return (x > 0) - (x < 0);
+	case OP_ISFINITE: return 1;
+	case OP_BITWISE_NOT: return t == DT_B8 ? !x : ~x;
+	case OP_LOGICAL_NOT: return !x;
+	default: unreachable();
+	}
+}
+
+/* integer division and modulo: truncating; by zero gives -1 and 0, no trap */
+static int64_t
+binary_i(Op op, int64_t x, int64_t y)
+{
+	int64_t m;
+
+	switch (op) {
+	case OP_ADD: return (int64_t)((uint64_t)x + (uint64_t)y);
+	case OP_SUB: return (int64_t)((uint64_t)x - (uint64_t)y);
+	case OP_MUL: return (int64_t)((uint64_t)x * (uint64_t)y);
+	case OP_DIV: return y == 0 ? -1 : (y == -1 ? (int64_t)(0 - (uint64_t)x) : x / y);
+	case OP_MAXIMUM: return x > y ? x : y;
+	case OP_MINIMUM: return x < y ? x : y;
+	case OP_FMOD: return y == 0 || y == -1 ? 0 : x % y;
+	case OP_REMAINDER:
+		m = y == 0 || y == -1 ? 0 : x % y;
+		return m != 0 && ((y < 0) != (m < 0)) ? m + y : m;
+	case OP_BITWISE_AND: return x & y;
+	case OP_BITWISE_OR: return x | y;
+	case OP_BITWISE_XOR: return x ^ y;
+	default: unreachable();
+	}
+}
+
+/* operand i of an elementwise op: rank-0 operands broadcast */
+#define AT(t, i) ((t)->rank == 0 ? 0 : (i))
+
+static void
+eval_convert(Tensor *r, const Tensor *a, int64_t n)
+{
+	bool fsrc = dt_isfloat(a->dtype) || dt_isfp8(a->dtype);
+
+	for (int64_t i = 0; i < n; i++) {
+		if (fsrc)
+			tensor_setf(r, i, tensor_getf(a, i));
+		else
+			tensor_seti(r, i, tensor_geti(a, i));
+	}
+}
+
+static void
+eval_unary(Op op, Tensor *r, const Tensor *a, int64_t n)
+{
+	DType t = a->dtype;
+
+	for (int64_t i = 0; i < n; i++) {
+		if (t == DT_F64)
+			tensor_setf(r, i, unary_d(op, tensor_getf(a, i)));
+		else if (dt_isfloat(t))
+			tensor_setf(r, i, unary_f(op, (float)tensor_getf(a, i)));
+		else
+			tensor_seti(r, i, wrap(unary_i(op, tensor_geti(a, i), t), r->dtype));
+	}
+}
+
+static void
+eval_binary(Op op, Tensor *r, const Tensor *a, const Tensor *b, int64_t n)
+{
+	DType t = a->dtype;
+	bool cmp = ir_ops[op].cls == OC_COMPARE;
+
+	for (int64_t i = 0; i < n; i++) {
+		int64_t ia = AT(a, i), ib = AT(b, i);
+
+		if (cmp && (dt_isfloat(t)))
+			tensor_seti(r, i, compare(op, tensor_getf(a, ia), tensor_getf(b, ib)));
+		else if (cmp)
+			tensor_seti(r, i, compare_i(op, tensor_geti(a, ia), tensor_geti(b, ib)));
+		else if (t == DT_F64)
+			tensor_setf(r, i, binary_d(op, tensor_getf(a, ia), tensor_getf(b, ib)));
+		else if (dt_isfloat(t))
+			tensor_setf(r, i, binary_f(op, (float)tensor_getf(a, ia), (float)tensor_getf(b, ib)));
+		else
+			tensor_seti(r, i, wrap(binary_i(op, tensor_geti(a, ia), tensor_geti(b, ib)), t));
+	}
+}
+
+static void
+eval_where(Tensor *r, const Tensor *c, const Tensor *a, const Tensor *b, int64_t n)
+{
+	int sz = dt_size(r->dtype);
+	const unsigned char *pc = c->data;
+
+	for (int64_t i = 0; i < n; i++) {
+		const Tensor *s = pc[AT(c, i)] ? a : b;
+
+		memcpy((char *)r->data + i * sz, (const char *)s->data + AT(s, i) * sz, (size_t)sz);
+	}
+}
+
+/* ---- index arithmetic ---- */
+
+static void
+strides_of(const Tensor *t, int64_t *st)
+{
+	int64_t s = 1;
+
+	for (int i = t->rank - 1; i >= 0; i--) {
+		st[i] = s;
+		s *= t->dims[i];
+	}
+}
+
+/* coordinates of linear index i in t */
+static void
+coords(const Tensor *t, int64_t i, int64_t *c)
+{
+	for (int d = t->rank - 1; d >= 0; d--) {
+		c[d] = t->dims[d] ? i % t->dims[d] : 0;
+		i = t->dims[d] ? i / t->dims[d] : 0;
+	}
+}
+
+static void
+copy_elem(Tensor *r, int64_t i, const Tensor *a, int64_t j)
+{
+	int sz = dt_size(r->dtype);
+
+	memcpy((char *)r->data + i * sz, (const char *)a->data + j * sz, (size_t)sz);
+}
+
+/* ---- reductions ---- */
+
+typedef struct {
+	double f;
+	int64_t i;
+	bool any;
+} Acc;
+
+static void
+acc_add(Op op, Acc *acc, const Tensor *a, int64_t j)
+{
+	bool fl = dt_isfloat(a->dtype);
+	double x = fl ? tensor_getf(a, j) : 0;
+	int64_t y = fl ? 0 : tensor_geti(a, j);
+
+	switch (op) {
+	case OP_SUM: acc->f += x; acc->i = (int64_t)((uint64_t)acc->i + (uint64_t)y); break;
+	case OP_PROD: acc->f *= x; acc->i = (int64_t)((uint64_t)acc->i * (uint64_t)y); break;
+	case OP_AMAX:
+		if (!acc->any || isnan(x) || (!isnan(acc->f) && (x > acc->f || (x == acc->f && !signbit(x)))))
+			acc->f = x;
+		if (!acc->any || y > acc->i)
+			acc->i = y;
+		break;
+	case OP_AMIN:
+		if (!acc->any || isnan(x) || (!isnan(acc->f) && (x < acc->f || (x == acc->f && signbit(x)))))
+			acc->f = x;
+		if (!acc->any || y < acc->i)
+			acc->i = y;
+		break;
+	default: unreachable();
+	}
+	acc->any = true;
+}
+
+/* sums and products accumulate in double (in int64 for integers), then round */
+static void
+eval_reduce(Func *fn, const Instr *in, Tensor *r, const Tensor *a)
+{
+	const int64_t *dims = ir_attr(fn, in);
+	int64_t n = tensor_numel(a), nr = tensor_numel(r), c[IR_MAXRANK], rs[IR_MAXRANK];
+	Acc *acc = calloc((size_t)(nr ? nr : 1), sizeof *acc);
+	bool red[IR_MAXRANK] = { false };
+
+	if (!acc)
+		die("out of memory");
+	for (uint32_t i = 0; i < in->nattr; i++)
+		red[dims[i]] = true;
+	strides_of(r, rs);
+	for (int64_t i = 0; i < nr; i++)
+		acc[i] = (Acc){ in->op == OP_PROD ? 1 : 0, in->op == OP_PROD ? 1 : 0, false };
+	for (int64_t j = 0; j < n; j++) {
+		int64_t o = 0;
+
+		coords(a, j, c);
+		for (int d = 0, k = 0; d < a->rank; d++)
+			if (!red[d])
+				o += c[d] * rs[k++];
+		acc_add(in->op, &acc[o], a, j);
+	}
+	for (int64_t i = 0; i < nr; i++) {
+		if (dt_isfloat(r->dtype))
+			tensor_setf(r, i, acc[i].f);
+		else
+			tensor_seti(r, i, wrap(acc[i].i, r->dtype));
+	}
+	free(acc);
+}
+
+/* ---- shape ops ---- */
+
+static void
+eval_broadcast(Func *fn, const Instr *in, Tensor *r, const Tensor *a)
+{
+	const int64_t *bd = ir_attr(fn, in);
+	int64_t n = tensor_numel(r), c[IR_MAXRANK], as[IR_MAXRANK];
+
+	strides_of(a, as);
+	for (int64_t i = 0; i < n; i++) {
+		int64_t j = 0;
+
+		coords(r, i, c);
+		for (int d = 0; d < a->rank; d++)
+			j += (a->dims[d] == 1 ? 0 : c[bd[d]]) * as[d];
+		copy_elem(r, i, a, j);
+	}
+}
+
+static void
+eval_transpose(Func *fn, const Instr *in, Tensor *r, const Tensor *a)
+{
+	const int64_t *perm = ir_attr(fn, in);
+	int64_t n = tensor_numel(r), c[IR_MAXRANK], as[IR_MAXRANK];
+
+	strides_of(a, as);
+	for (int64_t i = 0; i < n; i++) {
+		int64_t j = 0;
+
+		coords(r, i, c);
+		for (int d = 0; d < r->rank; d++)
+			j += c[d] * as[perm[d]];
+		copy_elem(r, i, a, j);
+	}
+}
+
+static void
+eval_slice(Func *fn, const Instr *in, Tensor *r, const Tensor *a)
+{
+	const int64_t *s = ir_attr(fn, in);
+	int64_t n = tensor_numel(r), c[IR_MAXRANK], as[IR_MAXRANK];
+	int rank = a->rank;
+
+	strides_of(a, as);
+	for (int64_t i = 0; i < n; i++) {
+		int64_t j = 0;
+
+		coords(r, i, c);
+		for (int d = 0; d < rank; d++)
+			j += (s[d] + c[d] * s[2 * rank + d]) * as[d];
+		copy_elem(r, i, a, j);
+	}
+}
+
+static void
+eval_cat(Func *fn, const Instr *in, Tensor *r, Tensor **vals)
+{
+	int64_t dim = ir_attr(fn, in)[0], off = 0, c[IR_MAXRANK], as[IR_MAXRANK];
+
+	for (uint32_t k = 0; k < in->nargs; k++) {
+		const Tensor *a = vals[ir_args(fn, in)[k]];
+		int64_t n = tensor_numel(a), rs[IR_MAXRANK];
+
+		strides_of(r, rs);
+		strides_of(a, as);
+		for (int64_t j = 0; j < n; j++) {
+			int64_t i = 0;
+
+			coords(a, j, c);
+			c[dim] += off;
+			for (int d = 0; d < r->rank; d++)
+				i += c[d] * rs[d];
+			copy_elem(r, i, a, j);
+		}
+		off += a->dims[dim];
+	}
+}
+
+/* ---- scaled_mm ---- */
+
+/* a tensor's elements as floats (exact for fp8); NULL if out of memory */
+static float *
+decode(const Tensor *t, int64_t n)
+{
+	float *f = malloc((size_t)(n > 0 ? n : 1) * sizeof *f);
+
+	for (int64_t i = 0; f && i < n; i++)
+		f[i] = (float)tensor_getf(t, i);
+	return f;
+}
+
+/* exact fp8 decode; products of fp8 values are exact in float, accumulated in
+ * float over k in order; then scaled by scale_a * scale_b, bias added, rounded */
+static void
+eval_scaled_mm(Func *fn, const Instr *in, Tensor *r, Tensor **vals)
+{
+	const uint32_t *a = ir_args(fn, in);
+	const Tensor *A = vals[a[0]], *B = vals[a[1]], *bias = in->nargs == 5 ? vals[a[4]] : NULL;
+	int64_t M = A->dims[0], K = A->dims[1], N = B->dims[1];
+	float alpha = (float)tensor_getf(vals[a[2]], 0) * (float)tensor_getf(vals[a[3]], 0);
+	float *af = decode(A, M * K), *bt = malloc((size_t)(K * N > 0 ? K * N : 1) * sizeof *bt);
+
+	if (!af || !bt)
+		die("out of memory");
+	for (int64_t k = 0; k < K; k++)      /* B transposed: rows of K */
+		for (int64_t j = 0; j < N; j++)
+			bt[j * K + k] = (float)tensor_getf(B, k * N + j);
+	for (int64_t i = 0; i < M; i++) {
+		for (int64_t j = 0; j < N; j++) {
+			const float *x = af + i * K, *y = bt + j * K;
+			float acc = 0;
+
+			for (int64_t k = 0; k < K; k++)
+				acc += x[k] * y[k];
+			acc *= alpha;
+			if (bias)
+				acc += (float)tensor_getf(bias, j);
+			tensor_setf(r, i * N + j, acc);
+		}
+	}
+	free(af);
+	free(bt);
+}
+
+static void
+eval_full(const Instr *in, Tensor *r)
+{
+	int64_t n = tensor_numel(r);
+
+	for (int64_t i = 0; i < n; i++) {
+		if (dt_isfloat(r->dtype) || dt_isfp8(r->dtype) || r->dtype == DT_B8)
+			tensor_setf(r, i, in->fval);
+		else
+			tensor_seti(r, i, f2i(in->fval));
+	}
+}
+
+static void
+eval(Func *fn, const Instr *in, Tensor **vals)
+{
+	const uint32_t *a = ir_args(fn, in);
+	Tensor *r = vals[in->res], *x = in->nargs ? vals[a[0]] : NULL;
+	int64_t n = tensor_numel(r);
+
+	switch (ir_ops[in->op].cls) {
+	case OC_CONVERT: eval_convert(r, x, n); return;
+	case OC_UNARY: eval_unary((Op)in->op, r, x, n); return;
+	case OC_BINARY: case OC_COMPARE: eval_binary((Op)in->op, r, x, vals[a[1]], n); return;
+	case OC_WHERE: eval_where(r, x, vals[a[1]], vals[a[2]], n); return;
+	case OC_REDUCE: eval_reduce(fn, in, r, x); return;
+	case OC_CAT: eval_cat(fn, in, r, vals); return;
+	case OC_FULL: eval_full(in, r); return;
+	case OC_GEMM: eval_scaled_mm(fn, in, r, vals); return;
+	case OC_CLONE: memcpy(r->data, x->data, tensor_bytes(r)); return;
+	case OC_SHAPE: break;
+	}
+	switch (in->op) {
+	case OP_BROADCAST: eval_broadcast(fn, in, r, x); return;
+	case OP_TRANSPOSE: eval_transpose(fn, in, r, x); return;
+	case OP_SLICE: eval_slice(fn, in, r, x); return;
+	case OP_RESHAPE: case OP_SQUEEZE: memcpy(r->data, x->data, tensor_bytes(r)); return;
+	default: unreachable();
+	}
+}
+
+static bool
+check_input(Func *fn, uint32_t p, const Tensor *t, char *err, size_t errlen)
+{
+	const Value *v = &fn->vals[fn->params[p]];
+	char nb[16];
+
+	if (t->dtype != v->dtype || t->rank != v->rank ||
+	    memcmp(t->dims, ir_dims(fn, fn->params[p]), (size_t)v->rank * sizeof(int64_t)) != 0) {
+		snprintf(err, errlen, "input '%s' must be %s with %d dims as the function declares",
+			ir_name(fn, fn->params[p], nb), ir_dtypes[v->dtype].name, v->rank);
+		return false;
+	}
+	return true;
+}
+
+/* a tensor for value v, named after it; NULL if it cannot be allocated */
+static Tensor *
+alloc_value(Func *fn, uint32_t v, const char *name)
+{
+	char nb[16];
+
+	return tensor_new(name ? name : ir_name(fn, v, nb), (DType)fn->vals[v].dtype,
+		fn->vals[v].rank, ir_dims(fn, v));
+}
+
+bool
+ir_interpret(Func *fn, Tensor **inputs, Tensor **outs, char *err, size_t errlen)
+{
+	Tensor **vals = calloc(fn->nvals + 1, sizeof *vals);
+	uint32_t *uses = NULL;
+	bool ok = vals != NULL;
+	char nb[16];
+
+	for (uint32_t p = 0; ok && p < fn->nparams; p++)
+		ok = check_input(fn, p, inputs[p], err, errlen);
+	if (ok)
+		uses = ir_uses(fn);
+	for (uint32_t p = 0; ok && p < fn->nparams; p++)
+		vals[fn->params[p]] = inputs[p];
+	for (uint32_t i = 0; ok && i < fn->nins; i++) {
+		const Instr *in = &fn->ins[i];
+
+		if (!(vals[in->res] = alloc_value(fn, in->res, NULL))) {
+			snprintf(err, errlen, "out of memory for %%%s", ir_name(fn, in->res, nb));
+			ok = false;
+			break;
+		}
+		eval(fn, in, vals);
+		/* free operands whose last use this was */
+		for (uint32_t j = 0; j < in->nargs; j++) {
+			uint32_t a = ir_args(fn, in)[j];
+
+			if (--uses[a] == 0 && fn->vals[a].def != IR_NONE) {
+				tensor_free(vals[a]);
+				vals[a] = NULL;
+			}
+		}
+	}
+	for (uint32_t i = 0; ok && i < fn->nrets; i++) {
+		uint32_t v = fn->rets[i];
+
+		if (!(outs[i] = alloc_value(fn, v, ir_retname(fn, i, nb)))) {
+			snprintf(err, errlen, "out of memory");
+			ok = false;
+			break;
+		}
+		memcpy(outs[i]->data, vals[v]->data, tensor_bytes(outs[i]));
+	}
+	for (uint32_t v = fn->nparams; vals && v < fn->nvals; v++)
+		tensor_free(vals[v]);
+	free(vals);
+	return ok;
+}

@@ -1,0 +1,390 @@
+/* verify.c — the IR verifier: every op's dtype and shape rules, SSA order,
+ * kernel regions. Messages name the offending instruction as it prints. */
+#include <string.h>
+
+#include "ir.h"
+
+typedef struct {
+	Func *fn;
+	const Instr *in;
+	char *err;
+	size_t len;
+} Check;
+
+static bool
+fail(Check *c, const char *fmt, ...)
+{
+	char nb[16], head[96];
+	va_list ap;
+	int n;
+
+	snprintf(head, sizeof head, "%%%s = %s", ir_name(c->fn, c->in->res, nb), ir_ops[c->in->op].name);
+	n = snprintf(c->err, c->len, "%s: ", head);
+	if (n < 0 || (size_t)n >= c->len)
+		return false;
+	va_start(ap, fmt);
+	vsnprintf(c->err + n, c->len - (size_t)n, fmt, ap);
+	va_end(ap);
+	return false;
+}
+
+/* "f32[16,32]" */
+static const char *
+tystr(Func *fn, uint32_t v, char *buf, size_t n)
+{
+	const int64_t *d = ir_dims(fn, v);
+	size_t k = (size_t)snprintf(buf, n, "%s[", ir_dtypes[fn->vals[v].dtype].name);
+
+	for (int i = 0; i < fn->vals[v].rank && k < n; i++)
+		k += (size_t)snprintf(buf + k, n - k, "%s%lld", i ? "," : "", (long long)d[i]);
+	if (k < n)
+		snprintf(buf + k, n - k, "]");
+	return buf;
+}
+
+static bool
+class_ok(TypeClass tc, DType t, OpClass oc)
+{
+	DKind k = ir_dtypes[t].kind;
+
+	switch (tc) {
+	case TC_FLOAT: return k == DK_FLOAT;
+	case TC_NUM:   return k == DK_FLOAT || k == DK_INT || k == DK_UINT || (k == DK_BOOL && oc == OC_COMPARE);
+	case TC_INT:   return k == DK_INT || k == DK_UINT || k == DK_BOOL;
+	case TC_BOOL:  return k == DK_BOOL;
+	case TC_ANY:   return true;
+	}
+	return false;
+}
+
+/* operand is the result's shape, or a rank-0 scalar */
+static bool
+fits(Func *fn, uint32_t a, uint32_t res)
+{
+	return fn->vals[a].rank == 0 || ir_same_shape(fn, a, res);
+}
+
+static bool
+check_elementwise(Check *c, const uint32_t *a, DType rt)
+{
+	Func *fn = c->fn;
+	const Instr *in = c->in;
+	const OpInfo *oi = &ir_ops[in->op];
+	int first = oi->cls == OC_WHERE ? 1 : 0;
+	DType t = fn->vals[a[first]].dtype;
+	char b1[64], b2[64];
+
+	if (oi->cls == OC_WHERE && fn->vals[a[0]].dtype != DT_B8)
+		return fail(c, "condition must be b8, not %s", ir_dtypes[fn->vals[a[0]].dtype].name);
+	for (uint32_t i = first; i < in->nargs; i++)
+		if (fn->vals[a[i]].dtype != t)
+			return fail(c, "operands must have one dtype (%s and %s)",
+				ir_dtypes[t].name, ir_dtypes[fn->vals[a[i]].dtype].name);
+	if (!class_ok(oi->tc, t, oi->cls))
+		return fail(c, "does not take %s operands", ir_dtypes[t].name);
+	if (oi->cls != OC_WHERE && dt_isfp8(t))
+		return fail(c, "does not take %s operands", ir_dtypes[t].name);
+	for (uint32_t i = 0; i < in->nargs; i++)
+		if (!fits(fn, a[i], in->res))
+			return fail(c, "operand %s does not match result %s",
+				tystr(fn, a[i], b1, sizeof b1), tystr(fn, in->res, b2, sizeof b2));
+	if (oi->cls == OC_COMPARE || in->op == OP_ISFINITE)
+		t = DT_B8;
+	if (rt != t)
+		return fail(c, "result dtype must be %s, not %s", ir_dtypes[t].name, ir_dtypes[rt].name);
+	return true;
+}
+
+/* dims: nd distinct values in [0, rank), increasing */
+static bool
+dims_ok(const int64_t *d, uint32_t nd, int rank)
+{
+	for (uint32_t i = 0; i < nd; i++)
+		if (d[i] < 0 || d[i] >= rank || (i > 0 && d[i] <= d[i - 1]))
+			return false;
+	return true;
+}
+
+static bool
+check_reduce(Check *c, const uint32_t *a)
+{
+	Func *fn = c->fn;
+	const int64_t *d = ir_attr(fn, c->in), *sd = ir_dims(fn, a[0]), *rd = ir_dims(fn, c->in->res);
+	int rank = fn->vals[a[0]].rank, k = 0;
+	DType t = fn->vals[a[0]].dtype;
+
+	if (!class_ok(ir_ops[c->in->op].tc, t, OC_REDUCE) || dt_isfp8(t))
+		return fail(c, "does not take %s operands", ir_dtypes[t].name);
+	if (!dims_ok(d, c->in->nattr, rank))
+		return fail(c, "reduction dims must be distinct, increasing and below the rank %d", rank);
+	if (fn->vals[c->in->res].dtype != t)
+		return fail(c, "result dtype must be %s", ir_dtypes[t].name);
+	if (fn->vals[c->in->res].rank != rank - (int)c->in->nattr)
+		return fail(c, "result rank must be %d", rank - (int)c->in->nattr);
+	for (int i = 0, j = 0; i < rank; i++) {
+		if (j < (int)c->in->nattr && d[j] == i) {
+			if ((c->in->op == OP_AMAX || c->in->op == OP_AMIN) && sd[i] == 0)
+				return fail(c, "cannot reduce an empty dimension");
+			j++;
+			continue;
+		}
+		if (rd[k++] != sd[i])
+			return fail(c, "result dim %d must be %lld", k - 1, (long long)sd[i]);
+	}
+	return true;
+}
+
+static bool
+check_broadcast(Check *c, const uint32_t *a)
+{
+	Func *fn = c->fn;
+	const int64_t *bd = ir_attr(fn, c->in), *sd = ir_dims(fn, a[0]), *rd = ir_dims(fn, c->in->res);
+	int rank = fn->vals[a[0]].rank, rrank = fn->vals[c->in->res].rank;
+
+	if ((int)c->in->nattr != rank)
+		return fail(c, "needs one broadcast dim per operand dim (%d)", rank);
+	if (!dims_ok(bd, c->in->nattr, rrank))
+		return fail(c, "broadcast dims must be increasing and below the result rank %d", rrank);
+	for (int i = 0; i < rank; i++)
+		if (sd[i] != 1 && sd[i] != rd[bd[i]])
+			return fail(c, "operand dim %d (%lld) cannot broadcast to %lld", i,
+				(long long)sd[i], (long long)rd[bd[i]]);
+	return true;
+}
+
+static bool
+check_transpose(Check *c, const uint32_t *a)
+{
+	Func *fn = c->fn;
+	const int64_t *p = ir_attr(fn, c->in), *sd = ir_dims(fn, a[0]), *rd = ir_dims(fn, c->in->res);
+	int rank = fn->vals[a[0]].rank;
+	bool seen[IR_MAXRANK] = { false };
+
+	if ((int)c->in->nattr != rank || fn->vals[c->in->res].rank != rank)
+		return fail(c, "permutation must have %d entries", rank);
+	for (int i = 0; i < rank; i++) {
+		if (p[i] < 0 || p[i] >= rank || seen[p[i]])
+			return fail(c, "invalid permutation");
+		seen[p[i]] = true;
+		if (rd[i] != sd[p[i]])
+			return fail(c, "result dim %d must be %lld", i, (long long)sd[p[i]]);
+	}
+	return true;
+}
+
+static bool
+check_squeeze(Check *c, const uint32_t *a)
+{
+	Func *fn = c->fn;
+	const int64_t *d = ir_attr(fn, c->in), *sd = ir_dims(fn, a[0]), *rd = ir_dims(fn, c->in->res);
+	int rank = fn->vals[a[0]].rank, k = 0;
+
+	if (!dims_ok(d, c->in->nattr, rank))
+		return fail(c, "squeezed dims must be distinct, increasing and below the rank %d", rank);
+	if (fn->vals[c->in->res].rank != rank - (int)c->in->nattr)
+		return fail(c, "result rank must be %d", rank - (int)c->in->nattr);
+	for (int i = 0, j = 0; i < rank; i++) {
+		if (j < (int)c->in->nattr && d[j] == i) {
+			if (sd[i] != 1)
+				return fail(c, "dim %d has size %lld, not 1", i, (long long)sd[i]);
+			j++;
+		} else if (rd[k++] != sd[i]) {
+			return fail(c, "result dim %d must be %lld", k - 1, (long long)sd[i]);
+		}
+	}
+	return true;
+}
+
+static bool
+check_slice(Check *c, const uint32_t *a)
+{
+	Func *fn = c->fn;
+	const int64_t *s = ir_attr(fn, c->in), *sd = ir_dims(fn, a[0]), *rd = ir_dims(fn, c->in->res);
+	int rank = fn->vals[a[0]].rank;
+
+	if ((int)c->in->nattr != 3 * rank || fn->vals[c->in->res].rank != rank)
+		return fail(c, "needs start, end and stride for each of %d dims", rank);
+	for (int i = 0; i < rank; i++) {
+		int64_t lo = s[i], hi = s[rank + i], st = s[2 * rank + i];
+
+		if (lo < 0 || hi < lo || hi > sd[i] || st < 1)
+			return fail(c, "dim %d: slice [%lld:%lld:%lld] out of range for size %lld", i,
+				(long long)lo, (long long)hi, (long long)st, (long long)sd[i]);
+		if (rd[i] != (hi - lo + st - 1) / st)
+			return fail(c, "result dim %d must be %lld", i, (long long)((hi - lo + st - 1) / st));
+	}
+	return true;
+}
+
+static bool
+check_cat(Check *c, const uint32_t *a)
+{
+	Func *fn = c->fn;
+	int rank = fn->vals[a[0]].rank;
+	int64_t dim = c->in->nattr == 1 ? ir_attr(fn, c->in)[0] : -1, total = 0;
+	const int64_t *rd = ir_dims(fn, c->in->res);
+
+	if (dim < 0 || dim >= rank || fn->vals[c->in->res].rank != rank)
+		return fail(c, "needs a dim below the rank %d", rank);
+	for (uint32_t i = 0; i < c->in->nargs; i++) {
+		const int64_t *d = ir_dims(fn, a[i]);
+
+		if (fn->vals[a[i]].dtype != fn->vals[c->in->res].dtype || fn->vals[a[i]].rank != rank)
+			return fail(c, "operand %u has another dtype or rank", i);
+		for (int j = 0; j < rank; j++)
+			if (j != dim && d[j] != rd[j])
+				return fail(c, "operand %u: dim %d is %lld, not %lld", i, j, (long long)d[j], (long long)rd[j]);
+		total += d[dim];
+	}
+	if (rd[dim] != total)
+		return fail(c, "result dim %lld must be %lld", (long long)dim, (long long)total);
+	return true;
+}
+
+static bool
+check_gemm(Check *c, const uint32_t *a)
+{
+	Func *fn = c->fn;
+	const Value *va = &fn->vals[a[0]], *vb = &fn->vals[a[1]], *vr = &fn->vals[c->in->res];
+	const int64_t *da = ir_dims(fn, a[0]), *db = ir_dims(fn, a[1]), *dr = ir_dims(fn, c->in->res);
+
+	if (!dt_isfp8(va->dtype) || !dt_isfp8(vb->dtype))
+		return fail(c, "operands must be fp8");
+	if (va->dtype == DT_F8E5M2 && vb->dtype == DT_F8E5M2)
+		return fail(c, "f8e5m2 x f8e5m2 is not supported");
+	if (va->rank != 2 || vb->rank != 2 || da[1] != db[0])
+		return fail(c, "operands must be (M,K) and (K,N)");
+	for (int i = 2; i < 4; i++)
+		if (fn->vals[a[i]].dtype != DT_F32 || fn->vals[a[i]].rank != 0)
+			return fail(c, "scale %d must be f32[]", i - 1);
+	if (vr->dtype != DT_BF16 && vr->dtype != DT_F16 && vr->dtype != DT_F32)
+		return fail(c, "result dtype must be bf16, f16 or f32");
+	if (vr->rank != 2 || dr[0] != da[0] || dr[1] != db[1])
+		return fail(c, "result must be (%lld,%lld)", (long long)da[0], (long long)db[1]);
+	if (c->in->nargs == 5 && (fn->vals[a[4]].rank != 1 || ir_dims(fn, a[4])[0] != db[1] ||
+			!dt_isfloat(fn->vals[a[4]].dtype)))
+		return fail(c, "bias must be a float vector of %lld", (long long)db[1]);
+	return true;
+}
+
+bool
+ir_check_instr(Func *fn, const Instr *in, char *err, size_t errlen)
+{
+	Check c = { fn, in, err, errlen };
+	const OpInfo *oi = &ir_ops[in->op];
+	const uint32_t *a = ir_args(fn, in);
+	const Value *r = &fn->vals[in->res];
+	char b1[64], b2[64];
+
+	if ((int)in->nargs < oi->minargs || (int)in->nargs > oi->maxargs)
+		return fail(&c, "takes %d to %d operands, not %u", oi->minargs, oi->maxargs, in->nargs);
+	for (uint32_t i = 0; i < in->nargs; i++)
+		if (a[i] >= in->res)
+			return fail(&c, "operand %u is not defined before use", i);
+	for (int i = 0; i < r->rank; i++)
+		if (ir_dims(fn, in->res)[i] < 0)
+			return fail(&c, "negative dimension");
+	if (oi->cls != OC_REDUCE && oi->cls != OC_SHAPE && oi->cls != OC_CAT && oi->cls != OC_GEMM &&
+	    oi->cls != OC_FULL && in->nattr != 0)
+		return fail(&c, "takes no attributes");
+	switch (oi->cls) {
+	case OC_UNARY: case OC_BINARY: case OC_COMPARE: case OC_WHERE:
+		return check_elementwise(&c, a, r->dtype);
+	case OC_CONVERT:
+		if (!ir_same_shape(fn, a[0], in->res))
+			return fail(&c, "result shape must be the operand's (%s)", tystr(fn, a[0], b1, sizeof b1));
+		return true;
+	case OC_REDUCE:
+		return check_reduce(&c, a);
+	case OC_CLONE:
+	case OC_SHAPE:
+		if (fn->vals[a[0]].dtype != r->dtype)
+			return fail(&c, "result dtype must be %s", ir_dtypes[fn->vals[a[0]].dtype].name);
+		switch (in->op) {
+		case OP_BROADCAST: return check_broadcast(&c, a);
+		case OP_TRANSPOSE: return check_transpose(&c, a);
+		case OP_SQUEEZE: return check_squeeze(&c, a);
+		case OP_SLICE: return check_slice(&c, a);
+		case OP_RESHAPE:
+			if (ir_numel(fn, a[0]) != ir_numel(fn, in->res))
+				return fail(&c, "cannot reshape %s to %s", tystr(fn, a[0], b1, sizeof b1),
+					tystr(fn, in->res, b2, sizeof b2));
+			return in->nattr == 0 || fail(&c, "takes no attributes");
+		default:
+			if (!ir_same_shape(fn, a[0], in->res))
+				return fail(&c, "result must be %s", tystr(fn, a[0], b1, sizeof b1));
+			return true;
+		}
+	case OC_CAT:
+		return check_cat(&c, a);
+	case OC_FULL:
+		return in->nattr == 0 || fail(&c, "takes no attributes");
+	case OC_GEMM:
+		return check_gemm(&c, a);
+	}
+	unreachable();
+}
+
+static bool
+check_kernels(Func *fn, char *err, size_t errlen)
+{
+	uint32_t next = 0;
+
+	for (uint32_t k = 0; k < fn->nkernels; k++) {
+		const Kernel *kn = &fn->kernels[k];
+
+		if (kn->first < next || kn->first + kn->count > fn->nins || kn->count == 0) {
+			snprintf(err, errlen, "kernel %s: instructions out of order", kn->name);
+			return false;
+		}
+		for (uint32_t i = kn->first; i < kn->first + kn->count; i++)
+			if (fn->ins[i].kernel != (int32_t)k) {
+				snprintf(err, errlen, "kernel %s: instruction %u does not belong to it", kn->name, i);
+				return false;
+			}
+		next = kn->first + kn->count;
+	}
+	return true;
+}
+
+static bool
+check_value(Func *fn, uint32_t v, char *err, size_t errlen)
+{
+	const int64_t *d = ir_dims(fn, v);
+	int64_t n = 1;
+	char nb[16];
+
+	for (int i = 0; i < fn->vals[v].rank; i++) {
+		if (d[i] < 0 || (d[i] > 0 && n > INT64_MAX / 64 / d[i])) {
+			snprintf(err, errlen, "%%%s: shape is negative or too large", ir_name(fn, v, nb));
+			return false;
+		}
+		n *= d[i];
+	}
+	return true;
+}
+
+bool
+ir_verify(Func *fn, char *err, size_t errlen, uint32_t *pos)
+{
+	for (uint32_t v = 0; v < fn->nvals; v++)
+		if (!check_value(fn, v, err, errlen))
+			return false;
+	for (uint32_t i = 0; i < fn->nins; i++) {
+		if (fn->ins[i].res != fn->nparams + i || fn->vals[fn->ins[i].res].def != i) {
+			snprintf(err, errlen, "instruction %u: result id out of order", i);
+			return false;
+		}
+		if (!ir_check_instr(fn, &fn->ins[i], err, errlen)) {
+			if (pos)
+				*pos = i;
+			return false;
+		}
+	}
+	for (uint32_t i = 0; i < fn->nrets; i++)
+		if (fn->rets[i] >= fn->nvals) {
+			snprintf(err, errlen, "return %u: no such value", i);
+			return false;
+		}
+	return check_kernels(fn, err, errlen);
+}

@@ -1,0 +1,163 @@
+/* layout.c — transposes and layouts.
+ *
+ * First the shape ops that change nothing go: transpose∘transpose composes
+ * (and vanishes when the result is the identity), reshape/squeeze/slice/
+ * broadcast that leave the shape as it was, and clone (in SSA nothing writes a
+ * value after its definition, so a clone is the value itself).
+ *
+ * Then every GEMM operand gets the layout cuBLASLt needs on Hopper: a (M,K)
+ * row-major, b (K,N) stored as (N,K) row-major — layout {1,0}. A b operand
+ * that only GEMMs read is simply written in that layout by its producer (a
+ * transpose before it becomes index arithmetic in the producing kernel). One
+ * that is also needed row-major (a program output, an `a` operand) or that is
+ * a program input gets a clone in layout {1,0}; fusion puts that clone in
+ * the producing kernel, which then writes both layouts. */
+#include <string.h>
+
+#include "passes.h"
+
+static bool
+identity_perm(const int64_t *p, int n)
+{
+	for (int i = 0; i < n; i++)
+		if (p[i] != i)
+			return false;
+	return true;
+}
+
+/* the value `in` reduces to without any work, or IR_NONE */
+static uint32_t
+noop(Func *src, Func *d, const Instr *in, const uint32_t *a)
+{
+	const int64_t *at = ir_attr(src, in);
+	int rank = src->vals[in->res].rank;
+	bool same = d->vals[a[0]].rank == rank &&
+		memcmp(ir_dims(d, a[0]), ir_dims(src, in->res), (size_t)rank * sizeof(int64_t)) == 0;
+
+	switch (in->op) {
+	case OP_CLONE:
+		return ir_is_rowmajor(src, in->res) ? a[0] : IR_NONE;
+	case OP_TRANSPOSE:
+		return identity_perm(at, rank) ? a[0] : IR_NONE;
+	case OP_RESHAPE: case OP_SQUEEZE:
+		return same ? a[0] : IR_NONE;
+	case OP_BROADCAST:
+		return same && identity_perm(at, rank) ? a[0] : IR_NONE;
+	case OP_SLICE:
+		for (int i = 0; i < rank; i++)
+			if (at[2 * rank + i] != 1)
+				return IR_NONE;
+		return same ? a[0] : IR_NONE;
+	default:
+		return IR_NONE;
+	}
+}
+
+/* transpose(transpose(x, p), q) = transpose(x, p∘q); reshape(reshape(x)) = reshape(x) */
+static uint32_t
+rewrite_instr(Func *src, Func *d, const Instr *in, uint32_t *map)
+{
+	uint32_t a[64], r;
+	const Instr *inner;
+	const Value *v = &src->vals[in->res];
+
+	for (uint32_t i = 0; i < in->nargs; i++)
+		a[i] = map[ir_args(src, in)[i]];
+	if ((r = noop(src, d, in, a)) != IR_NONE)
+		return r;
+	inner = in->nargs == 1 ? ir_def(d, a[0]) : NULL;
+	if (in->op == OP_TRANSPOSE && inner && inner->op == OP_TRANSPOSE) {
+		const int64_t *p = ir_attr(d, inner), *q = ir_attr(src, in);
+		int64_t comp[IR_MAXRANK];
+
+		for (int i = 0; i < v->rank; i++)
+			comp[i] = p[q[i]];
+		if (identity_perm(comp, v->rank))
+			return ir_args(d, inner)[0];
+		r = ir_instr(d, OP_TRANSPOSE, ir_args(d, inner), 1, comp, v->rank, (DType)v->dtype,
+			v->rank, ir_dims(src, in->res));
+		d->vals[r].name = v->name;
+		return r;
+	}
+	if ((in->op == OP_RESHAPE || in->op == OP_SQUEEZE) && inner &&
+	    (inner->op == OP_RESHAPE || inner->op == OP_SQUEEZE)) {
+		r = ir_instr(d, OP_RESHAPE, ir_args(d, inner), 1, NULL, 0, (DType)v->dtype, v->rank,
+			ir_dims(src, in->res));
+		d->vals[r].name = v->name;
+		return r;
+	}
+	return ir_copy_instr(d, src, in, map);
+}
+
+Func *
+pass_transposes(Func *fn)
+{
+	uint32_t *map;
+	Func *d = ir_rewrite_begin(fn, &map);
+
+	for (uint32_t i = 0; i < fn->nins; i++)
+		map[fn->ins[i].res] = rewrite_instr(fn, d, &fn->ins[i], map);
+	ir_rewrite_end(d, fn, map);
+	return pass_dce(d);
+}
+
+/* ---- GEMM operand layouts ---- */
+
+static const int64_t colmajor[2] = { 1, 0 };
+
+static bool
+has_layout(Func *fn, uint32_t v, const int64_t *want)
+{
+	return fn->vals[v].layout != IR_NONE &&
+		memcmp(&fn->ints[fn->vals[v].layout], want, 2 * sizeof *want) == 0;
+}
+
+/* true if every use of v is as a GEMM's b operand, and v is no output, input
+ * or GEMM result (cuBLASLt writes those row-major) */
+static bool
+only_gemm_b(Func *fn, uint32_t v)
+{
+	if (fn->vals[v].def == IR_NONE || ir_def(fn, v)->op == OP_SCALED_MM)
+		return false;
+	for (uint32_t i = 0; i < fn->nrets; i++)
+		if (fn->rets[i] == v)
+			return false;
+	for (uint32_t i = 0; i < fn->nins; i++) {
+		const Instr *in = &fn->ins[i];
+
+		for (uint32_t j = 0; j < in->nargs; j++)
+			if (ir_args(fn, in)[j] == v && (in->op != OP_SCALED_MM || j != 1))
+				return false;
+	}
+	return true;
+}
+
+Func *
+pass_layouts(Func *fn)
+{
+	uint32_t *map, *copy = arena_alloc(fn->arena, (fn->nvals + 1) * sizeof *copy);
+	Func *d = ir_rewrite_begin(fn, &map);
+
+	for (uint32_t i = 0; i < fn->nins; i++) {
+		const Instr *in = &fn->ins[i];
+		uint32_t b = in->op == OP_SCALED_MM ? ir_args(fn, in)[1] : IR_NONE, nb;
+
+		if (b == IR_NONE || has_layout(d, map[b], colmajor)) {
+			ir_copy_instr(d, fn, in, map);
+			continue;
+		}
+		nb = map[b];
+		if (only_gemm_b(fn, b)) {
+			d->vals[nb].layout = ir_push_ints(d, colmajor, 2);
+		} else if (!copy[b]) {   /* one copy in layout {1,0}, shared by every GEMM */
+			copy[b] = ir_instr(d, OP_CLONE, &nb, 1, NULL, 0, (DType)d->vals[nb].dtype, 2,
+				ir_dims(d, nb)) + 1;
+			d->vals[copy[b] - 1].layout = ir_push_ints(d, colmajor, 2);
+		}
+		ir_copy_instr(d, fn, in, map);
+		if (copy[b])   /* only the b operand reads the copy */
+			d->argv[d->ins[d->nins - 1].args + 1] = copy[b] - 1;
+	}
+	ir_rewrite_end(d, fn, map);
+	return d;
+}

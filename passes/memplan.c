@@ -1,0 +1,155 @@
+/* memplan.c — the memory plan: where every materialized value lives and the
+ * order of the steps.
+ *
+ * A value is materialized when a kernel writes it for another step, a GEMM
+ * produces it, or it is an input or output. Inputs and outputs live in the
+ * caller's tensors; a value returned twice, or an input returned, costs a copy
+ * step. Every other value gets a buffer in one workspace: buffers are placed
+ * first-fit at 256-byte alignment, and a buffer whose last reader has run is
+ * reused by the next. A step never writes over a buffer it reads. */
+#include <string.h>
+
+#include "passes.h"
+
+#define ALIGN 256
+
+static int64_t
+bytes_of(Func *fn, uint32_t v)
+{
+	int64_t n = ir_numel(fn, v) * dt_size((DType)fn->vals[v].dtype);
+
+	return (n + ALIGN - 1) / ALIGN * ALIGN;
+}
+
+static void
+add_step(Func *fn, Plan *p, Step s)
+{
+	arena_grow(fn->arena, (void **)&p->steps, &p->capsteps, p->nsteps + 1, sizeof s);
+	p->steps[p->nsteps++] = s;
+}
+
+static uint32_t
+add_buf(Func *fn, Plan *p, PlanBuf b)
+{
+	arena_grow(fn->arena, (void **)&p->bufs, &p->capbufs, p->nbufs + 1, sizeof b);
+	p->bufs[p->nbufs] = b;
+	return p->nbufs++;
+}
+
+/* the step that writes each value, and the last step that reads it */
+static void
+lifetimes(Func *fn, Plan *p, uint32_t *def, uint32_t *last)
+{
+	for (uint32_t i = 0; i < fn->nins; i++) {
+		const Instr *in = &fn->ins[i];
+
+		if (in->kernel >= 0 && fn->kernels[in->kernel].first == i)
+			add_step(fn, p, (Step){ .kind = STEP_LAUNCH, .index = (uint32_t)in->kernel });
+		else if (in->op == OP_SCALED_MM)
+			add_step(fn, p, (Step){ .kind = STEP_GEMM, .index = i });
+		def[in->res] = p->nsteps - 1;
+		if (in->kernel >= 0)
+			continue;
+		for (uint32_t j = 0; j < in->nargs; j++)
+			last[ir_args(fn, in)[j]] = p->nsteps - 1;
+	}
+	for (uint32_t k = 0; k < fn->nkernels; k++)
+		for (uint32_t j = 0; j < fn->kernels[k].nins; j++) {
+			uint32_t v = fn->argv[fn->kernels[k].ins + j];
+
+			if (last[v] == IR_NONE || last[v] < def[fn->ins[fn->kernels[k].first].res])
+				last[v] = def[fn->ins[fn->kernels[k].first].res];
+		}
+}
+
+static bool
+materialized(Func *fn, uint32_t v)
+{
+	const Instr *in = ir_def(fn, v);
+
+	if (!in || in->op == OP_SCALED_MM)
+		return true;
+	for (uint32_t j = 0; j < fn->kernels[in->kernel].nouts; j++)
+		if (fn->argv[fn->kernels[in->kernel].outs + j] == v)
+			return true;
+	return false;
+}
+
+/* lowest offset where [off, off+size) overlaps no buffer live at step s */
+static int64_t
+first_fit(Plan *p, const uint32_t *bufend, uint32_t s, int64_t size)
+{
+	int64_t off = 0;
+	bool moved = true;
+
+	while (moved) {
+		moved = false;
+		for (uint32_t b = 0; b < p->nbufs; b++) {
+			const PlanBuf *pb = &p->bufs[b];
+
+			if (bufend[b] < s)   /* dead before this step */
+				continue;
+			if (off < pb->offset + pb->bytes && pb->offset < off + size) {
+				off = pb->offset + pb->bytes;
+				moved = true;
+			}
+		}
+	}
+	return off;
+}
+
+static void
+place(Func *fn, Plan *p, const uint32_t *def, const uint32_t *last)
+{
+	uint32_t *bufend = arena_alloc(fn->arena, (fn->nvals + 1) * sizeof *bufend);
+
+	for (uint32_t i = 0; i < fn->nins; i++) {
+		uint32_t v = fn->ins[i].res;
+		int64_t size;
+
+		if (p->loc[v].kind != LOC_NONE || !materialized(fn, v))
+			continue;
+		size = bytes_of(fn, v);
+		p->loc[v] = (Loc){ LOC_BUF, p->nbufs };
+		bufend[p->nbufs] = last[v] == IR_NONE ? def[v] : last[v];
+		add_buf(fn, p, (PlanBuf){ v, first_fit(p, bufend, def[v], size), size, false });
+		if (p->bufs[p->nbufs - 1].offset + size > p->workspace)
+			p->workspace = p->bufs[p->nbufs - 1].offset + size;
+	}
+}
+
+Plan *
+pass_memplan(Func *fn)
+{
+	Plan *p = arena_alloc(fn->arena, sizeof *p);
+	uint32_t *def = arena_alloc(fn->arena, (fn->nvals + 1) * sizeof *def);
+	uint32_t *last = arena_alloc(fn->arena, (fn->nvals + 1) * sizeof *last);
+
+	p->loc = arena_alloc(fn->arena, (fn->nvals + 1) * sizeof *p->loc);
+	for (uint32_t v = 0; v < fn->nvals; v++)
+		last[v] = IR_NONE;
+	lifetimes(fn, p, def, last);
+	for (uint32_t i = 0; i < fn->nparams; i++)
+		p->loc[fn->params[i]] = (Loc){ LOC_IN, i };
+	for (uint32_t i = 0; i < fn->nrets; i++) {
+		uint32_t v = fn->rets[i];
+
+		if (p->loc[v].kind == LOC_NONE)
+			p->loc[v] = (Loc){ LOC_OUT, i };
+		else
+			add_step(fn, p, (Step){ .kind = STEP_COPY, .dst = { LOC_OUT, i }, .src = p->loc[v],
+				.bytes = ir_numel(fn, v) * dt_size((DType)fn->vals[v].dtype) });
+	}
+	place(fn, p, def, last);
+	return p;
+}
+
+uint32_t
+plan_add_scratch(Func *fn, Plan *p, int64_t bytes)
+{
+	int64_t size = (bytes + ALIGN - 1) / ALIGN * ALIGN;
+	uint32_t b = add_buf(fn, p, (PlanBuf){ IR_NONE, p->workspace, size, true });
+
+	p->workspace += size;
+	return b;
+}

@@ -1,0 +1,87 @@
+/* pipeline.c — the pass pipeline: one flat list, the verifier between every two.
+ *
+ *   -O0  layouts, fuse (one kernel per op)
+ *   -O1  canonicalize, transposes, ranges, layouts, fuse (one kernel per op)
+ *   -O2  canonicalize, transposes, canonicalize, ranges, layouts, fuse
+ * layouts is a legalization: cuBLASLt takes its b operand only as (N,K).
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "passes.h"
+
+const char *const pass_names[] = { "canonicalize", "transposes", "layouts", "ranges", "fuse", NULL };
+
+static Func *
+after(Func *fn, const char *name, const PassOptions *o)
+{
+	char err[512];
+	uint32_t pos;
+
+	if (o->verify && !ir_verify(fn, err, sizeof err, &pos))
+		die("IR is broken after %s: %s", name, err);
+	if (o->print_after_all || (o->print_after && !strcmp(o->print_after, name))) {
+		fprintf(stderr, "; IR after %s\n", name);
+		ir_print(stderr, fn);
+	}
+	return fn;
+}
+
+static Func *
+run_one(Func *fn, const char *name, size_t n, const PassOptions *o)
+{
+	if (n == 12 && !strncmp(name, "canonicalize", n))
+		return after(pass_canonicalize(fn), "canonicalize", o);
+	if (n == 10 && !strncmp(name, "transposes", n))
+		return after(pass_transposes(fn), "transposes", o);
+	if (n == 7 && !strncmp(name, "layouts", n))
+		return after(pass_layouts(fn), "layouts", o);
+	if (n == 6 && !strncmp(name, "ranges", n))
+		return after(pass_ranges(fn), "ranges", o);
+	if (n == 4 && !strncmp(name, "fuse", n))
+		return after(pass_fuse(fn, o->opt), "fuse", o);
+	die("unknown pass '%.*s'", (int)n, name);
+}
+
+bool
+pass_list_ok(const char *list, const char **bad, size_t *badlen)
+{
+	for (const char *p = list; *p;) {
+		size_t n = strcspn(p, ",");
+		bool found = false;
+
+		for (int i = 0; pass_names[i]; i++)
+			found |= strlen(pass_names[i]) == n && !strncmp(pass_names[i], p, n);
+		if (!found) {
+			*bad = p;
+			*badlen = n;
+			return false;
+		}
+		p += n + (p[n] == ',');
+	}
+	return true;
+}
+
+Func *
+pass_pipeline(Func *fn, const PassOptions *o)
+{
+	if (o->only) {
+		for (const char *p = o->only; *p;) {
+			size_t n = strcspn(p, ",");
+
+			fn = run_one(fn, p, n, o);
+			p += n + (p[n] == ',');
+		}
+		return fn;
+	}
+	if (o->opt >= 1) {
+		fn = after(pass_canonicalize(fn), "canonicalize", o);
+		fn = after(pass_transposes(fn), "transposes", o);
+		if (o->opt >= 2)
+			fn = after(pass_canonicalize(fn), "canonicalize", o);
+		fn = after(pass_ranges(fn), "ranges", o);
+	}
+	/* GEMM operand layouts are what cuBLASLt accepts: needed at every level */
+	fn = after(pass_layouts(fn), "layouts", o);
+	return after(pass_fuse(fn, o->opt), "fuse", o);
+}

@@ -1,0 +1,53 @@
+#!/usr/bin/env bash
+# Prepare a GPU run (the GPU machine has no LLVM and no package registry):
+# compile every GPU test program to PTX here, draw its inputs, and record the
+# reference interpreter's outputs; fetch the criterion packages the runtime
+# tests need there. Everything lands in DIR (default .carry/gpu), which
+# tests/gpu/run.sh reads on the GPU machine.
+#
+# usage: tests/gpu/prepare.sh [DIR]     (FP8CC=path/to/fp8cc to pick a build)
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+out=${1:-.carry/gpu}
+fp8cc=${FP8CC:-build/fp8cc}
+ptxas=${PTXAS:-/usr/local/cuda/bin/ptxas}
+rm -rf "$out"
+mkdir -p "$out/ptx" "$out/bench" "$out/debs"
+
+# compile NAME PROGRAM [FLAGS...]: PTX (checked by ptxas), then inputs and
+# expected outputs for seed 1 (special values) and seed 2 (normal draws)
+compile() {
+	local name=$1 prog=$2
+	shift 2
+	"$fp8cc" "$prog" "$@" -o "$out/ptx/$name.ptx"
+	"$ptxas" -arch=sm_90 "$out/ptx/$name.ptx" -o /dev/null
+	"$fp8cc" "$prog" "$@" --interpret --seed 1 --special \
+		--save-inputs "$out/ptx/$name.s1.in.safetensors" -o "$out/ptx/$name.s1.expected.safetensors"
+	[ "${ONE_SEED:-}" ] && return
+	"$fp8cc" "$prog" "$@" --interpret --seed 2 \
+		--save-inputs "$out/ptx/$name.s2.in.safetensors" -o "$out/ptx/$name.s2.expected.safetensors"
+}
+
+for f in tests/gpu/corpus/*.ir; do
+	n=$(basename "$f" .ir)
+	compile "$n" "$f"
+	compile "${n}_O0" "$f" -O0
+done
+for t in before after; do
+	compile "seed_$t" "examples/seed_fp8_linear_$t.trace"
+	compile "seed_${t}_O0" "examples/seed_fp8_linear_$t.trace" -O0
+done
+python3 bench/linear_trace.py examples/seed_fp8_linear_after.trace 1024 2048 4096 > "$out/large.trace"
+ONE_SEED=1 compile large "$out/large.trace"
+
+for s in 16x32x64 4096x4096x4096 8192x4096x14336; do
+	IFS=x read -r m k n <<< "$s"
+	python3 bench/linear_trace.py examples/seed_fp8_linear_after.trace "$m" "$k" "$n" > "$out/bench/linear_$s.trace"
+	"$fp8cc" "$out/bench/linear_$s.trace" -o "$out/bench/linear_$s.ptx"
+	"$ptxas" -arch=sm_90 "$out/bench/linear_$s.ptx" -o /dev/null
+done
+
+(cd "$out/debs" && apt-get download libcriterion3 libcriterion-dev libnanomsg5 libgit2-1.5 \
+	libboxfort-dev libmbedtls14 libmbedx509-1 libmbedcrypto7 libhttp-parser2.9 libssh2-1 >/dev/null 2>&1)
+git rev-parse HEAD > "$out/commit" 2>/dev/null || echo unknown > "$out/commit"
+du -sh "$out"

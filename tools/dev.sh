@@ -1,0 +1,43 @@
+#!/usr/bin/env bash
+# The two commands of the README.
+#
+#   tools/dev.sh example   set up, build, and compile the bundled seed trace to
+#                          build/fused.ptx: prints the optimized IR and the plan
+#   tools/dev.sh test      set up, build (warnings are errors), run every suite
+#                          with ctest, then the unit and text tests again under
+#                          AddressSanitizer and UndefinedBehaviorSanitizer
+set -euo pipefail
+cd "$(dirname "$0")/.."
+jobs=$(nproc 2>/dev/null || echo 2)
+
+build() {  # DIR [CMAKE ARGS...]
+	local dir=$1
+	shift
+	cmake -S . -B "$dir" -DFP8CC_WERROR=ON "$@" >/dev/null
+	cmake --build "$dir" -j "$jobs"
+}
+
+case "${1:-}" in
+example)
+	tools/setup.sh
+	build build
+	trace=examples/seed_fp8_linear_after.trace
+	echo "== $trace, optimized IR"
+	build/fp8cc "$trace" --emit=ir
+	echo "== the plan"
+	build/fp8cc "$trace" --emit=plan
+	build/fp8cc "$trace" -o build/fused.ptx
+	echo "== wrote build/fused.ptx ($(wc -l < build/fused.ptx) lines); run it with build/runtime/fp8run"
+	;;
+test)
+	tools/setup.sh
+	build build
+	(cd build && ctest --output-on-failure)
+	build build-asan -DFP8CC_SANITIZE=ON -DCMAKE_BUILD_TYPE=Debug
+	(cd build-asan && ASAN_OPTIONS=detect_leaks=1 ctest --output-on-failure -R '^(unit|lit|safetensors)$')
+	;;
+*)
+	echo "usage: tools/dev.sh example|test" >&2
+	exit 2
+	;;
+esac

@@ -1,0 +1,72 @@
+/* safetensors.h — read and write .safetensors files (the Hugging Face format).
+ *
+ * Layout: 8-byte little-endian u64 N, N bytes of UTF-8 JSON header
+ *   {"name": {"dtype": "F32", "shape": [2,3], "data_offsets": [begin, end]},
+ *    ..., "__metadata__": {"key": "value"}}
+ * padded with spaces, then the byte buffer; offsets are relative to the
+ * buffer, and the tensors must cover it exactly, without holes or overlap.
+ *
+ * Self-contained: includes no other fp8cc header, so both the compiler and
+ * the runtime's fp8run link it. Dtypes are the safetensors spellings:
+ * BOOL U8 I8 I16 I32 I64 F16 BF16 F32 F64 F8_E4M3 F8_E5M2.
+ * Keeps no global state.
+ */
+#ifndef FP8CC_SAFETENSORS_H
+#define FP8CC_SAFETENSORS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define ST_MAXRANK 8
+
+/* One tensor: name, dtype, shape and raw little-endian bytes. */
+typedef struct {
+	char *name;               /* malloc'd (reader), NUL-terminated UTF-8 */
+	char dtype[12];           /* "F32", "BF16", "F8_E4M3", ... */
+	int rank;                 /* 0..ST_MAXRANK; 0 is a scalar */
+	int64_t dims[ST_MAXRANK]; /* dims[0..rank-1], outermost first; rest 0 */
+	size_t nbytes;            /* product(dims) * st_dtype_size(dtype) */
+	void *data;               /* malloc'd copy (reader, never NULL, even
+	                             when nbytes is 0) or caller's (writer) */
+} StTensor;
+
+/* A whole file: n tensors in the order of their data offsets. */
+typedef struct {
+	int n;       /* number of tensors */
+	StTensor *t; /* malloc'd array of n; NULL when n is 0 */
+} StFile;
+
+/* Bytes per element of a safetensors dtype string; 0 if unknown or NULL. */
+int st_dtype_size(const char *dtype);
+
+/* Read the file at path into out (every tensor's data copied).
+ * Returns 0 on success; else -1, *out = {0, NULL}, and a one-line message
+ * "PATH: reason" in err (truncated to errlen; err may be NULL if errlen is
+ * 0). The whole file is validated as the safetensors library does: header
+ * length, JSON syntax, dtypes, shapes, offsets covering the buffer.
+ * The __metadata__ object is checked (string values) and ignored. */
+int st_read(const char *path, StFile *out, char *err, size_t errlen);
+
+/* As st_read, from the len bytes at buf (a whole file image); messages
+ * start with "<memory>: ". buf may be NULL only if len is 0. */
+int st_read_mem(const void *buf, size_t len, StFile *out, char *err,
+                size_t errlen);
+
+/* Write the n tensors ts[0..n-1] to path, data in the order given, header
+ * in the Python library's layout (no spaces, space-padded to a multiple of
+ * 8, contiguous data_offsets). Each tensor needs a unique valid UTF-8 name
+ * other than "__metadata__", a known dtype, rank 0..8, dims >= 0, nbytes
+ * equal to product(dims) * dtype size, and data non-NULL if nbytes > 0.
+ * Returns 0 on success; else -1 and "PATH: reason" in err; a failed write
+ * removes the partial file. */
+int st_write(const char *path, const StTensor *ts, int n, char *err,
+             size_t errlen);
+
+/* Free everything st_read allocated and reset *f to {0, NULL}.
+ * Safe on a zeroed StFile and on NULL. */
+void st_free(StFile *f);
+
+/* The tensor called name, or NULL. Linear search. */
+const StTensor *st_find(const StFile *f, const char *name);
+
+#endif
