@@ -1,0 +1,233 @@
+/* fp8rt.h — the public API of libfp8rt, the runtime for fp8cc programs.
+ *
+ * An fp8cc program is one PTX file: the fused kernels plus, at its top, the
+ * plan (docs/plan.md) that says which buffers exist and which kernels, copies
+ * and cuBLASLt FP8 GEMMs run in which order. libfp8rt loads such a file through
+ * the CUDA Driver API and runs the plan on a stream. It also exposes the FP8
+ * GEMM on its own (fp8rt_scaled_mm), with torch._scaled_mm's semantics.
+ *
+ * Conventions:
+ *  - Every entry returns an fp8rt_status; FP8RT_OK is 0. On failure a readable
+ *    message, with the place it failed (and the CUDA / cuBLASLt error name),
+ *    is kept: fp8rt_last_error(ctx) for the context, fp8rt_last_error(NULL)
+ *    for the calling thread (this one also covers errors before a context
+ *    exists). The library never exits and frees what it allocates on every
+ *    error path.
+ *  - All tensor data pointers are device pointers (CUdeviceptr values cast to
+ *    void *) in the context's device; "stream" is a CUstream cast to void *,
+ *    NULL meaning the legacy default stream.
+ *  - A context and its programs are used by one thread at a time. All work of
+ *    one context is assumed to be ordered: the GEMMs of a context share one
+ *    cuBLASLt workspace, and a program's intermediates live in one workspace,
+ *    so do not run work of one context concurrently on two streams — use one
+ *    context per concurrent stream.
+ */
+#ifndef FP8RT_H
+#define FP8RT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#if defined(__GNUC__)
+#define FP8RT_API __attribute__((visibility("default")))
+#else
+#define FP8RT_API
+#endif
+
+#define FP8RT_MAX_RANK 8
+
+typedef enum fp8rt_status {
+    FP8RT_OK = 0,
+    FP8RT_INVALID_ARGUMENT, /* a caller's argument is wrong: null, dtype, shape, strides, alignment */
+    FP8RT_NO_DEVICE,        /* driver present but no such CUDA device */
+    FP8RT_NO_DRIVER,        /* libcuda.so.1 missing, or only the toolkit's stub, or too old */
+    FP8RT_CUDA_ERROR,       /* a CUDA Driver API call failed */
+    FP8RT_CUBLAS_ERROR,     /* a cuBLASLt call failed */
+    FP8RT_BAD_PROGRAM,      /* not an fp8cc PTX, bad plan, PTX that does not JIT, missing kernel */
+    FP8RT_UNSUPPORTED,      /* valid, but not on this device / library (e.g. e5m2 x e5m2 GEMM) */
+    FP8RT_OUT_OF_MEMORY,    /* host or device allocation failed */
+    FP8RT_IO_ERROR,         /* a file could not be read */
+} fp8rt_status;
+
+/* Element types. The plan spells them b8 u8 i8 i16 i32 i64 f16 bf16 f32 f64
+ * f8e4m3fn f8e5m2 (fp8rt_dtype_name). */
+typedef enum fp8rt_dtype {
+    FP8RT_DTYPE_NONE = 0,
+    FP8RT_BOOL,
+    FP8RT_U8,
+    FP8RT_I8,
+    FP8RT_I16,
+    FP8RT_I32,
+    FP8RT_I64,
+    FP8RT_F16,
+    FP8RT_BF16,
+    FP8RT_F32,
+    FP8RT_F64,
+    FP8RT_F8E4M3FN,
+    FP8RT_F8E5M2,
+    FP8RT_NUM_DTYPES
+} fp8rt_dtype;
+
+typedef struct fp8rt_context fp8rt_context;
+typedef struct fp8rt_program fp8rt_program;
+
+/* A device tensor handed to fp8rt_run. Program tensors are dense row-major:
+ * strides[i] (in elements) must equal dims[i+1] * strides[i+1], with
+ * strides[rank-1] == 1; a dimension of size 1 may have any stride, and a
+ * tensor whose strides are all 0 is taken as dense row-major (so a
+ * zero-initialized struct with data, dtype, rank and dims filled in is
+ * valid). data must be 16-byte aligned (kernels use 16-byte vector accesses,
+ * cuBLASLt needs it); it may be NULL only for a tensor of no elements. */
+typedef struct fp8rt_tensor {
+    void *data;                       /* device pointer */
+    fp8rt_dtype dtype;
+    int rank;                         /* 0 for a scalar */
+    int64_t dims[FP8RT_MAX_RANK];
+    int64_t strides[FP8RT_MAX_RANK];  /* in elements */
+} fp8rt_tensor;
+
+/* The signature of one program input or output, as the plan declares it. */
+typedef struct fp8rt_tensor_info {
+    const char *name;                 /* the trace's name; valid while the program lives */
+    fp8rt_dtype dtype;
+    int rank;
+    int64_t dims[FP8RT_MAX_RANK];
+} fp8rt_tensor_info;
+
+typedef struct fp8rt_device_props {
+    char name[256];
+    int cc_major, cc_minor;           /* compute capability, 9.0 on H100/H200 */
+    int sm_count;
+    int cooperative_launch;           /* 1 when cuLaunchCooperativeKernel is supported */
+    size_t total_memory;              /* bytes */
+} fp8rt_device_props;
+
+/* ---- errors and small helpers ------------------------------------------- */
+
+/* The message of the last failure on ctx, or with ctx == NULL the last
+ * failure on the calling thread (any context, or none). "" when none. The
+ * string stays valid until the next call that fails. */
+FP8RT_API const char *fp8rt_last_error(const fp8rt_context *ctx);
+FP8RT_API const char *fp8rt_status_name(fp8rt_status s);   /* "FP8RT_BAD_PROGRAM" */
+FP8RT_API const char *fp8rt_dtype_name(fp8rt_dtype dt);    /* plan spelling: "bf16"; "?" if invalid */
+FP8RT_API size_t fp8rt_dtype_size(fp8rt_dtype dt);         /* bytes per element; 0 if invalid */
+/* A dense row-major tensor descriptor: strides filled in from dims. */
+FP8RT_API fp8rt_tensor fp8rt_tensor_dense(void *data, fp8rt_dtype dtype, int rank, const int64_t *dims);
+
+/* ---- context ------------------------------------------------------------ */
+
+/* Initialize the CUDA driver (loaded at run time: libcuda.so.1, or the path in
+ * the environment variable FP8RT_LIBCUDA), retain device `device`'s primary
+ * context. The context's cuBLASLt handle and 32 MiB workspace are made once,
+ * by the first GEMM: loading a program with a gemm step, or the first
+ * fp8rt_scaled_mm (which therefore must not be inside a stream capture). Returns
+ * FP8RT_NO_DRIVER when there is no usable driver (also with the toolkit's
+ * stub libcuda), FP8RT_NO_DEVICE when the device does not exist. *out is NULL
+ * on failure; the message is in fp8rt_last_error(NULL). */
+FP8RT_API fp8rt_status fp8rt_context_create(int device, fp8rt_context **out);
+/* Frees the context and every program still loaded in it (their handles
+ * become invalid). Waits for the context's outstanding work. NULL is a no-op. */
+FP8RT_API fp8rt_status fp8rt_context_destroy(fp8rt_context *ctx);
+FP8RT_API fp8rt_status fp8rt_device_properties(fp8rt_context *ctx, fp8rt_device_props *out);
+
+/* ---- device memory (for applications and tools without their own CUDA) --
+ * Copies and memset are synchronous, on the legacy default stream:
+ * synchronize other streams first. */
+
+FP8RT_API fp8rt_status fp8rt_malloc(fp8rt_context *ctx, size_t bytes, void **dptr);  /* 256-byte aligned */
+FP8RT_API fp8rt_status fp8rt_free(fp8rt_context *ctx, void *dptr);                    /* NULL is a no-op */
+FP8RT_API fp8rt_status fp8rt_memcpy_htod(fp8rt_context *ctx, void *dst, const void *src, size_t bytes);
+FP8RT_API fp8rt_status fp8rt_memcpy_dtoh(fp8rt_context *ctx, void *dst, const void *src, size_t bytes);
+FP8RT_API fp8rt_status fp8rt_memset(fp8rt_context *ctx, void *dst, int byte, size_t bytes);
+/* Waits for the work queued on stream (NULL: the whole context). */
+FP8RT_API fp8rt_status fp8rt_synchronize(fp8rt_context *ctx, void *stream);
+
+/* ---- programs ----------------------------------------------------------- */
+
+/* Load an fp8cc PTX file: parse and check the plan, check its target against
+ * the device, JIT the PTX (the JIT error log goes into the message on
+ * failure), look up every kernel, allocate the workspace once and zero the
+ * plan's `zero` buffers. Errors in the plan name the line: "fused.ptx:7: ...". */
+FP8RT_API fp8rt_status fp8rt_program_load_file(fp8rt_context *ctx, const char *path, fp8rt_program **out);
+/* The same from memory: `len` bytes of PTX text (need not be NUL-terminated);
+ * `name` is used in messages (NULL: "<memory>"). The data is copied. */
+FP8RT_API fp8rt_status fp8rt_program_load_data(fp8rt_context *ctx, const void *data, size_t len,
+                                               const char *name, fp8rt_program **out);
+/* Parse and check a program's plan without a device (for tools and tests):
+ * the same checks and messages as loading, up to the point where the device
+ * is needed. Messages go to fp8rt_last_error(NULL). */
+FP8RT_API fp8rt_status fp8rt_program_check(const void *data, size_t len, const char *name);
+FP8RT_API fp8rt_status fp8rt_program_destroy(fp8rt_program *prog);  /* NULL is a no-op */
+
+FP8RT_API fp8rt_status fp8rt_program_io_count(const fp8rt_program *prog, int *ninputs, int *noutputs);
+FP8RT_API fp8rt_status fp8rt_program_input(const fp8rt_program *prog, int i, fp8rt_tensor_info *out);
+FP8RT_API fp8rt_status fp8rt_program_output(const fp8rt_program *prog, int i, fp8rt_tensor_info *out);
+
+/* CUDA-graph replay, on by default. When on, the first run with a given set of
+ * input/output pointers captures the whole plan into a CUDA graph, and later
+ * runs with the same pointers replay it with one cuGraphLaunch (a few pointer
+ * sets are kept, least recently used one replaced). When the caller's stream
+ * is itself being captured, the plan is enqueued step by step into the
+ * caller's capture instead. Turning it off frees the kept graphs. */
+FP8RT_API fp8rt_status fp8rt_program_set_graphs(fp8rt_program *prog, int enable);
+
+/* Run the plan on `stream`: inputs[i] / outputs[i] match the program's
+ * signature (fp8rt_program_input / _output) in count, dtype, rank and dims,
+ * dense row-major. Everything is checked before anything is enqueued. The
+ * call is asynchronous: results are ready after the stream is synchronized. */
+FP8RT_API fp8rt_status fp8rt_run(fp8rt_program *prog, const fp8rt_tensor *inputs, int ninputs,
+                                 const fp8rt_tensor *outputs, int noutputs, void *stream);
+
+/* Time `iters` runs (after `warmup` untimed ones) with CUDA events, one event
+ * pair around each run, and synchronize; us[i] gets run i's time in
+ * microseconds. */
+FP8RT_API fp8rt_status fp8rt_time_runs(fp8rt_program *prog, const fp8rt_tensor *inputs, int ninputs,
+                                       const fp8rt_tensor *outputs, int noutputs, void *stream,
+                                       int warmup, int iters, float *us);
+
+/* ---- the FP8 GEMM -------------------------------------------------------- */
+
+/* D (m,n) = (A · B) · scale_a · scale_b (+ bias), accumulated in f32 — the
+ * semantics of torch._scaled_mm and of the plan's `gemm` line:
+ *   a:  (m,k) row-major, row stride lda elements (0: k)            f8e4m3fn or f8e5m2
+ *   b:  (k,n) column-major, i.e. (n,k) row-major with K contiguous,
+ *       column stride ldb elements (0: k) — torch's b = w.t() for a
+ *       row-major weight w of shape (n,k)                           f8e4m3fn or f8e5m2
+ *   scale_a, scale_b: device f32 scalars (the dequantization scales, 1/s)
+ *   bias: NULL, or a device vector of n: bf16 for bf16 and f32 outputs,
+ *       f16 for f16 outputs (cuBLASLt's FP8 rule); bias_dtype may be left
+ *       FP8RT_DTYPE_NONE to mean that type
+ *   d:  (m,n) row-major, row stride ldd elements (0: n)            bf16, f16 or f32
+ *   fast_accum: 1 for Hopper's faster, less precise FP8 accumulation
+ * a, b, d and bias must be 16-byte aligned; k, n, lda, ldb multiples of 16,
+ * ldd * sizeof(d element) a multiple of 16; m is free. e5m2 x e5m2 is
+ * FP8RT_UNSUPPORTED. Needs compute capability 8.9 or newer. Asynchronous on
+ * `stream`. */
+typedef struct fp8rt_scaled_mm_args {
+    int64_t m, n, k;
+    const void *a;
+    fp8rt_dtype a_dtype;
+    int64_t lda;
+    const void *b;
+    fp8rt_dtype b_dtype;
+    int64_t ldb;
+    const float *scale_a;
+    const float *scale_b;
+    const void *bias;
+    fp8rt_dtype bias_dtype;
+    void *d;
+    fp8rt_dtype d_dtype;
+    int64_t ldd;
+    int fast_accum;
+} fp8rt_scaled_mm_args;
+
+FP8RT_API fp8rt_status fp8rt_scaled_mm(fp8rt_context *ctx, const fp8rt_scaled_mm_args *args, void *stream);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* FP8RT_H */

@@ -1,0 +1,1038 @@
+/* plan.c — reads the plan of an fp8cc program (docs/plan.md).
+ *
+ * The text is never copied or NUL-terminated: lines and words are (pointer,
+ * length) slices of the caller's bytes, so garbage, binary data and very long
+ * lines are read safely. Parsing runs in passes: collect the plan's lines,
+ * count each kind (so references can be range-checked wherever they appear),
+ * parse every line, then check what needs the whole plan (buffers inside the
+ * workspace, the operands of gemm and copy steps). The first error stops it,
+ * as "NAME:LINE: message".
+ */
+#include "plan.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ---- dtypes ------------------------------------------------------------- */
+
+static const struct {
+    const char *name;   /* the plan's (the IR's) spelling */
+    int size;           /* bytes */
+} dtypes[FP8RT_NUM_DTYPES] = {
+    [FP8RT_DTYPE_NONE] = {"?", 0},
+    [FP8RT_BOOL] = {"b8", 1},
+    [FP8RT_U8] = {"u8", 1},
+    [FP8RT_I8] = {"i8", 1},
+    [FP8RT_I16] = {"i16", 2},
+    [FP8RT_I32] = {"i32", 4},
+    [FP8RT_I64] = {"i64", 8},
+    [FP8RT_F16] = {"f16", 2},
+    [FP8RT_BF16] = {"bf16", 2},
+    [FP8RT_F32] = {"f32", 4},
+    [FP8RT_F64] = {"f64", 8},
+    [FP8RT_F8E4M3FN] = {"f8e4m3fn", 1},
+    [FP8RT_F8E5M2] = {"f8e5m2", 1},
+};
+
+const char *rt_dtype_name(fp8rt_dtype dt)
+{
+    return (unsigned)dt < FP8RT_NUM_DTYPES ? dtypes[dt].name : "?";
+}
+
+size_t rt_dtype_size(fp8rt_dtype dt)
+{
+    return (unsigned)dt < FP8RT_NUM_DTYPES ? (size_t)dtypes[dt].size : 0;
+}
+
+fp8rt_dtype rt_dtype_parse(const char *s, size_t n)
+{
+    for (int i = 1; i < FP8RT_NUM_DTYPES; i++)
+        if (strlen(dtypes[i].name) == n && memcmp(dtypes[i].name, s, n) == 0)
+            return (fp8rt_dtype)i;
+    return FP8RT_DTYPE_NONE;
+}
+
+int64_t rt_type_numel(const RtType *t)
+{
+    int64_t n = 1;
+    for (int i = 0; i < t->rank; i++) {
+        if (t->dims[i] != 0 && n > INT64_MAX / 16 / t->dims[i])
+            return -1;
+        n *= t->dims[i];
+    }
+    return n;
+}
+
+/* ---- the FP8 GEMM's rules ------------------------------------------------ */
+
+fp8rt_dtype rt_gemm_bias_dtype(fp8rt_dtype dt)
+{
+    return dt == FP8RT_F16 ? FP8RT_F16 : FP8RT_BF16;
+}
+
+static int is_fp8(fp8rt_dtype t)
+{
+    return t == FP8RT_F8E4M3FN || t == FP8RT_F8E5M2;
+}
+
+fp8rt_status rt_gemm_rules(int64_t m, int64_t n, int64_t k, fp8rt_dtype at, fp8rt_dtype bt,
+                           fp8rt_dtype dt, fp8rt_dtype bias_dt, char *err, size_t errlen)
+{
+    if (m < 0 || n < 0 || k < 16 || m > INT32_MAX || n > INT32_MAX || k > INT32_MAX) {
+        snprintf(err, errlen, "gemm shape m=%lld n=%lld k=%lld out of range (k >= 16, all < 2^31)",
+                 (long long)m, (long long)n, (long long)k);
+        return FP8RT_INVALID_ARGUMENT;
+    }
+    if (k % 16 || n % 16) {
+        snprintf(err, errlen, "gemm %s=%lld is not a multiple of 16 (cuBLASLt FP8 needs K and N multiples of 16)",
+                 k % 16 ? "k" : "n", (long long)(k % 16 ? k : n));
+        return FP8RT_INVALID_ARGUMENT;
+    }
+    if (!is_fp8(at) || !is_fp8(bt)) {
+        snprintf(err, errlen, "gemm operand dtypes %s x %s: both must be f8e4m3fn or f8e5m2",
+                 rt_dtype_name(at), rt_dtype_name(bt));
+        return FP8RT_INVALID_ARGUMENT;
+    }
+    if (at == FP8RT_F8E5M2 && bt == FP8RT_F8E5M2) {
+        snprintf(err, errlen, "gemm f8e5m2 x f8e5m2 is not supported by cuBLASLt "
+                              "(use e4m3 x e4m3, e4m3 x e5m2 or e5m2 x e4m3)");
+        return FP8RT_UNSUPPORTED;
+    }
+    if (dt != FP8RT_BF16 && dt != FP8RT_F16 && dt != FP8RT_F32) {
+        snprintf(err, errlen, "gemm output dtype %s is not supported (bf16, f16 or f32)", rt_dtype_name(dt));
+        return FP8RT_UNSUPPORTED;
+    }
+    if (bias_dt != FP8RT_DTYPE_NONE && bias_dt != rt_gemm_bias_dtype(dt)) {
+        snprintf(err, errlen, "gemm bias dtype %s with %s output: cuBLASLt FP8 wants a %s bias",
+                 rt_dtype_name(bias_dt), rt_dtype_name(dt), rt_dtype_name(rt_gemm_bias_dtype(dt)));
+        return FP8RT_INVALID_ARGUMENT;
+    }
+    return FP8RT_OK;
+}
+
+/* ---- arena -------------------------------------------------------------- */
+
+typedef struct Chunk {
+    struct Chunk *next;
+    size_t used, cap;
+    max_align_t data[];
+} Chunk;
+
+struct RtArena {
+    Chunk *head;
+};
+
+static void *arena_alloc(RtArena *a, size_t n)
+{
+    n = (n + 15) & ~(size_t)15;
+    if (!a->head || a->head->cap - a->head->used < n) {
+        size_t cap = n > 16384 ? n : 16384;
+        Chunk *c = malloc(sizeof *c + cap);
+        if (!c)
+            return NULL;
+        c->next = a->head;
+        c->used = 0;
+        c->cap = cap;
+        a->head = c;
+    }
+    void *p = (char *)a->head->data + a->head->used;
+    a->head->used += n;
+    memset(p, 0, n);
+    return p;
+}
+
+static void arena_free(RtArena *a)
+{
+    if (!a)
+        return;
+    for (Chunk *c = a->head, *next; c; c = next) {
+        next = c->next;
+        free(c);
+    }
+    free(a);
+}
+
+void rt_plan_free(RtPlan *plan)
+{
+    if (!plan)
+        return;
+    arena_free(plan->arena);
+    memset(plan, 0, sizeof *plan);
+}
+
+/* ---- lines and words ---------------------------------------------------- */
+
+typedef struct {
+    const char *p;
+    size_t n;
+} Str;
+
+typedef struct {
+    Str s;      /* the plan line's content, without "//" */
+    int no;     /* 1-based line number in the text */
+    int col0;   /* columns before the content: 2 for "//" */
+} Line;
+
+#define MAXWORDS 32
+
+typedef struct {
+    const char *name;
+    char *err;
+    size_t errlen;
+    int line;               /* the line being read, for messages */
+    RtPlan *plan;
+    Line *lines;            /* the plan's lines, header first */
+    int nlines;
+    int nbuf;               /* buffers read so far */
+} Parser;
+
+static fp8rt_status failv(Parser *p, fp8rt_status st, const char *fmt, va_list ap)
+{
+    int n = snprintf(p->err, p->errlen, "%s:%d: ", p->name, p->line);
+    if (n >= 0 && (size_t)n < p->errlen)
+        vsnprintf(p->err + n, p->errlen - (size_t)n, fmt, ap);
+    return st;
+}
+
+static fp8rt_status fail(Parser *p, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    fp8rt_status st = failv(p, FP8RT_BAD_PROGRAM, fmt, ap);
+    va_end(ap);
+    return st;
+}
+
+static fp8rt_status fail_st(Parser *p, fp8rt_status st, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    st = failv(p, st, fmt, ap);
+    va_end(ap);
+    return st;
+}
+
+static int eq(Str s, const char *lit)
+{
+    return s.n == strlen(lit) && memcmp(s.p, lit, s.n) == 0;
+}
+
+/* A word for a message: at most 40 bytes of it (the plan is printable ASCII
+ * by the time words are quoted). */
+#define W(s) (int)((s).n > 40 ? 40 : (s).n), (s).p
+
+/* words := word { (' ' | '\t') word } [ '#' comment ] */
+static fp8rt_status split_words(Parser *p, Str line, Str *w, int *nw)
+{
+    *nw = 0;
+    size_t i = 0;
+    while (i < line.n) {
+        char c = line.p[i];
+        if (c == '#')
+            break;
+        if (c == ' ' || c == '\t') {
+            i++;
+            continue;
+        }
+        size_t start = i;
+        while (i < line.n && line.p[i] != ' ' && line.p[i] != '\t' && line.p[i] != '#')
+            i++;
+        if (*nw == MAXWORDS)
+            return fail(p, "too many words on one plan line (more than %d)", MAXWORDS);
+        w[(*nw)++] = (Str){line.p + start, i - start};
+    }
+    return FP8RT_OK;
+}
+
+/* Plan lines are printable ASCII (tabs allowed). */
+static fp8rt_status check_bytes(Parser *p, const Line *ln)
+{
+    for (size_t i = 0; i < ln->s.n; i++) {
+        unsigned char c = (unsigned char)ln->s.p[i];
+        if ((c < 0x20 && c != '\t') || c > 0x7e)
+            return fail(p, "byte 0x%02x at column %zu is not printable ASCII", c, i + 1 + (size_t)ln->col0);
+    }
+    return FP8RT_OK;
+}
+
+/* ---- values ------------------------------------------------------------- */
+
+/* int := digit { digit } */
+static fp8rt_status parse_int(Parser *p, Str s, int64_t lo, int64_t hi, const char *what, int64_t *out)
+{
+    int64_t v = 0;
+    if (s.n == 0)
+        return fail(p, "%s: expected a number, got nothing", what);
+    for (size_t i = 0; i < s.n; i++) {
+        if (s.p[i] < '0' || s.p[i] > '9')
+            return fail(p, "%s: '%.*s' is not a non-negative integer", what, W(s));
+        if (v > (INT64_MAX - 9) / 10)
+            return fail(p, "%s: '%.*s' is too large", what, W(s));
+        v = v * 10 + (s.p[i] - '0');
+    }
+    if (v < lo || v > hi)
+        return fail(p, "%s=%lld is out of range [%lld, %lld]", what, (long long)v, (long long)lo, (long long)hi);
+    *out = v;
+    return FP8RT_OK;
+}
+
+static fp8rt_status parse_int32(Parser *p, Str s, int lo, int hi, const char *what, int *out)
+{
+    int64_t v;
+    fp8rt_status st = parse_int(p, s, lo, hi, what, &v);
+    if (st == FP8RT_OK)
+        *out = (int)v;
+    return st;
+}
+
+/* list := '[' [ int { ',' int } ] ']'   (at most FP8RT_MAX_RANK entries) */
+static fp8rt_status parse_list(Parser *p, Str s, const char *what, int64_t *v, int *n)
+{
+    if (s.n < 2 || s.p[0] != '[' || s.p[s.n - 1] != ']')
+        return fail(p, "%s: '%.*s' is not a [..] list", what, W(s));
+    Str in = {s.p + 1, s.n - 2};
+    *n = 0;
+    if (in.n == 0)
+        return FP8RT_OK;
+    size_t i = 0;
+    for (;;) {
+        size_t start = i;
+        while (i < in.n && in.p[i] != ',')
+            i++;
+        if (*n == FP8RT_MAX_RANK)
+            return fail(p, "%s: more than %d entries", what, FP8RT_MAX_RANK);
+        fp8rt_status st = parse_int(p, (Str){in.p + start, i - start}, 0, INT64_MAX, what, &v[*n]);
+        if (st)
+            return st;
+        (*n)++;
+        if (i == in.n)
+            return FP8RT_OK;
+        i++; /* ',' */
+    }
+}
+
+/* type := dtype '[' [ dim { ',' dim } ] ']' */
+static fp8rt_status parse_type(Parser *p, Str s, RtType *t)
+{
+    size_t b = 0;
+    while (b < s.n && s.p[b] != '[')
+        b++;
+    if (b == s.n)
+        return fail(p, "type '%.*s' has no [dims] (a scalar is f32[])", W(s));
+    t->dtype = rt_dtype_parse(s.p, b);
+    if (t->dtype == FP8RT_DTYPE_NONE)
+        return fail(p, "unknown dtype '%.*s' (b8 u8 i8 i16 i32 i64 f16 bf16 f32 f64 f8e4m3fn f8e5m2)",
+                    W(((Str){s.p, b})));
+    fp8rt_status st = parse_list(p, (Str){s.p + b, s.n - b}, "dims", t->dims, &t->rank);
+    if (st)
+        return st;
+    if (rt_type_numel(t) < 0)
+        return fail(p, "type '%.*s' has too many elements", W(s));
+    return FP8RT_OK;
+}
+
+/* ref := ('in' | 'out' | 'buf') ':' int */
+static fp8rt_status parse_ref(Parser *p, Str s, RtRef *r)
+{
+    static const struct {
+        const char *prefix;
+        RtRefKind kind;
+    } kinds[] = {{"in:", REF_IN}, {"out:", REF_OUT}, {"buf:", REF_BUF}};
+    const RtPlan *pl = p->plan;
+    for (size_t i = 0; i < sizeof kinds / sizeof kinds[0]; i++) {
+        size_t n = strlen(kinds[i].prefix);
+        if (s.n < n || memcmp(s.p, kinds[i].prefix, n) != 0)
+            continue;
+        int count = kinds[i].kind == REF_IN ? pl->nin : kinds[i].kind == REF_OUT ? pl->nout : pl->nbuf;
+        int64_t v;
+        fp8rt_status st = parse_int(p, (Str){s.p + n, s.n - n}, 0, INT32_MAX, "reference", &v);
+        if (st)
+            return st;
+        if (v >= count)
+            return fail(p, "reference '%.*s' is out of range (the plan has %d %s)", W(s), count,
+                        kinds[i].kind == REF_IN ? "inputs" : kinds[i].kind == REF_OUT ? "outputs" : "buffers");
+        r->kind = kinds[i].kind;
+        r->index = (int)v;
+        return FP8RT_OK;
+    }
+    return fail(p, "bad reference '%.*s' (in:N, out:N or buf:N)", W(s));
+}
+
+/* ---- key=value words ---------------------------------------------------- */
+
+/* Matches words[first..] against keys: each key at most once, those in
+ * `required` (a bit per key) exactly once; a bare word is allowed only as
+ * `flag` (e.g. "zero"). */
+static fp8rt_status parse_keys(Parser *p, const Str *w, int nw, int first, const char *const *keys,
+                               int nkeys, unsigned required, Str *val, const char *flag, int *flag_set)
+{
+    unsigned seen = 0;
+    for (int i = first; i < nw; i++) {
+        const char *eqp = memchr(w[i].p, '=', w[i].n);
+        if (!eqp) {
+            if (flag && eq(w[i], flag)) {
+                if (*flag_set)
+                    return fail(p, "'%s' given twice", flag);
+                *flag_set = 1;
+                continue;
+            }
+            return fail(p, "unexpected word '%.*s' (expected key=value)", W(w[i]));
+        }
+        Str key = {w[i].p, (size_t)(eqp - w[i].p)};
+        int k = 0;
+        while (k < nkeys && !eq(key, keys[k]))
+            k++;
+        if (k == nkeys)
+            return fail(p, "unknown key '%.*s'", W(key));
+        if (seen & (1u << k))
+            return fail(p, "key '%s' given twice", keys[k]);
+        seen |= 1u << k;
+        val[k] = (Str){eqp + 1, w[i].n - key.n - 1};
+    }
+    for (int k = 0; k < nkeys; k++)
+        if ((required & (1u << k)) && !(seen & (1u << k)))
+            return fail(p, "missing key '%s='", keys[k]);
+    return FP8RT_OK;
+}
+
+/* ---- lines -------------------------------------------------------------- */
+
+/* name := printable non-space characters */
+static fp8rt_status parse_port(Parser *p, const Str *w, int nw, RtPort *ports, int *count, const char *kind)
+{
+    if (nw != 4)
+        return fail(p, "'%s' wants 3 words (%s N NAME TYPE), got %d", kind, kind, nw - 1);
+    int64_t n;
+    fp8rt_status st = parse_int(p, w[1], 0, INT32_MAX, kind, &n);
+    if (st)
+        return st;
+    if (n != *count)
+        return fail(p, "%s %lld out of order: expected %s %d (numbered from 0 in order)", kind, (long long)n,
+                    kind, *count);
+    RtPort *port = &ports[*count];
+    for (int i = 0; i < *count; i++)
+        if (eq(w[2], ports[i].name))
+            return fail(p, "%s %d: name '%.*s' is already used by %s %d", kind, *count, W(w[2]), kind, i);
+    port->name = arena_alloc(p->plan->arena, w[2].n + 1);
+    if (!port->name)
+        return fail_st(p, FP8RT_OUT_OF_MEMORY, "out of memory");
+    memcpy(port->name, w[2].p, w[2].n);
+    port->line = p->line;
+    if ((st = parse_type(p, w[3], &port->type)))
+        return st;
+    (*count)++;
+    return FP8RT_OK;
+}
+
+/* target := 'sm_' digits [ 'a' | 'f' ] */
+static fp8rt_status parse_target(Parser *p, const Str *w, int nw)
+{
+    RtPlan *pl = p->plan;
+    if (pl->target[0])
+        return fail(p, "second 'target' line");
+    if (nw != 2)
+        return fail(p, "'target' wants one word (target sm_90)");
+    Str s = w[1];
+    size_t i = 3;
+    int sm = 0;
+    if (s.n < 5 || s.n >= sizeof pl->target || memcmp(s.p, "sm_", 3) != 0)
+        return fail(p, "bad target '%.*s' (sm_89, sm_90, sm_90a, sm_100, ...)", W(s));
+    while (i < s.n && s.p[i] >= '0' && s.p[i] <= '9')
+        sm = sm * 10 + (s.p[i++] - '0');
+    char suffix = i < s.n ? s.p[i++] : 0;
+    if (i != s.n || sm < 10 || (suffix && suffix != 'a' && suffix != 'f'))
+        return fail(p, "bad target '%.*s' (sm_89, sm_90, sm_90a, sm_100, ...)", W(s));
+    memcpy(pl->target, s.p, s.n);
+    pl->target[s.n] = 0;
+    pl->sm = sm;
+    pl->sm_suffix = suffix;
+    return FP8RT_OK;
+}
+
+static fp8rt_status parse_workspace(Parser *p, const Str *w, int nw, int *seen)
+{
+    if (*seen)
+        return fail(p, "second 'workspace' line");
+    if (nw != 2)
+        return fail(p, "'workspace' wants one word (workspace BYTES)");
+    *seen = 1;
+    return parse_int(p, w[1], 0, INT64_MAX / 2, "workspace", &p->plan->workspace);
+}
+
+/* buffer N TYPE [layout=[...]] offset=O bytes=B [zero] */
+static fp8rt_status parse_buffer(Parser *p, const Str *w, int nw)
+{
+    static const char *const keys[] = {"layout", "offset", "bytes"};
+    RtPlan *pl = p->plan;
+    Str val[3] = {{0}};
+    int64_t n, perm[FP8RT_MAX_RANK];
+    int nperm;
+    if (nw < 3)
+        return fail(p, "'buffer' wants N TYPE offset=O bytes=B");
+    fp8rt_status st = parse_int(p, w[1], 0, INT32_MAX, "buffer", &n);
+    if (st)
+        return st;
+    int idx = p->nbuf;
+    if (n != idx)
+        return fail(p, "buffer %lld out of order: expected buffer %d (numbered from 0 in order)", (long long)n, idx);
+    RtBuffer *b = &pl->buf[idx];
+    b->line = p->line;
+    if ((st = parse_type(p, w[2], &b->type)) || (st = parse_keys(p, w, nw, 3, keys, 3, 6u, val, "zero", &b->zero)))
+        return st;
+    p->nbuf++;
+    for (int i = 0; i < b->type.rank; i++)
+        b->layout[i] = i;
+    if (val[0].p) {
+        if ((st = parse_list(p, val[0], "layout", perm, &nperm)))
+            return st;
+        unsigned used = 0;
+        if (nperm != b->type.rank)
+            return fail(p, "layout has %d entries for a rank-%d buffer", nperm, b->type.rank);
+        for (int i = 0; i < nperm; i++) {
+            if (perm[i] >= nperm || (used & (1u << perm[i])))
+                return fail(p, "layout '%.*s' is not a permutation of 0..%d", W(val[0]), nperm - 1);
+            used |= 1u << perm[i];
+            b->layout[i] = (int)perm[i];
+        }
+    }
+    if ((st = parse_int(p, val[1], 0, INT64_MAX / 4, "offset", &b->offset)) ||
+        (st = parse_int(p, val[2], 0, INT64_MAX / 4, "bytes", &b->bytes)))
+        return st;
+    return FP8RT_OK;
+}
+
+static fp8rt_status parse_ref_list(Parser *p, Str s, RtLaunch *l)
+{
+    l->nargs = 0;
+    if (s.n == 0)
+        return FP8RT_OK;
+    int n = 1;
+    for (size_t i = 0; i < s.n; i++)
+        n += s.p[i] == ',';
+    l->args = arena_alloc(p->plan->arena, (size_t)n * sizeof *l->args);
+    if (!l->args)
+        return fail_st(p, FP8RT_OUT_OF_MEMORY, "out of memory");
+    size_t i = 0;
+    for (int k = 0; k < n; k++) {
+        size_t start = i;
+        while (i < s.n && s.p[i] != ',')
+            i++;
+        if (i == start)
+            return fail(p, "args: empty reference in '%.*s'", W(s));
+        fp8rt_status st = parse_ref(p, (Str){s.p + start, i - start}, &l->args[k]);
+        if (st)
+            return st;
+        i++;
+    }
+    l->nargs = n;
+    return FP8RT_OK;
+}
+
+/* kernel := [A-Za-z_$] [A-Za-z0-9_$]* */
+static int is_ident(Str s)
+{
+    if (s.n == 0 || (s.p[0] >= '0' && s.p[0] <= '9'))
+        return 0;
+    for (size_t i = 0; i < s.n; i++) {
+        char c = s.p[i];
+        if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' || c == '$'))
+            return 0;
+    }
+    return 1;
+}
+
+/* launch KERNEL grid=G block=B smem=S coop=C args=R,R,... */
+static fp8rt_status parse_launch(Parser *p, const Str *w, int nw, RtStep *step)
+{
+    static const char *const keys[] = {"grid", "block", "smem", "coop", "args"};
+    Str val[5] = {{0}};
+    RtLaunch *l = &step->u.launch;
+    fp8rt_status st;
+    step->kind = STEP_LAUNCH;
+    if (nw < 2)
+        return fail(p, "'launch' wants a kernel name first");
+    if (!is_ident(w[1]))
+        return fail(p, "'launch' wants a kernel name first, got '%.*s'", W(w[1]));
+    if ((st = parse_keys(p, w, nw, 2, keys, 5, 31u, val, NULL, NULL)))
+        return st;
+    l->kernel = arena_alloc(p->plan->arena, w[1].n + 1);
+    if (!l->kernel)
+        return fail_st(p, FP8RT_OUT_OF_MEMORY, "out of memory");
+    memcpy(l->kernel, w[1].p, w[1].n);
+    if ((st = parse_int(p, val[0], 0, INT32_MAX, "grid", &l->grid)) ||
+        (st = parse_int32(p, val[1], 1, 1024, "block", &l->block)) ||
+        (st = parse_int32(p, val[2], 0, INT32_MAX, "smem", &l->smem)) ||
+        (st = parse_int32(p, val[3], 0, 1, "coop", &l->coop)))
+        return st;
+    return parse_ref_list(p, val[4], l);
+}
+
+static fp8rt_status parse_dtype_val(Parser *p, Str s, const char *what, fp8rt_dtype *dt)
+{
+    *dt = rt_dtype_parse(s.p, s.n);
+    if (*dt == FP8RT_DTYPE_NONE)
+        return fail(p, "%s: unknown dtype '%.*s'", what, W(s));
+    return FP8RT_OK;
+}
+
+/* gemm d=R a=R b=R scale_a=R scale_b=R bias=R|none m=M n=N k=K atype=T btype=T dtype=T fast_accum=0|1 */
+static fp8rt_status parse_gemm(Parser *p, const Str *w, int nw, RtStep *step)
+{
+    static const char *const keys[] = {"d", "a", "b", "scale_a", "scale_b", "bias", "m",
+                                       "n", "k", "atype", "btype", "dtype", "fast_accum"};
+    Str val[13] = {{0}};
+    RtGemm *g = &step->u.gemm;
+    fp8rt_status st;
+    step->kind = STEP_GEMM;
+    if ((st = parse_keys(p, w, nw, 1, keys, 13, 0x1fffu, val, NULL, NULL)))
+        return st;
+    g->has_bias = !eq(val[5], "none");
+    if ((st = parse_ref(p, val[0], &g->d)) || (st = parse_ref(p, val[1], &g->a)) ||
+        (st = parse_ref(p, val[2], &g->b)) || (st = parse_ref(p, val[3], &g->scale_a)) ||
+        (st = parse_ref(p, val[4], &g->scale_b)) || (g->has_bias && (st = parse_ref(p, val[5], &g->bias))) ||
+        (st = parse_int(p, val[6], 0, INT32_MAX, "m", &g->m)) ||
+        (st = parse_int(p, val[7], 0, INT32_MAX, "n", &g->n)) ||
+        (st = parse_int(p, val[8], 0, INT32_MAX, "k", &g->k)) ||
+        (st = parse_dtype_val(p, val[9], "atype", &g->atype)) ||
+        (st = parse_dtype_val(p, val[10], "btype", &g->btype)) ||
+        (st = parse_dtype_val(p, val[11], "dtype", &g->dtype)) ||
+        (st = parse_int32(p, val[12], 0, 1, "fast_accum", &g->fast_accum)))
+        return st;
+    g->bias_dtype = g->has_bias ? rt_gemm_bias_dtype(g->dtype) : FP8RT_DTYPE_NONE;
+    return FP8RT_OK;
+}
+
+/* copy dst=R src=R bytes=B */
+static fp8rt_status parse_copy(Parser *p, const Str *w, int nw, RtStep *step)
+{
+    static const char *const keys[] = {"dst", "src", "bytes"};
+    Str val[3] = {{0}};
+    RtCopy *c = &step->u.copy;
+    fp8rt_status st;
+    step->kind = STEP_COPY;
+    if ((st = parse_keys(p, w, nw, 1, keys, 3, 7u, val, NULL, NULL)) || (st = parse_ref(p, val[0], &c->dst)) ||
+        (st = parse_ref(p, val[1], &c->src)) || (st = parse_int(p, val[2], 0, INT64_MAX / 4, "bytes", &c->bytes)))
+        return st;
+    return FP8RT_OK;
+}
+
+/* ---- whole-plan checks --------------------------------------------------- */
+
+const RtType *rt_plan_ref_type(const RtPlan *plan, RtRef r)
+{
+    switch (r.kind) {
+    case REF_IN: return &plan->in[r.index].type;
+    case REF_OUT: return &plan->out[r.index].type;
+    case REF_BUF: return &plan->buf[r.index].type;
+    }
+    return NULL;
+}
+
+int64_t rt_plan_ref_bytes(const RtPlan *plan, RtRef r)
+{
+    if (r.kind == REF_BUF)
+        return plan->buf[r.index].bytes;
+    const RtType *t = rt_plan_ref_type(plan, r);
+    return rt_type_numel(t) * (int64_t)rt_dtype_size(t->dtype);
+}
+
+const char *rt_ref_str(RtRef r, char *buf, size_t n)
+{
+    snprintf(buf, n, "%s:%d", r.kind == REF_IN ? "in" : r.kind == REF_OUT ? "out" : "buf", r.index);
+    return buf;
+}
+
+static fp8rt_status check_buffers(Parser *p)
+{
+    const RtPlan *pl = p->plan;
+    for (int i = 0; i < pl->nbuf; i++) {
+        const RtBuffer *b = &pl->buf[i];
+        int64_t need = rt_type_numel(&b->type) * (int64_t)rt_dtype_size(b->type.dtype);
+        p->line = b->line;
+        if (b->offset % 16)
+            return fail(p, "buffer %d: offset=%lld is not a multiple of 16", i, (long long)b->offset);
+        if (b->bytes < need)
+            return fail(p, "buffer %d: bytes=%lld is less than its type needs (%lld)", i, (long long)b->bytes,
+                        (long long)need);
+        if (b->offset + b->bytes > pl->workspace)
+            return fail(p, "buffer %d (offset=%lld bytes=%lld) ends outside the workspace of %lld bytes", i,
+                        (long long)b->offset, (long long)b->bytes, (long long)pl->workspace);
+    }
+    return FP8RT_OK;
+}
+
+/* A gemm operand: the dtype it must have and the elements it must hold. */
+static fp8rt_status check_operand(Parser *p, RtRef r, const char *what, fp8rt_dtype want, int64_t numel)
+{
+    char rs[24];
+    const RtType *t = rt_plan_ref_type(p->plan, r);
+    int64_t have = rt_plan_ref_bytes(p->plan, r) / (int64_t)rt_dtype_size(want);
+    if (t->dtype != want)
+        return fail(p, "gemm %s=%s is %s, the gemm wants %s", what, rt_ref_str(r, rs, sizeof rs),
+                    rt_dtype_name(t->dtype), rt_dtype_name(want));
+    if (have < numel)
+        return fail(p, "gemm %s=%s holds %lld elements, the gemm needs %lld", what, rt_ref_str(r, rs, sizeof rs),
+                    (long long)have, (long long)numel);
+    return FP8RT_OK;
+}
+
+/* Plan version 1 has tensor-wise scaling only: a scale is one f32. */
+static fp8rt_status check_scale(Parser *p, RtRef r, const char *what)
+{
+    char rs[24];
+    const RtType *t = rt_plan_ref_type(p->plan, r);
+    if (t->dtype != FP8RT_F32 || rt_type_numel(t) != 1)
+        return fail(p, "gemm %s=%s is %s with %lld elements, the gemm wants an f32 scalar "
+                       "(plan version 1 scales tensor-wise)",
+                    what, rt_ref_str(r, rs, sizeof rs), rt_dtype_name(t->dtype), (long long)rt_type_numel(t));
+    return FP8RT_OK;
+}
+
+static fp8rt_status check_gemm(Parser *p, const RtGemm *g)
+{
+    char msg[256], rs[24];
+    fp8rt_status st = rt_gemm_rules(g->m, g->n, g->k, g->atype, g->btype, g->dtype, g->bias_dtype, msg, sizeof msg);
+    if (st == FP8RT_UNSUPPORTED)
+        return fail_st(p, st, "%s", msg);
+    if (st)
+        return fail(p, "%s", msg);
+    if (g->d.kind == REF_IN)
+        return fail(p, "gemm d=%s writes a program input", rt_ref_str(g->d, rs, sizeof rs));
+    if ((st = check_operand(p, g->d, "d", g->dtype, g->m * g->n)) ||
+        (st = check_operand(p, g->a, "a", g->atype, g->m * g->k)) ||
+        (st = check_operand(p, g->b, "b", g->btype, g->k * g->n)) ||
+        (st = check_scale(p, g->scale_a, "scale_a")) || (st = check_scale(p, g->scale_b, "scale_b")) ||
+        (g->has_bias && (st = check_operand(p, g->bias, "bias", g->bias_dtype, g->n))))
+        return st;
+    return FP8RT_OK;
+}
+
+static fp8rt_status check_copy(Parser *p, const RtCopy *c)
+{
+    char rs[24];
+    if (c->dst.kind == REF_IN)
+        return fail(p, "copy dst=%s writes a program input", rt_ref_str(c->dst, rs, sizeof rs));
+    int64_t ds = rt_plan_ref_bytes(p->plan, c->dst), ss = rt_plan_ref_bytes(p->plan, c->src);
+    if (c->bytes > ds || c->bytes > ss)
+        return fail(p, "copy bytes=%lld is more than %s holds (%lld bytes)", (long long)c->bytes,
+                    rt_ref_str(c->bytes > ds ? c->dst : c->src, rs, sizeof rs), (long long)(c->bytes > ds ? ds : ss));
+    return FP8RT_OK;
+}
+
+static fp8rt_status check_steps(Parser *p)
+{
+    RtPlan *pl = p->plan;
+    for (int i = 0; i < pl->nstep; i++) {
+        fp8rt_status st = FP8RT_OK;
+        p->line = pl->step[i].line;
+        if (pl->step[i].kind == STEP_GEMM)
+            st = check_gemm(p, &pl->step[i].u.gemm);
+        else if (pl->step[i].kind == STEP_COPY)
+            st = check_copy(p, &pl->step[i].u.copy);
+        if (st)
+            return st;
+    }
+    return FP8RT_OK;
+}
+
+/* ---- the passes --------------------------------------------------------- */
+
+/* header := 'fp8cc-plan' version */
+static fp8rt_status parse_header(Parser *p)
+{
+    Str w[MAXWORDS];
+    int nw;
+    fp8rt_status st;
+    p->line = p->lines[0].no;
+    if ((st = split_words(p, p->lines[0].s, w, &nw)))
+        return st;
+    if (nw != 2 || !eq(w[0], "fp8cc-plan"))
+        return fail(p, "the first plan line must be 'fp8cc-plan VERSION'");
+    int64_t v;
+    if ((st = parse_int(p, w[1], 0, INT32_MAX, "plan version", &v)))
+        return st;
+    if (v != RT_PLAN_VERSION)
+        return fail_st(p, FP8RT_BAD_PROGRAM, "plan version %lld; this runtime reads version %d", (long long)v,
+                       RT_PLAN_VERSION);
+    p->plan->version = (int)v;
+    return FP8RT_OK;
+}
+
+typedef enum { L_TARGET, L_INPUT, L_OUTPUT, L_WORKSPACE, L_BUFFER, L_LAUNCH, L_GEMM, L_COPY, L_NKINDS } LineKind;
+
+static const char *const line_kinds[L_NKINDS] = {"target", "input",  "output", "workspace",
+                                                 "buffer", "launch", "gemm",   "copy"};
+
+/* Which kind a line is; -1 for a blank or comment line. */
+static fp8rt_status line_kind(Parser *p, const Line *ln, Str *w, int *nw, int *kind)
+{
+    fp8rt_status st;
+    p->line = ln->no;
+    if ((st = check_bytes(p, ln)) || (st = split_words(p, ln->s, w, nw)))
+        return st;
+    *kind = -1;
+    if (*nw == 0)
+        return FP8RT_OK;
+    for (int k = 0; k < L_NKINDS; k++)
+        if (eq(w[0], line_kinds[k]))
+            *kind = k;
+    if (*kind < 0)
+        return fail(p, "unknown plan line '%.*s' (target input output workspace buffer launch gemm copy)", W(w[0]));
+    return FP8RT_OK;
+}
+
+static fp8rt_status count_lines(Parser *p)
+{
+    RtPlan *pl = p->plan;
+    Str w[MAXWORDS];
+    int nw, kind, count[L_NKINDS] = {0};
+    for (int i = 1; i < p->nlines; i++) {
+        fp8rt_status st = line_kind(p, &p->lines[i], w, &nw, &kind);
+        if (st)
+            return st;
+        if (kind >= 0)
+            count[kind]++;
+    }
+    pl->nin = count[L_INPUT];
+    pl->nout = count[L_OUTPUT];
+    pl->nbuf = count[L_BUFFER];
+    pl->nstep = count[L_LAUNCH] + count[L_GEMM] + count[L_COPY];
+    pl->in = arena_alloc(pl->arena, (size_t)pl->nin * sizeof *pl->in + 1);
+    pl->out = arena_alloc(pl->arena, (size_t)pl->nout * sizeof *pl->out + 1);
+    pl->buf = arena_alloc(pl->arena, (size_t)pl->nbuf * sizeof *pl->buf + 1);
+    pl->step = arena_alloc(pl->arena, (size_t)pl->nstep * sizeof *pl->step + 1);
+    if (!pl->in || !pl->out || !pl->buf || !pl->step)
+        return fail_st(p, FP8RT_OUT_OF_MEMORY, "out of memory");
+    return FP8RT_OK;
+}
+
+static fp8rt_status parse_lines(Parser *p)
+{
+    RtPlan *pl = p->plan;
+    Str w[MAXWORDS];
+    int nw, kind, nin = 0, nout = 0, nstep = 0, ws_seen = 0;
+    for (int i = 1; i < p->nlines; i++) {
+        fp8rt_status st = line_kind(p, &p->lines[i], w, &nw, &kind);
+        if (st)
+            return st;
+        switch (kind) {
+        case L_TARGET: st = parse_target(p, w, nw); break;
+        case L_INPUT: st = parse_port(p, w, nw, pl->in, &nin, "input"); break;
+        case L_OUTPUT: st = parse_port(p, w, nw, pl->out, &nout, "output"); break;
+        case L_WORKSPACE: st = parse_workspace(p, w, nw, &ws_seen); break;
+        case L_BUFFER: st = parse_buffer(p, w, nw); break;
+        case L_LAUNCH: st = parse_launch(p, w, nw, &pl->step[nstep]); break;
+        case L_GEMM: st = parse_gemm(p, w, nw, &pl->step[nstep]); break;
+        case L_COPY: st = parse_copy(p, w, nw, &pl->step[nstep]); break;
+        default: break;
+        }
+        if (st)
+            return st;
+        if (kind >= L_LAUNCH)
+            pl->step[nstep++].line = p->line;
+    }
+    if (!pl->target[0]) {
+        p->line = p->lines[0].no;
+        return fail(p, "missing 'target' line (target sm_90)");
+    }
+    return FP8RT_OK;
+}
+
+static fp8rt_status parse_plan(Parser *p)
+{
+    fp8rt_status st;
+    p->plan->arena = calloc(1, sizeof *p->plan->arena);
+    if (!p->plan->arena)
+        return fail_st(p, FP8RT_OUT_OF_MEMORY, "out of memory");
+    if ((st = parse_header(p)) || (st = count_lines(p)) || (st = parse_lines(p)) || (st = check_buffers(p)) ||
+        (st = check_steps(p)))
+        return st;
+    return FP8RT_OK;
+}
+
+/* ---- finding the plan in the text --------------------------------------- */
+
+/* The next line of text at *pos (without its '\n' and a trailing '\r'). */
+static int next_line(const char *text, size_t len, size_t *pos, Str *line)
+{
+    if (*pos >= len)
+        return 0;
+    const char *nl = memchr(text + *pos, '\n', len - *pos);
+    size_t end = nl ? (size_t)(nl - text) : len;
+    line->p = text + *pos;
+    line->n = end - *pos;
+    if (line->n && line->p[line->n - 1] == '\r')
+        line->n--;
+    *pos = nl ? end + 1 : len;
+    return 1;
+}
+
+static int blank(Str s)
+{
+    for (size_t i = 0; i < s.n; i++)
+        if (s.p[i] != ' ' && s.p[i] != '\t')
+            return 0;
+    return 1;
+}
+
+static fp8rt_status add_line(Parser *p, Str s, int no, int col0, int *cap)
+{
+    if (p->nlines == *cap) {
+        int ncap = *cap ? *cap * 2 : 64;
+        Line *nl = realloc(p->lines, (size_t)ncap * sizeof *nl);
+        if (!nl)
+            return fail_st(p, FP8RT_OUT_OF_MEMORY, "out of memory");
+        p->lines = nl;
+        *cap = ncap;
+    }
+    p->lines[p->nlines++] = (Line){s, no, col0};
+    return FP8RT_OK;
+}
+
+/* "//" then the plan line (one space after "//" is customary, not required) */
+static int comment_body(Str s, Str *body)
+{
+    if (s.n < 2 || s.p[0] != '/' || s.p[1] != '/')
+        return 0;
+    *body = (Str){s.p + 2, s.n - 2};
+    return 1;
+}
+
+static int is_word_line(Str s, const char *word)
+{
+    Str w[2];
+    size_t i = 0;
+    int n = 0;
+    while (i < s.n && n < 2) {
+        while (i < s.n && (s.p[i] == ' ' || s.p[i] == '\t'))
+            i++;
+        if (i == s.n)
+            break;
+        size_t start = i;
+        while (i < s.n && s.p[i] != ' ' && s.p[i] != '\t')
+            i++;
+        w[n++] = (Str){s.p + start, i - start};
+    }
+    return n >= 1 && eq(w[0], word);
+}
+
+/* ptx-file := blank* '//' 'fp8cc-plan' V NL { '//' plan-line NL } '//' 'end-plan' NL ptx */
+static fp8rt_status collect_ptx(Parser *p, const char *text, size_t len, size_t *ptx_offset)
+{
+    size_t pos = 0;
+    int no = 0, cap = 0, in_plan = 0;
+    Str s, body;
+    while (next_line(text, len, &pos, &s)) {
+        p->line = ++no;
+        if (!in_plan) {
+            if (blank(s))
+                continue;
+            if (!comment_body(s, &body) || !is_word_line(body, "fp8cc-plan"))
+                return fail(p, "not an fp8cc PTX file: the first line is not '// fp8cc-plan VERSION'");
+            in_plan = 1;
+        } else if (!comment_body(s, &body)) {
+            return fail(p, "plan line does not start with '//' (no '// end-plan' before it?)");
+        } else if (is_word_line(body, "end-plan")) {
+            *ptx_offset = pos;
+            return FP8RT_OK;
+        }
+        fp8rt_status st = add_line(p, body, no, 2, &cap);
+        if (st)
+            return st;
+    }
+    if (!in_plan)
+        return fail(p, "not an fp8cc PTX file: it is empty");
+    return fail(p, "the plan has no '// end-plan' line");
+}
+
+static fp8rt_status collect_text(Parser *p, const char *text, size_t len)
+{
+    size_t pos = 0;
+    int no = 0, cap = 0;
+    Str s;
+    while (next_line(text, len, &pos, &s)) {
+        p->line = ++no;
+        fp8rt_status st;
+        if (p->nlines == 0 && (blank(s) || s.p[0] == '#'))
+            continue;
+        if (p->nlines == 0 && !is_word_line(s, "fp8cc-plan"))
+            return fail(p, "not an fp8cc plan: the first line is not 'fp8cc-plan VERSION'");
+        if ((st = add_line(p, s, no, 0, &cap)))
+            return st;
+    }
+    if (p->nlines == 0)
+        return fail(p, "not an fp8cc plan: it is empty");
+    return FP8RT_OK;
+}
+
+/* The PTX must carry the plan's target: its first ".target" directive names it. */
+static fp8rt_status check_ptx(Parser *p, const char *text, size_t len, size_t off)
+{
+    const char *nul = memchr(text + off, 0, len - off);
+    size_t pos = off;
+    int no = p->lines[p->nlines - 1].no + 1;
+    Str s;
+    p->line = no;
+    if (nul && (size_t)(nul - text) + 1 != len)
+        return fail(p, "NUL byte inside the PTX at offset %zu", (size_t)(nul - text));
+    while (next_line(text, len, &pos, &s)) {
+        p->line = ++no;
+        size_t i = 0;
+        while (i < s.n && (s.p[i] == ' ' || s.p[i] == '\t'))
+            i++;
+        if (s.n - i < 8 || memcmp(s.p + i, ".target", 7) != 0 || (s.p[i + 7] != ' ' && s.p[i + 7] != '\t'))
+            continue;
+        for (i += 7; i < s.n && (s.p[i] == ' ' || s.p[i] == '\t'); i++)
+            ;
+        size_t start = i;
+        while (i < s.n && s.p[i] != ',' && s.p[i] != ' ' && s.p[i] != '\t' && s.p[i] != ';')
+            i++;
+        Str t = {s.p + start, i - start};
+        if (!eq(t, p->plan->target))
+            return fail(p, "the PTX says '.target %.*s' but the plan says 'target %s'", W(t), p->plan->target);
+        return FP8RT_OK;
+    }
+    return fail(p, "no PTX after the plan (no '.target' directive after '// end-plan')");
+}
+
+static fp8rt_status finish(Parser *p, fp8rt_status st)
+{
+    free(p->lines);
+    p->lines = NULL;
+    if (st)
+        rt_plan_free(p->plan);
+    return st;
+}
+
+fp8rt_status rt_plan_parse_ptx(const char *text, size_t len, const char *name, RtPlan *plan, char *err,
+                               size_t errlen)
+{
+    Parser p = {name ? name : "<memory>", err, errlen, 0, plan, NULL, 0, 0};
+    memset(plan, 0, sizeof *plan);
+    if (errlen)
+        err[0] = 0;
+    if (!text)
+        len = 0;
+    size_t off = 0;
+    fp8rt_status st = collect_ptx(&p, text, len, &off);
+    if (st == FP8RT_OK && (st = parse_plan(&p)) == FP8RT_OK && (st = check_ptx(&p, text, len, off)) == FP8RT_OK)
+        plan->ptx_offset = off;
+    return finish(&p, st);
+}
+
+fp8rt_status rt_plan_parse_text(const char *text, size_t len, const char *name, RtPlan *plan, char *err,
+                                size_t errlen)
+{
+    Parser p = {name ? name : "<memory>", err, errlen, 0, plan, NULL, 0, 0};
+    memset(plan, 0, sizeof *plan);
+    if (errlen)
+        err[0] = 0;
+    if (!text)
+        len = 0;
+    fp8rt_status st = collect_text(&p, text, len);
+    if (st == FP8RT_OK)
+        st = parse_plan(&p);
+    return finish(&p, st);
+}

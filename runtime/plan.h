@@ -1,0 +1,138 @@
+/* plan.h — libfp8rt's internal view of an fp8cc plan (docs/plan.md), and
+ * the parser that reads it. No CUDA here: the tests use it without a GPU.
+ *
+ * The parser is strict (unknown line kinds, unknown or missing keys, bad
+ * references, bad dtypes, a buffer outside the workspace, a version it does
+ * not know: each an error naming the line) and never reads past the text it
+ * is given, whatever bytes the text holds. Everything a plan owns lives in
+ * one arena, freed by rt_plan_free.
+ */
+#ifndef FP8RT_PLAN_H
+#define FP8RT_PLAN_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "fp8rt.h"
+
+#define RT_PLAN_VERSION 1
+
+typedef struct RtArena RtArena;
+
+typedef enum { REF_IN, REF_OUT, REF_BUF } RtRefKind;
+
+/* in:N, out:N, buf:N */
+typedef struct {
+    RtRefKind kind;
+    int index;
+} RtRef;
+
+/* DTYPE[d0,d1,...] */
+typedef struct {
+    fp8rt_dtype dtype;
+    int rank;
+    int64_t dims[FP8RT_MAX_RANK];
+} RtType;
+
+/* input N NAME TYPE / output N NAME TYPE */
+typedef struct {
+    char *name;
+    RtType type;
+    int line;
+} RtPort;
+
+/* buffer N TYPE [layout=[...]] offset=O bytes=B [zero] */
+typedef struct {
+    RtType type;
+    int layout[FP8RT_MAX_RANK]; /* memory order, outermost first; identity when not given */
+    int64_t offset, bytes;
+    int zero;
+    int line;
+} RtBuffer;
+
+typedef enum { STEP_LAUNCH, STEP_GEMM, STEP_COPY } RtStepKind;
+
+/* launch KERNEL grid=G block=B smem=S coop=C args=R,R,... */
+typedef struct {
+    char *kernel;
+    int64_t grid;           /* 0: persistent, occupancy x SMs */
+    int block, smem, coop;
+    int nargs;
+    RtRef *args;
+} RtLaunch;
+
+/* gemm d=R a=R b=R scale_a=R scale_b=R bias=R|none m=M n=N k=K atype=T btype=T dtype=T fast_accum=0|1 */
+typedef struct {
+    RtRef d, a, b, scale_a, scale_b, bias;
+    int has_bias;
+    int64_t m, n, k;
+    fp8rt_dtype atype, btype, dtype, bias_dtype;
+    int fast_accum;
+} RtGemm;
+
+/* copy dst=R src=R bytes=B */
+typedef struct {
+    RtRef dst, src;
+    int64_t bytes;
+} RtCopy;
+
+typedef struct {
+    RtStepKind kind;
+    int line;
+    union {
+        RtLaunch launch;
+        RtGemm gemm;
+        RtCopy copy;
+    } u;
+} RtStep;
+
+typedef struct {
+    int version;
+    char target[16];        /* "sm_90a" */
+    int sm;                 /* 90 */
+    char sm_suffix;         /* 'a', 'f' or 0 */
+    int nin, nout, nbuf, nstep;
+    RtPort *in, *out;
+    RtBuffer *buf;
+    RtStep *step;
+    int64_t workspace;
+    size_t ptx_offset;      /* where the PTX after "// end-plan" starts in the text */
+    RtArena *arena;
+} RtPlan;
+
+/* Parse the plan at the top of an fp8cc PTX file: lines behind "// " between
+ * "// fp8cc-plan 1" and "// end-plan". `name` is used in messages
+ * ("name:LINE: ..."). Returns FP8RT_OK, FP8RT_BAD_PROGRAM (or
+ * FP8RT_UNSUPPORTED, FP8RT_OUT_OF_MEMORY) with the message in err. On failure
+ * *plan holds nothing to free. */
+fp8rt_status rt_plan_parse_ptx(const char *text, size_t len, const char *name, RtPlan *plan,
+                               char *err, size_t errlen);
+/* The same for a bare plan, as `fp8cc --emit=plan` prints it (no "// "). */
+fp8rt_status rt_plan_parse_text(const char *text, size_t len, const char *name, RtPlan *plan,
+                                char *err, size_t errlen);
+void rt_plan_free(RtPlan *plan);
+
+/* The type a reference names (a port's or a buffer's) and its size in bytes
+ * (a buffer's declared bytes). */
+const RtType *rt_plan_ref_type(const RtPlan *plan, RtRef r);
+int64_t rt_plan_ref_bytes(const RtPlan *plan, RtRef r);
+/* "in:3" into buf (at least 24 bytes) */
+const char *rt_ref_str(RtRef r, char *buf, size_t n);
+
+/* dtypes by plan spelling */
+fp8rt_dtype rt_dtype_parse(const char *s, size_t n);
+const char *rt_dtype_name(fp8rt_dtype dt);       /* "?" if invalid */
+size_t rt_dtype_size(fp8rt_dtype dt);            /* 0 if invalid */
+int64_t rt_type_numel(const RtType *t);          /* -1 on overflow */
+
+/* The FP8 GEMM's shape and dtype rules, shared by the plan checker and
+ * fp8rt_scaled_mm: k >= 16, k and n multiples of 16, a/b dtypes fp8 and not
+ * both e5m2, d bf16/f16/f32, bias dtype bf16 (bf16, f32 out) or f16 (f16 out).
+ * bias_dtype FP8RT_DTYPE_NONE means no bias. Returns FP8RT_OK,
+ * FP8RT_INVALID_ARGUMENT or FP8RT_UNSUPPORTED with a message. */
+fp8rt_status rt_gemm_rules(int64_t m, int64_t n, int64_t k, fp8rt_dtype at, fp8rt_dtype bt,
+                           fp8rt_dtype dt, fp8rt_dtype bias_dt, char *err, size_t errlen);
+/* The bias dtype cuBLASLt wants for an FP8 GEMM writing dt. */
+fp8rt_dtype rt_gemm_bias_dtype(fp8rt_dtype dt);
+
+#endif /* FP8RT_PLAN_H */

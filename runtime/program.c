@@ -1,0 +1,750 @@
+/* program.c — loading an fp8cc program and running its plan.
+ *
+ * Loading: parse the plan (plan.c), check its target against the device,
+ * JIT the PTX (cuModuleLoadDataEx with the error and info logs), resolve every
+ * launch once (function, parameter count, block and shared-memory limits, the
+ * grid of a persistent launch, cooperative residency), allocate the
+ * workspace and zero the `zero` buffers.
+ *
+ * Running: check the caller's tensors against the signature, then either
+ * enqueue the steps one by one on the caller's stream, or — graphs on —
+ * replay the CUDA graph captured for this set of pointers, capturing it first
+ * (on the context's capture stream) when there is none.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "rt.h"
+
+/* A launch step resolved against the module. */
+typedef struct {
+    CUfunction fn;
+    unsigned grid;          /* blocks, after grid=0 is resolved */
+} Launch;
+
+/* A captured plan for one set of input/output pointers. */
+typedef struct {
+    CUgraphExec exec;
+    CUdeviceptr *ptrs;      /* nin + nout pointers it was captured with */
+    uint64_t used;          /* last use, for replacing the least recently used */
+} Graph;
+
+struct fp8rt_program {
+    fp8rt_context *ctx;
+    fp8rt_program *next, *prev;     /* the context's list */
+    char *name;
+    RtPlan plan;
+    CUmodule module;
+    CUdeviceptr ws;                 /* plan.workspace bytes, or 0 */
+    Launch *launch;                 /* per step (unused for gemm and copy) */
+    CUdeviceptr *argv;              /* kernel parameter values, max args */
+    void **argp;                    /* pointers to them, for cuLaunchKernel */
+    CUdeviceptr *ptrs;              /* this run's nin + nout pointers */
+    int graphs;                     /* replay on */
+    Graph graph[RT_GRAPHS];
+    uint64_t clock;
+};
+
+/* ---- loading ------------------------------------------------------------- */
+
+/* The device runs PTX for target sm_XY when it is at least XY; an
+ * architecture-specific target (sm_90a) needs exactly that architecture, a
+ * family target (sm_100f) the same major version. */
+static fp8rt_status check_target(fp8rt_program *p)
+{
+    fp8rt_context *ctx = p->ctx;
+    const RtPlan *pl = &p->plan;
+    int cc = ctx->props.cc_major * 10 + ctx->props.cc_minor;
+    int ok = pl->sm_suffix == 'a' ? cc == pl->sm
+           : pl->sm_suffix == 'f' ? cc / 10 == pl->sm / 10 && cc >= pl->sm
+                                  : cc >= pl->sm;
+    if (!ok)
+        return rt_err(ctx, FP8RT_UNSUPPORTED, "%s: the program targets %s; device %d (%s) is sm_%d", p->name,
+                      pl->target, ctx->device, ctx->props.name, cc);
+    return FP8RT_OK;
+}
+
+static fp8rt_status jit(fp8rt_program *p, const char *ptx)
+{
+    fp8rt_context *ctx = p->ctx;
+    char *elog = calloc(1, 16384), *ilog = calloc(1, 4096);
+    CUjit_option opt[] = {CU_JIT_ERROR_LOG_BUFFER, CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES, CU_JIT_INFO_LOG_BUFFER,
+                          CU_JIT_INFO_LOG_BUFFER_SIZE_BYTES};
+    void *val[] = {elog, (void *)(uintptr_t)16384, ilog, (void *)(uintptr_t)4096};
+    if (!elog || !ilog) {
+        free(elog), free(ilog);
+        return rt_err(ctx, FP8RT_OUT_OF_MEMORY, "%s: out of host memory", p->name);
+    }
+    /* not CHECK: the failure wants the JIT's logs and its own status */
+    CUresult r = drv.cuModuleLoadDataEx(&p->module, ptx, 4, opt, val);
+    fp8rt_status st = FP8RT_OK;
+    if (r != CUDA_SUCCESS) {
+        rt_fail_call(ctx, 0, r, "cuModuleLoadDataEx(&module, ptx, 4, jit_options, jit_values)", __FILE__, __LINE__);
+        st = r == CUDA_ERROR_OUT_OF_MEMORY ? FP8RT_OUT_OF_MEMORY
+           : r == CUDA_ERROR_UNSUPPORTED_PTX_VERSION ? FP8RT_UNSUPPORTED
+           : r == CUDA_ERROR_INVALID_PTX || r == CUDA_ERROR_INVALID_IMAGE || r == CUDA_ERROR_NO_BINARY_FOR_GPU ||
+                   r == CUDA_ERROR_JIT_COMPILATION_DISABLED
+               ? FP8RT_BAD_PROGRAM
+               : FP8RT_CUDA_ERROR;
+        rt_err(ctx, st, "%s: %s\nJIT error log:\n%s%s%s", p->name, fp8rt_last_error(ctx),
+               elog[0] ? elog : "(empty)\n", ilog[0] ? "\nJIT info log:\n" : "", ilog);
+        p->module = NULL;
+    }
+    free(elog);
+    free(ilog);
+    return st;
+}
+
+/* Parameter count check, where the driver can tell (12.4+): one 8-byte
+ * pointer per reference. */
+static fp8rt_status check_params(fp8rt_program *p, const RtLaunch *l, CUfunction fn, int line)
+{
+    size_t off, size;
+    if (!drv.cuFuncGetParamInfo)
+        return FP8RT_OK;
+    for (int i = 0; i < l->nargs; i++) {
+        if (drv.cuFuncGetParamInfo(fn, (size_t)i, &off, &size) != CUDA_SUCCESS)
+            return rt_err(p->ctx, FP8RT_BAD_PROGRAM, "%s:%d: launch %s passes %d arguments but the kernel takes %d",
+                          p->name, line, l->kernel, l->nargs, i);
+        if (size != sizeof(CUdeviceptr))
+            return rt_err(p->ctx, FP8RT_BAD_PROGRAM,
+                          "%s:%d: launch %s: kernel parameter %d is %zu bytes, the plan passes an 8-byte pointer",
+                          p->name, line, l->kernel, i, size);
+    }
+    if (drv.cuFuncGetParamInfo(fn, (size_t)l->nargs, &off, &size) == CUDA_SUCCESS)
+        return rt_err(p->ctx, FP8RT_BAD_PROGRAM, "%s:%d: launch %s passes %d arguments but the kernel takes more",
+                      p->name, line, l->kernel, l->nargs);
+    return FP8RT_OK;
+}
+
+/* Block and shared-memory limits, and the grid: grid=0 is as many blocks as
+ * fit at once; a cooperative grid is cut to what fits at once (fp8cc's
+ * kernels loop over their work with the grid's stride, so any grid works). */
+static fp8rt_status size_launch(fp8rt_program *p, const RtLaunch *l, Launch *out, int line)
+{
+    fp8rt_context *ctx = p->ctx;
+    fp8rt_status st = FP8RT_OK;
+    int maxthreads = 0, static_smem = 0, dyn_max = 0, per_sm = 0;
+    CHECK(drv.cuFuncGetAttribute(&maxthreads, CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK, out->fn));
+    CHECK(drv.cuFuncGetAttribute(&static_smem, CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES, out->fn));
+    CHECK(drv.cuFuncGetAttribute(&dyn_max, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, out->fn));
+    if (l->block > maxthreads)
+        return rt_err(ctx, FP8RT_BAD_PROGRAM, "%s:%d: launch %s block=%d, but the kernel allows at most %d threads",
+                      p->name, line, l->kernel, l->block, maxthreads);
+    if ((int64_t)l->smem + static_smem > ctx->smem_optin)
+        return rt_err(ctx, FP8RT_BAD_PROGRAM,
+                      "%s:%d: launch %s smem=%d plus %d static bytes exceeds the device's %d bytes per block",
+                      p->name, line, l->kernel, l->smem, static_smem, ctx->smem_optin);
+    if (l->smem > dyn_max)
+        CHECK(drv.cuFuncSetAttribute(out->fn, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, l->smem));
+    CHECK(drv.cuOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, out->fn, l->block, (size_t)l->smem));
+    int64_t resident = (int64_t)per_sm * ctx->props.sm_count;
+    if (resident == 0)
+        return rt_err(ctx, FP8RT_BAD_PROGRAM, "%s:%d: launch %s: no block of %d threads with smem=%d fits on an SM",
+                      p->name, line, l->kernel, l->block, l->smem);
+    if (l->coop && !ctx->props.cooperative_launch)
+        return rt_err(ctx, FP8RT_UNSUPPORTED, "%s:%d: launch %s coop=1, but %s does not support cooperative launches",
+                      p->name, line, l->kernel, ctx->props.name);
+    out->grid = (unsigned)(l->grid && !(l->coop && l->grid > resident) ? l->grid : resident);
+fail:
+    return st;
+}
+
+static fp8rt_status resolve_launches(fp8rt_program *p)
+{
+    fp8rt_context *ctx = p->ctx;
+    const RtPlan *pl = &p->plan;
+    int maxargs = 1;
+    for (int i = 0; i < pl->nstep; i++) {
+        const RtStep *s = &pl->step[i];
+        if (s->kind != STEP_LAUNCH)
+            continue;
+        const RtLaunch *l = &s->u.launch;
+        CUresult r = drv.cuModuleGetFunction(&p->launch[i].fn, p->module, l->kernel);
+        if (r == CUDA_ERROR_NOT_FOUND)
+            return rt_err(ctx, FP8RT_BAD_PROGRAM, "%s:%d: launch %s: the PTX has no kernel '%s'", p->name, s->line,
+                          l->kernel, l->kernel);
+        if (r != CUDA_SUCCESS)
+            return rt_fail_call(ctx, 0, r, "cuModuleGetFunction(&fn, module, kernel)", __FILE__, __LINE__);
+        fp8rt_status st = check_params(p, l, p->launch[i].fn, s->line);
+        if (st == FP8RT_OK)
+            st = size_launch(p, l, &p->launch[i], s->line);
+        if (st != FP8RT_OK)
+            return st;
+        if (l->nargs > maxargs)
+            maxargs = l->nargs;
+    }
+    p->argv = calloc((size_t)maxargs, sizeof *p->argv);
+    p->argp = calloc((size_t)maxargs, sizeof *p->argp);
+    if (!p->argv || !p->argp)
+        return rt_err(ctx, FP8RT_OUT_OF_MEMORY, "%s: out of host memory", p->name);
+    for (int i = 0; i < maxargs; i++)
+        p->argp[i] = &p->argv[i];
+    return FP8RT_OK;
+}
+
+/* One allocation for every buffer; `zero` buffers zeroed once, here. */
+static fp8rt_status alloc_workspace(fp8rt_program *p)
+{
+    fp8rt_context *ctx = p->ctx;
+    fp8rt_status st = FP8RT_OK;
+    const RtPlan *pl = &p->plan;
+    if (pl->workspace == 0)
+        return FP8RT_OK;
+    CHECK(drv.cuMemAlloc(&p->ws, (size_t)pl->workspace));
+    for (int i = 0; i < pl->nbuf; i++)
+        if (pl->buf[i].zero && pl->buf[i].bytes)
+            CHECK(drv.cuMemsetD8(p->ws + (CUdeviceptr)pl->buf[i].offset, 0, (size_t)pl->buf[i].bytes));
+    CHECK(drv.cuCtxSynchronize());
+fail:
+    return st;
+}
+
+static void graphs_free(fp8rt_program *p)
+{
+    for (int i = 0; i < RT_GRAPHS; i++) {
+        if (p->graph[i].exec)
+            drv.cuGraphExecDestroy(p->graph[i].exec);
+        p->graph[i].exec = NULL;
+        p->graph[i].used = 0;
+    }
+}
+
+/* Frees a program (its context pushed by the caller, or not needed: the
+ * driver calls take the context from the objects). */
+void rt_program_free(fp8rt_program *p)
+{
+    fp8rt_context *ctx = p->ctx;
+    if (p->prev)
+        p->prev->next = p->next;
+    else if (ctx->programs == p)
+        ctx->programs = p->next;
+    if (p->next)
+        p->next->prev = p->prev;
+    graphs_free(p);
+    for (int i = 0; i < RT_GRAPHS; i++)
+        free(p->graph[i].ptrs);
+    if (p->ws)
+        drv.cuMemFree(p->ws);
+    if (p->module)
+        drv.cuModuleUnload(p->module);
+    rt_plan_free(&p->plan);
+    free(p->launch);
+    free(p->argv);
+    free(p->argp);
+    free(p->ptrs);
+    free(p->name);
+    free(p);
+}
+
+static fp8rt_status alloc_host(fp8rt_program *p)
+{
+    const RtPlan *pl = &p->plan;
+    size_t nptr = (size_t)(pl->nin + pl->nout) + 1;
+    p->launch = calloc((size_t)pl->nstep + 1, sizeof *p->launch);
+    p->ptrs = calloc(nptr, sizeof *p->ptrs);
+    int ok = p->launch && p->ptrs;
+    for (int i = 0; ok && i < RT_GRAPHS; i++)
+        ok = (p->graph[i].ptrs = calloc(nptr, sizeof *p->graph[i].ptrs)) != NULL;
+    return ok ? FP8RT_OK : rt_err(p->ctx, FP8RT_OUT_OF_MEMORY, "%s: out of host memory", p->name);
+}
+
+/* Everything after parsing; `text` is the NUL-terminated PTX file. */
+static fp8rt_status load(fp8rt_program *p, const char *text)
+{
+    fp8rt_status st = check_target(p);
+    if (st == FP8RT_OK)
+        st = alloc_host(p);
+    if (st == FP8RT_OK)
+        st = jit(p, text);
+    if (st == FP8RT_OK)
+        st = resolve_launches(p);
+    if (st == FP8RT_OK)
+        st = alloc_workspace(p);
+    for (int i = 0; st == FP8RT_OK && i < p->plan.nstep; i++)
+        if (p->plan.step[i].kind == STEP_GEMM)
+            st = rt_lt_init(p->ctx);
+    return st;
+}
+
+fp8rt_status fp8rt_program_load_data(fp8rt_context *ctx, const void *data, size_t len, const char *name,
+                                     fp8rt_program **out)
+{
+    char msg[1024];
+    if (!ctx || !out || (!data && len))
+        return rt_err(ctx, FP8RT_INVALID_ARGUMENT, "fp8rt_program_load_data: %s is NULL",
+                      !ctx ? "ctx" : !out ? "out" : "data");
+    *out = NULL;
+    if (!name)
+        name = "<memory>";
+    fp8rt_program *p = calloc(1, sizeof *p);
+    char *text = malloc(len + 1);
+    if (!p || !text || !(p->name = strdup(name))) {
+        if (p)
+            free(p->name);
+        free(p), free(text);
+        return rt_err(ctx, FP8RT_OUT_OF_MEMORY, "%s: out of host memory", name);
+    }
+    if (len)
+        memcpy(text, data, len);
+    text[len] = 0;
+    p->ctx = ctx;
+    p->graphs = 1;
+    fp8rt_status st = rt_plan_parse_ptx(text, len, name, &p->plan, msg, sizeof msg);
+    if (st != FP8RT_OK) {
+        rt_err(ctx, st, "%s", msg);
+    } else if ((st = rt_enter(ctx)) == FP8RT_OK) {
+        st = load(p, text);
+        rt_leave(ctx);
+    }
+    free(text);
+    if (st != FP8RT_OK) {
+        if (rt_enter(ctx) == FP8RT_OK) {
+            rt_program_free(p);
+            rt_leave(ctx);
+        } else {
+            rt_program_free(p);
+        }
+        return st;
+    }
+    p->next = ctx->programs;
+    if (ctx->programs)
+        ctx->programs->prev = p;
+    ctx->programs = p;
+    *out = p;
+    return FP8RT_OK;
+}
+
+/* Reads a whole file; *data is NUL-terminated, for the caller to free. */
+static fp8rt_status read_file(fp8rt_context *ctx, const char *path, char **data, size_t *len)
+{
+    FILE *f = fopen(path, "rb");
+    size_t cap = 1 << 16, n = 0;
+    char *buf = NULL;
+    if (!f)
+        return rt_err(ctx, FP8RT_IO_ERROR, "cannot open %s: %s", path, strerror(errno));
+    for (;;) {
+        if (!buf || n == cap) {
+            char *nb = realloc(buf, buf ? (cap *= 2) : cap);
+            if (!nb) {
+                free(buf);
+                fclose(f);
+                return rt_err(ctx, FP8RT_OUT_OF_MEMORY, "%s: out of host memory", path);
+            }
+            buf = nb;
+        }
+        size_t got = fread(buf + n, 1, cap - n, f);
+        n += got;
+        if (got == 0)
+            break;
+    }
+    int bad = ferror(f);
+    fclose(f);
+    if (bad) {
+        free(buf);
+        return rt_err(ctx, FP8RT_IO_ERROR, "cannot read %s", path);
+    }
+    *data = buf;
+    *len = n;
+    return FP8RT_OK;
+}
+
+fp8rt_status fp8rt_program_load_file(fp8rt_context *ctx, const char *path, fp8rt_program **out)
+{
+    char *data = NULL;
+    size_t len = 0;
+    if (!ctx || !path || !out)
+        return rt_err(ctx, FP8RT_INVALID_ARGUMENT, "fp8rt_program_load_file: %s is NULL",
+                      !ctx ? "ctx" : !path ? "path" : "out");
+    *out = NULL;
+    fp8rt_status st = read_file(ctx, path, &data, &len);
+    if (st != FP8RT_OK)
+        return st;
+    st = fp8rt_program_load_data(ctx, data, len, path, out);
+    free(data);
+    return st;
+}
+
+fp8rt_status fp8rt_program_check(const void *data, size_t len, const char *name)
+{
+    char msg[1024];
+    RtPlan plan;
+    if (!data && len)
+        return rt_err(NULL, FP8RT_INVALID_ARGUMENT, "fp8rt_program_check: data is NULL");
+    fp8rt_status st = rt_plan_parse_ptx(data, len, name, &plan, msg, sizeof msg);
+    if (st != FP8RT_OK)
+        return rt_err(NULL, st, "%s", msg);
+    rt_plan_free(&plan);
+    return FP8RT_OK;
+}
+
+fp8rt_status fp8rt_program_destroy(fp8rt_program *p)
+{
+    if (!p)
+        return FP8RT_OK;
+    fp8rt_context *ctx = p->ctx;
+    fp8rt_status st = rt_enter(ctx);
+    rt_program_free(p);
+    if (st == FP8RT_OK)
+        rt_leave(ctx);
+    return st;
+}
+
+/* ---- signature ------------------------------------------------------------- */
+
+fp8rt_status fp8rt_program_io_count(const fp8rt_program *p, int *nin, int *nout)
+{
+    if (!p)
+        return rt_err(NULL, FP8RT_INVALID_ARGUMENT, "fp8rt_program_io_count: program is NULL");
+    if (nin)
+        *nin = p->plan.nin;
+    if (nout)
+        *nout = p->plan.nout;
+    return FP8RT_OK;
+}
+
+static fp8rt_status port_info(const fp8rt_program *p, int i, int out, fp8rt_tensor_info *info)
+{
+    const char *fn = out ? "fp8rt_program_output" : "fp8rt_program_input";
+    if (!p || !info)
+        return rt_err(p ? p->ctx : NULL, FP8RT_INVALID_ARGUMENT, "%s: %s is NULL", fn, p ? "info" : "program");
+    int n = out ? p->plan.nout : p->plan.nin;
+    if (i < 0 || i >= n)
+        return rt_err(p->ctx, FP8RT_INVALID_ARGUMENT, "%s: index %d out of range (the program has %d)", fn, i, n);
+    const RtPort *port = out ? &p->plan.out[i] : &p->plan.in[i];
+    memset(info, 0, sizeof *info);
+    info->name = port->name;
+    info->dtype = port->type.dtype;
+    info->rank = port->type.rank;
+    memcpy(info->dims, port->type.dims, sizeof info->dims);
+    return FP8RT_OK;
+}
+
+fp8rt_status fp8rt_program_input(const fp8rt_program *p, int i, fp8rt_tensor_info *info)
+{
+    return port_info(p, i, 0, info);
+}
+
+fp8rt_status fp8rt_program_output(const fp8rt_program *p, int i, fp8rt_tensor_info *info)
+{
+    return port_info(p, i, 1, info);
+}
+
+fp8rt_status fp8rt_program_set_graphs(fp8rt_program *p, int enable)
+{
+    if (!p)
+        return rt_err(NULL, FP8RT_INVALID_ARGUMENT, "fp8rt_program_set_graphs: program is NULL");
+    p->graphs = enable != 0;
+    if (!enable) {
+        fp8rt_status st = rt_enter(p->ctx);
+        if (st != FP8RT_OK)
+            return st;
+        graphs_free(p);
+        rt_leave(p->ctx);
+    }
+    return FP8RT_OK;
+}
+
+/* ---- checking the caller's tensors ----------------------------------------- */
+
+static void dims_str(const int64_t *dims, int rank, char *buf, size_t n)
+{
+    size_t used = (size_t)snprintf(buf, n, "[");
+    for (int i = 0; i < rank && used < n; i++)
+        used += (size_t)snprintf(buf + used, n - used, "%s%lld", i ? "," : "", (long long)dims[i]);
+    if (used < n)
+        snprintf(buf + used, n - used, "]");
+}
+
+static fp8rt_status check_tensor(fp8rt_program *p, const fp8rt_tensor *t, const RtPort *port, const char *kind,
+                                 int i)
+{
+    fp8rt_context *ctx = p->ctx;
+    const RtType *want = &port->type;
+    char a[200], b[200];
+    if (t->dtype != want->dtype)
+        return rt_err(ctx, FP8RT_INVALID_ARGUMENT, "fp8rt_run: %s %d '%s': dtype %s, the program wants %s", kind, i,
+                      port->name, rt_dtype_name(t->dtype), rt_dtype_name(want->dtype));
+    if (t->rank != want->rank || memcmp(t->dims, want->dims, (size_t)want->rank * sizeof *want->dims) != 0) {
+        dims_str(t->dims, t->rank < 0 ? 0 : t->rank > FP8RT_MAX_RANK ? FP8RT_MAX_RANK : t->rank, a, sizeof a);
+        dims_str(want->dims, want->rank, b, sizeof b);
+        return rt_err(ctx, FP8RT_INVALID_ARGUMENT, "fp8rt_run: %s %d '%s': shape %s (rank %d), the program wants %s",
+                      kind, i, port->name, a, t->rank, b);
+    }
+    int all_zero = 1;
+    for (int d = 0; d < t->rank; d++)
+        all_zero &= t->strides[d] == 0;
+    int64_t stride = 1;
+    for (int d = t->rank - 1; d >= 0 && !all_zero; d--) {
+        if (t->dims[d] != 1 && t->strides[d] != stride)
+            return rt_err(ctx, FP8RT_INVALID_ARGUMENT,
+                          "fp8rt_run: %s %d '%s': stride[%d]=%lld, dense row-major needs %lld "
+                          "(program tensors must be contiguous)",
+                          kind, i, port->name, d, (long long)t->strides[d], (long long)stride);
+        stride *= t->dims[d];
+    }
+    uintptr_t addr = (uintptr_t)t->data;
+    if (!t->data && rt_type_numel(want) > 0)
+        return rt_err(ctx, FP8RT_INVALID_ARGUMENT, "fp8rt_run: %s %d '%s': data is NULL", kind, i, port->name);
+    if (addr % 16)
+        return rt_err(ctx, FP8RT_INVALID_ARGUMENT,
+                      "fp8rt_run: %s %d '%s': data %p is not 16-byte aligned (program tensors must be)", kind, i,
+                      port->name, t->data);
+    return FP8RT_OK;
+}
+
+static fp8rt_status check_io(fp8rt_program *p, const fp8rt_tensor *in, int nin, const fp8rt_tensor *out, int nout)
+{
+    const RtPlan *pl = &p->plan;
+    fp8rt_status st;
+    if (nin != pl->nin || nout != pl->nout)
+        return rt_err(p->ctx, FP8RT_INVALID_ARGUMENT, "fp8rt_run: %d inputs and %d outputs given; %s has %d and %d",
+                      nin, nout, p->name, pl->nin, pl->nout);
+    if ((nin && !in) || (nout && !out))
+        return rt_err(p->ctx, FP8RT_INVALID_ARGUMENT, "fp8rt_run: the %s array is NULL", !in && nin ? "inputs" : "outputs");
+    for (int i = 0; i < nin; i++)
+        if ((st = check_tensor(p, &in[i], &pl->in[i], "input", i)))
+            return st;
+    for (int i = 0; i < nout; i++)
+        if ((st = check_tensor(p, &out[i], &pl->out[i], "output", i)))
+            return st;
+    for (int i = 0; i < nin; i++)
+        p->ptrs[i] = (CUdeviceptr)(uintptr_t)in[i].data;
+    for (int i = 0; i < nout; i++)
+        p->ptrs[nin + i] = (CUdeviceptr)(uintptr_t)out[i].data;
+    return FP8RT_OK;
+}
+
+/* ---- enqueueing the plan ---------------------------------------------------- */
+
+static CUdeviceptr ref_ptr(const fp8rt_program *p, RtRef r)
+{
+    switch (r.kind) {
+    case REF_IN: return p->ptrs[r.index];
+    case REF_OUT: return p->ptrs[p->plan.nin + r.index];
+    case REF_BUF: return p->ws + (CUdeviceptr)p->plan.buf[r.index].offset;
+    }
+    return 0;
+}
+
+static RtGemmCall gemm_call(const fp8rt_program *p, const RtGemm *g)
+{
+    RtGemmCall c = {
+        .m = g->m, .n = g->n, .k = g->k, .lda = g->k, .ldb = g->k, .ldd = g->n,
+        .at = g->atype, .bt = g->btype, .dt = g->dtype, .bias_dt = g->bias_dtype, .fast_accum = g->fast_accum,
+        .a = ref_ptr(p, g->a), .b = ref_ptr(p, g->b), .d = ref_ptr(p, g->d),
+        .bias = g->has_bias ? ref_ptr(p, g->bias) : 0,
+        .scale_a = ref_ptr(p, g->scale_a), .scale_b = ref_ptr(p, g->scale_b),
+    };
+    return c;
+}
+
+static fp8rt_status enqueue_launch(fp8rt_program *p, const RtStep *s, const Launch *l, CUstream stream)
+{
+    fp8rt_context *ctx = p->ctx;
+    fp8rt_status st = FP8RT_OK;
+    const RtLaunch *pl = &s->u.launch;
+    for (int i = 0; i < pl->nargs; i++)
+        p->argv[i] = ref_ptr(p, pl->args[i]);
+    if (pl->coop)
+        CHECK(drv.cuLaunchCooperativeKernel(l->fn, l->grid, 1, 1, (unsigned)pl->block, 1, 1, (unsigned)pl->smem,
+                                            stream, p->argp));
+    else
+        CHECK(drv.cuLaunchKernel(l->fn, l->grid, 1, 1, (unsigned)pl->block, 1, 1, (unsigned)pl->smem, stream, p->argp,
+                                 NULL));
+fail:
+    if (st != FP8RT_OK)
+        rt_err(ctx, st, "%s:%d: launch %s: %s", p->name, s->line, pl->kernel, fp8rt_last_error(ctx));
+    return st;
+}
+
+static fp8rt_status enqueue_step(fp8rt_program *p, int i, CUstream stream)
+{
+    fp8rt_context *ctx = p->ctx;
+    fp8rt_status st = FP8RT_OK;
+    const RtStep *s = &p->plan.step[i];
+    RtGemmCall g;
+    switch (s->kind) {
+    case STEP_LAUNCH: return enqueue_launch(p, s, &p->launch[i], stream);
+    case STEP_GEMM:
+        g = gemm_call(p, &s->u.gemm);
+        if (g.m == 0 || g.n == 0)
+            return FP8RT_OK;
+        if ((st = rt_gemm_enqueue(ctx, &g, stream)) != FP8RT_OK)
+            rt_err(ctx, st, "%s:%d: gemm: %s", p->name, s->line, fp8rt_last_error(ctx));
+        return st;
+    case STEP_COPY:
+        if (s->u.copy.bytes)
+            CHECK(drv.cuMemcpyDtoDAsync(ref_ptr(p, s->u.copy.dst), ref_ptr(p, s->u.copy.src),
+                                        (size_t)s->u.copy.bytes, stream));
+        return FP8RT_OK;
+    }
+fail:
+    return rt_err(ctx, st, "%s:%d: copy: %s", p->name, s->line, fp8rt_last_error(ctx));
+}
+
+static fp8rt_status enqueue_plan(fp8rt_program *p, CUstream stream)
+{
+    for (int i = 0; i < p->plan.nstep; i++) {
+        fp8rt_status st = enqueue_step(p, i, stream);
+        if (st != FP8RT_OK)
+            return st;
+    }
+    return FP8RT_OK;
+}
+
+/* cuBLASLt algorithms for this run's pointers, chosen before a capture. */
+static fp8rt_status prepare_gemms(fp8rt_program *p)
+{
+    for (int i = 0; i < p->plan.nstep; i++) {
+        const RtStep *s = &p->plan.step[i];
+        if (s->kind != STEP_GEMM || s->u.gemm.m == 0)
+            continue;
+        RtGemmCall g = gemm_call(p, &s->u.gemm);
+        fp8rt_status st = rt_gemm_prepare(p->ctx, &g);
+        if (st != FP8RT_OK)
+            return rt_err(p->ctx, st, "%s:%d: gemm: %s", p->name, s->line, fp8rt_last_error(p->ctx));
+    }
+    return FP8RT_OK;
+}
+
+/* ---- graphs ------------------------------------------------------------------ */
+
+static Graph *find_graph(fp8rt_program *p)
+{
+    size_t n = (size_t)(p->plan.nin + p->plan.nout) * sizeof *p->ptrs;
+    for (int i = 0; i < RT_GRAPHS; i++)
+        if (p->graph[i].exec && memcmp(p->graph[i].ptrs, p->ptrs, n) == 0)
+            return &p->graph[i];
+    return NULL;
+}
+
+/* Capture the plan for the current pointers into the least recently used slot. */
+static fp8rt_status capture(fp8rt_program *p, Graph **out)
+{
+    fp8rt_context *ctx = p->ctx;
+    fp8rt_status st;
+    CUgraph graph = NULL;
+    Graph *g = &p->graph[0];
+    for (int i = 1; i < RT_GRAPHS; i++)
+        if (p->graph[i].used < g->used)
+            g = &p->graph[i];
+    if (g->exec) {
+        drv.cuGraphExecDestroy(g->exec);
+        g->exec = NULL;
+    }
+    if ((st = prepare_gemms(p)) != FP8RT_OK)
+        return st;
+    CHECK(drv.cuStreamBeginCapture(ctx->capture, CU_STREAM_CAPTURE_MODE_THREAD_LOCAL));
+    st = enqueue_plan(p, ctx->capture);
+    CUresult r = drv.cuStreamEndCapture(ctx->capture, &graph);
+    if (st != FP8RT_OK)
+        goto fail;
+    if (r != CUDA_SUCCESS) {
+        st = rt_fail_call(ctx, 0, r, "cuStreamEndCapture(ctx->capture, &graph)", __FILE__, __LINE__);
+        goto fail;
+    }
+    CHECK(drv.cuGraphInstantiate(&g->exec, graph, 0));
+    memcpy(g->ptrs, p->ptrs, (size_t)(p->plan.nin + p->plan.nout) * sizeof *p->ptrs);
+    *out = g;
+fail:
+    if (graph)
+        drv.cuGraphDestroy(graph);
+    if (st != FP8RT_OK) {
+        g->exec = NULL;
+        rt_err(ctx, st, "%s: capturing the plan into a CUDA graph failed (fp8rt_program_set_graphs(prog, 0) "
+                        "runs without graphs): %s", p->name, fp8rt_last_error(ctx));
+    }
+    return st;
+}
+
+static fp8rt_status run_graph(fp8rt_program *p, CUstream stream)
+{
+    fp8rt_context *ctx = p->ctx;
+    fp8rt_status st = FP8RT_OK;
+    Graph *g = find_graph(p);
+    if (!g && (st = capture(p, &g)) != FP8RT_OK)
+        return st;
+    g->used = ++p->clock;
+    CHECK(drv.cuGraphLaunch(g->exec, stream));
+fail:
+    return st;
+}
+
+static fp8rt_status run(fp8rt_program *p, CUstream stream)
+{
+    fp8rt_context *ctx = p->ctx;
+    fp8rt_status st = FP8RT_OK;
+    CUstreamCaptureStatus cs = CU_STREAM_CAPTURE_STATUS_NONE;
+    if (p->graphs)
+        CHECK(drv.cuStreamIsCapturing(stream, &cs));
+    if (p->graphs && cs == CU_STREAM_CAPTURE_STATUS_NONE)
+        return run_graph(p, stream);
+    return enqueue_plan(p, stream);
+fail:
+    return st;
+}
+
+fp8rt_status fp8rt_run(fp8rt_program *p, const fp8rt_tensor *in, int nin, const fp8rt_tensor *out, int nout,
+                       void *stream)
+{
+    if (!p)
+        return rt_err(NULL, FP8RT_INVALID_ARGUMENT, "fp8rt_run: program is NULL");
+    fp8rt_status st = check_io(p, in, nin, out, nout);
+    if (st != FP8RT_OK)
+        return st;
+    if ((st = rt_enter(p->ctx)) != FP8RT_OK)
+        return st;
+    st = run(p, (CUstream)stream);
+    rt_leave(p->ctx);
+    return st;
+}
+
+/* ---- timing -------------------------------------------------------------------- */
+
+fp8rt_status fp8rt_time_runs(fp8rt_program *p, const fp8rt_tensor *in, int nin, const fp8rt_tensor *out, int nout,
+                             void *stream, int warmup, int iters, float *us)
+{
+    if (!p || iters < 1 || warmup < 0 || !us)
+        return rt_err(p ? p->ctx : NULL, FP8RT_INVALID_ARGUMENT, "fp8rt_time_runs: %s",
+                      !p ? "program is NULL" : !us ? "us is NULL" : "iters must be >= 1 and warmup >= 0");
+    fp8rt_context *ctx = p->ctx;
+    fp8rt_status st = check_io(p, in, nin, out, nout);
+    CUevent *ev = calloc(2 * (size_t)iters, sizeof *ev);
+    CUstream s = (CUstream)stream;
+    if (st != FP8RT_OK || !ev) {
+        free(ev);
+        return st ? st : rt_err(ctx, FP8RT_OUT_OF_MEMORY, "fp8rt_time_runs: out of host memory");
+    }
+    if ((st = rt_enter(ctx)) != FP8RT_OK) {
+        free(ev);
+        return st;
+    }
+    for (int i = 0; i < 2 * iters; i++)
+        CHECK(drv.cuEventCreate(&ev[i], CU_EVENT_DEFAULT));
+    for (int i = 0; i < warmup; i++)
+        if ((st = run(p, s)) != FP8RT_OK)
+            goto fail;
+    CHECK(drv.cuStreamSynchronize(s));
+    for (int i = 0; i < iters; i++) {
+        CHECK(drv.cuEventRecord(ev[2 * i], s));
+        if ((st = run(p, s)) != FP8RT_OK)
+            goto fail;
+        CHECK(drv.cuEventRecord(ev[2 * i + 1], s));
+    }
+    CHECK(drv.cuEventSynchronize(ev[2 * iters - 1]));
+    for (int i = 0; i < iters; i++) {
+        float ms = 0;
+        CHECK(drv.cuEventElapsedTime(&ms, ev[2 * i], ev[2 * i + 1]));
+        us[i] = ms * 1000.0f;
+    }
+fail:
+    for (int i = 0; i < 2 * iters; i++)
+        if (ev[i])
+            drv.cuEventDestroy(ev[i]);
+    free(ev);
+    rt_leave(ctx);
+    return st;
+}

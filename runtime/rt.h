@@ -1,0 +1,122 @@
+/* rt.h — libfp8rt's internal header for the files that talk to CUDA:
+ * the driver table, the context, error recording and the one checking macro,
+ * and the GEMM layer. Sectioned by source file.
+ *
+ * The driver (libcuda.so.1) is loaded at run time with dlopen, so the library
+ * and the programs that link it start on machines without a driver (and
+ * without linking the toolkit's stub) and report FP8RT_NO_DRIVER instead.
+ */
+#ifndef FP8RT_RT_H
+#define FP8RT_RT_H
+
+#include <cublasLt.h>
+#include <cuda.h>
+
+#include "fp8rt.h"
+#include "plan.h"
+
+#define RT_ERRLEN 8192
+#define RT_LT_WORKSPACE (32u << 20)   /* cuBLASLt workspace: 32 MiB, the Hopper recommendation */
+#define RT_GRAPHS 4                   /* captured graphs kept per program */
+
+/* ---- driver.c ------------------------------------------------------------ */
+
+/* Every driver entry libfp8rt uses. Names go through cuda.h's macros, so
+ * the table holds (and dlsym looks up) the versioned symbols the header
+ * declares: cuMemAlloc is cuMemAlloc_v2, cuGraphInstantiate is
+ * cuGraphInstantiateWithFlags. */
+#define RT_DRIVER_FUNCS(X)                                                                      \
+    X(cuInit) X(cuDriverGetVersion) X(cuGetErrorName) X(cuGetErrorString) X(cuDeviceGetCount)   \
+    X(cuDeviceGet) X(cuDeviceGetName) X(cuDeviceGetAttribute) X(cuDeviceTotalMem)              \
+    X(cuDevicePrimaryCtxRetain) X(cuDevicePrimaryCtxRelease) X(cuCtxPushCurrent)               \
+    X(cuCtxPopCurrent) X(cuCtxSynchronize) X(cuModuleLoadDataEx) X(cuModuleUnload)             \
+    X(cuModuleGetFunction) X(cuFuncGetAttribute) X(cuFuncSetAttribute)                          \
+    X(cuOccupancyMaxActiveBlocksPerMultiprocessor) X(cuMemAlloc) X(cuMemFree) X(cuMemsetD8)     \
+    X(cuMemcpyHtoD) X(cuMemcpyDtoH) X(cuMemcpyDtoDAsync) X(cuLaunchKernel)                     \
+    X(cuLaunchCooperativeKernel) X(cuStreamCreate) X(cuStreamDestroy) X(cuStreamSynchronize)   \
+    X(cuStreamIsCapturing) X(cuStreamBeginCapture) X(cuStreamEndCapture) X(cuGraphInstantiate) \
+    X(cuGraphLaunch) X(cuGraphDestroy) X(cuGraphExecDestroy) X(cuEventCreate) X(cuEventRecord)  \
+    X(cuEventSynchronize) X(cuEventElapsedTime) X(cuEventDestroy)
+
+#define RT_DRIVER_FIELD(f) __typeof__(f) *f;
+typedef struct {
+    RT_DRIVER_FUNCS(RT_DRIVER_FIELD)
+    __typeof__(cuFuncGetParamInfo) *cuFuncGetParamInfo; /* optional: driver 12.4+ */
+} RtDriver;
+
+extern RtDriver drv;
+
+/* Load libcuda (once per process) and cuInit. FP8RT_NO_DRIVER / FP8RT_NO_DEVICE
+ * with a message on failure; the same answer on every later call. */
+fp8rt_status rt_driver_init(char *err, size_t errlen);
+/* "CUDA_ERROR_INVALID_VALUE: invalid argument", also when the driver cannot say */
+void rt_cu_describe(CUresult r, char *buf, size_t n);
+
+/* ---- fp8rt.c: context and errors ---------------------------------------- */
+
+typedef struct RtGemmEntry RtGemmEntry;
+
+struct fp8rt_context {
+    int device;
+    CUdevice dev;
+    CUcontext cu;                 /* the device's primary context, retained */
+    fp8rt_device_props props;
+    int smem_optin;               /* max dynamic + static shared memory per block, opt-in */
+    CUstream capture;             /* graphs are captured here, then launched on the caller's stream */
+    cublasLtHandle_t lt;          /* made by the first GEMM (rt_lt_init) */
+    CUdeviceptr lt_ws;            /* RT_LT_WORKSPACE bytes */
+    RtGemmEntry *gemms;           /* prepared GEMMs by problem key */
+    int ngemms, capgemms;
+    fp8rt_program *programs;      /* loaded programs, freed with the context */
+    char err[RT_ERRLEN];
+};
+
+/* Record a failure: into ctx's message (when ctx) and the thread's. */
+fp8rt_status rt_err(fp8rt_context *ctx, fp8rt_status st, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+/* Record a failed CUDA (lib 0) or cuBLASLt (lib 1) call: where, what, why. */
+fp8rt_status rt_fail_call(fp8rt_context *ctx, int lib, int code, const char *call, const char *file, int line);
+/* Push ctx's CUDA context on this thread / pop it. */
+fp8rt_status rt_enter(fp8rt_context *ctx);
+void rt_leave(fp8rt_context *ctx);
+
+/* The one checking macro: every CUDA Driver and cuBLASLt call goes through
+ * it. On failure it records file:line, the call and the error's name and
+ * string, sets `st` and jumps to the function's `fail:` label, where the
+ * function frees what it holds. Expects `ctx` and `st` in scope. */
+#define CHECK(call)                                                                                  \
+    do {                                                                                             \
+        int rc_ = (int)(call);                                                                       \
+        if (rc_ != 0) {                                                                              \
+            st = rt_fail_call(ctx, _Generic((call), CUresult: 0, cublasStatus_t: 1), rc_, #call,      \
+                              __FILE__, __LINE__);                                                   \
+            goto fail;                                                                               \
+        }                                                                                            \
+    } while (0)
+
+/* ---- gemm.c --------------------------------------------------------------- */
+
+/* One FP8 GEMM call, as fp8rt_scaled_mm describes it (leading dims filled). */
+typedef struct {
+    int64_t m, n, k, lda, ldb, ldd;
+    fp8rt_dtype at, bt, dt, bias_dt;  /* bias_dt FP8RT_DTYPE_NONE: no bias */
+    int fast_accum;
+    CUdeviceptr a, b, d, bias, scale_a, scale_b;
+} RtGemmCall;
+
+/* Create the context's cuBLASLt handle and workspace, once. */
+fp8rt_status rt_lt_init(fp8rt_context *ctx);
+/* Check everything about a call before it runs (no CUDA calls). */
+fp8rt_status rt_gemm_check(fp8rt_context *ctx, const RtGemmCall *g);
+/* Make sure a prepared GEMM (descriptors + algorithm) exists for this call's
+ * problem; done before a graph capture so the capture only enqueues. */
+fp8rt_status rt_gemm_prepare(fp8rt_context *ctx, const RtGemmCall *g);
+/* Enqueue it on stream (prepares first if needed). */
+fp8rt_status rt_gemm_enqueue(fp8rt_context *ctx, const RtGemmCall *g, CUstream stream);
+void rt_gemm_cache_free(fp8rt_context *ctx);
+
+/* ---- program.c ------------------------------------------------------------ */
+
+void rt_program_free(fp8rt_program *prog);
+
+#endif /* FP8RT_RT_H */

@@ -1,0 +1,19 @@
+/* test_data.h — the runtime tests' program (test_data.c) and text helpers. */
+#ifndef FP8RT_TEST_DATA_H
+#define FP8RT_TEST_DATA_H
+
+#define TEST_PLAN_NLINES 18
+
+extern const char *const test_plan_lines[TEST_PLAN_NLINES];
+extern const char test_kernels_ptx[];
+
+/* The plan with line `line` (1-based; 0: none) replaced by `with` (NULL:
+ * dropped), each line behind `prefix` ("" for a bare plan, "// " in PTX).
+ * malloc'd. */
+char *test_plan_text(int line, const char *with, const char *prefix);
+/* The whole PTX file, with the same replacement. malloc'd. */
+char *test_program_ptx(int line, const char *with);
+/* s with the first `old` replaced by `with` (which must be there). malloc'd. */
+char *test_replace(const char *s, const char *old, const char *with);
+
+#endif

@@ -1,0 +1,347 @@
+/* test_plan.c — the plan parser (runtime/plan.c), without a GPU: the example
+ * of docs/plan.md, the test program's plan, a corpus of bad plans (each with
+ * its status, a message substring and the line it names), and robustness on
+ * truncated, mutated and binary input (run under ASan to catch over-reads). */
+#include <stdlib.h>
+
+#include "plan.h"
+#include "rt_test.h"
+/* after criterion.h (rt_test.h): it redefines Test otherwise */
+#include <criterion/parameterized.h>
+#include "test_data.h"
+
+static char err[1024];
+
+/* The first ``` block of docs/plan.md. malloc'd. */
+static char *docs_example(void)
+{
+    FILE *f = fopen(FP8RT_DOCS_PLAN, "rb");
+    cr_assert(f, "cannot open %s", FP8RT_DOCS_PLAN);
+    static char doc[1 << 16];
+    size_t n = fread(doc, 1, sizeof doc - 1, f);
+    fclose(f);
+    doc[n] = 0;
+    char *start = strstr(doc, "```\n");
+    cr_assert(start, "no ``` block in %s", FP8RT_DOCS_PLAN);
+    start += 4;
+    char *end = strstr(start, "```");
+    cr_assert(end);
+    return strndup(start, (size_t)(end - start));
+}
+
+Test(plan, accepts_docs_example)
+{
+    char *text = docs_example();
+    RtPlan p;
+    fp8rt_status st = rt_plan_parse_text(text, strlen(text), "plan.md", &p, err, sizeof err);
+    cr_assert_eq(st, FP8RT_OK, "%s", err);
+    cr_assert_eq(p.version, 1);
+    cr_assert_str_eq(p.target, "sm_90");
+    cr_assert_eq(p.sm, 90);
+    cr_assert_eq(p.nin, 2);
+    cr_assert_eq(p.nout, 3);
+    cr_assert_str_eq(p.in[1].name, "weight");
+    cr_assert_eq(p.in[1].type.dtype, FP8RT_BF16);
+    cr_assert_eq(p.out[2].type.rank, 0);
+    cr_assert_eq(p.workspace, 4352);
+    cr_assert_eq(p.nbuf, 4);
+    cr_assert_eq(p.buf[0].layout[0], 1);
+    cr_assert_eq(p.buf[3].zero, 1);
+    cr_assert_eq(p.buf[3].offset, 2304);
+    cr_assert_eq(p.nstep, 3);
+    cr_assert_eq(p.step[0].kind, STEP_LAUNCH);
+    cr_assert_str_eq(p.step[0].u.launch.kernel, "k0");
+    cr_assert_eq(p.step[0].u.launch.grid, 0);
+    cr_assert_eq(p.step[0].u.launch.coop, 1);
+    cr_assert_eq(p.step[0].u.launch.nargs, 8);
+    cr_assert_eq(p.step[0].u.launch.args[7].kind, REF_BUF);
+    cr_assert_eq(p.step[0].u.launch.args[7].index, 3);
+    const RtGemm *g = &p.step[1].u.gemm;
+    cr_assert_eq(p.step[1].kind, STEP_GEMM);
+    cr_assert(g->m == 16 && g->n == 64 && g->k == 32 && g->fast_accum == 1 && !g->has_bias);
+    cr_assert_eq(g->b.kind, REF_BUF);
+    cr_assert_eq(p.step[2].kind, STEP_COPY);
+    cr_assert_eq(p.step[2].u.copy.bytes, 4);
+    rt_plan_free(&p);
+
+    /* the same plan as the top of a PTX file */
+    char *ptx = calloc(1, strlen(text) * 2 + 200);
+    char *line = strtok(text, "\n");
+    for (; line; line = strtok(NULL, "\n"))
+        strcat(strcat(strcat(ptx, "// "), line), "\n");
+    strcat(ptx, "// end-plan\n.version 8.0\n.target sm_90\n.address_size 64\n");
+    st = rt_plan_parse_ptx(ptx, strlen(ptx), "plan.ptx", &p, err, sizeof err);
+    cr_assert_eq(st, FP8RT_OK, "%s", err);
+    cr_assert_eq(p.nstep, 3);
+    cr_assert(p.ptx_offset > 0 && strncmp(ptx + p.ptx_offset, ".version", 8) == 0);
+    rt_plan_free(&p);
+    free(ptx);
+    free(text);
+}
+
+Test(plan, accepts_test_program)
+{
+    char *ptx = test_program_ptx(0, NULL);
+    RtPlan p;
+    fp8rt_status st = rt_plan_parse_ptx(ptx, strlen(ptx), "prog.ptx", &p, err, sizeof err);
+    cr_assert_eq(st, FP8RT_OK, "%s", err);
+    cr_assert_eq(p.nin, 6);
+    cr_assert_eq(p.nout, 3);
+    cr_assert_eq(p.step[1].u.launch.smem, 1024);
+    cr_assert_eq(p.step[2].u.gemm.bias_dtype, FP8RT_BF16);
+    rt_plan_free(&p);
+    /* and through the public entry that needs no device */
+    cr_assert_eq(fp8rt_program_check(ptx, strlen(ptx), "prog.ptx"), FP8RT_OK, "%s", fp8rt_last_error(NULL));
+    free(ptx);
+}
+
+Test(plan, accepts_crlf_comments_blank_lines_any_key_order)
+{
+    char *ptx = test_program_ptx(15, "launch k0 args=in:0,buf:0 coop=0 smem=0 block=256 grid=0   # comment");
+    char *a = test_replace(ptx, "// target sm_90\n", "//target sm_90\r\n//\n// # a comment line\n");
+    RtPlan p;
+    fp8rt_status st = rt_plan_parse_ptx(a, strlen(a), "crlf.ptx", &p, err, sizeof err);
+    cr_assert_eq(st, FP8RT_OK, "%s", err);
+    cr_assert_eq(p.step[0].u.launch.block, 256);
+    rt_plan_free(&p);
+    free(a);
+    free(ptx);
+}
+
+/* One bad plan: plan line `line` replaced by `with` ("" drops it). Arrays,
+ * not pointers: criterion copies parameters into a worker process whose
+ * addresses differ. */
+typedef struct {
+    int line;
+    char with[200];
+    fp8rt_status status;
+    char substr[80];
+    int errline;        /* the line the message must name */
+} BadPlan;
+
+static const BadPlan bad_plans[] = {
+    {15, "lanch k0 grid=0 block=256 smem=0 coop=0 args=in:0", FP8RT_BAD_PROGRAM, "unknown plan line 'lanch'", 15},
+    {1, "fp8cc-plan 2", FP8RT_BAD_PROGRAM, "plan version 2; this runtime reads version 1", 1},
+    {1, "fp8cc-plan one", FP8RT_BAD_PROGRAM, "not a non-negative integer", 1},
+    {2, "", FP8RT_BAD_PROGRAM, "missing 'target' line", 1},
+    {2, "target gfx90a", FP8RT_BAD_PROGRAM, "bad target 'gfx90a'", 2},
+    {12, "target sm_90", FP8RT_BAD_PROGRAM, "second 'target' line", 12},
+    {3, "input 1 x f32[1024]", FP8RT_BAD_PROGRAM, "input 1 out of order", 3},
+    {3, "input 0 x f33[1024]", FP8RT_BAD_PROGRAM, "unknown dtype 'f33'", 3},
+    {3, "input 0 x f32", FP8RT_BAD_PROGRAM, "has no [dims]", 3},
+    {3, "input 0 x f32[1,2,3,4,5,6,7,8,9]", FP8RT_BAD_PROGRAM, "more than 8 entries", 3},
+    {3, "input 0 x f32[99999999999999999999]", FP8RT_BAD_PROGRAM, "too large", 3},
+    {3, "input 0 x f32[1024] extra", FP8RT_BAD_PROGRAM, "wants 3 words", 3},
+    {4, "input 1 x f8e4m3fn[32,64]", FP8RT_BAD_PROGRAM, "name 'x' is already used by input 0", 4},
+    {13, "buffer 0 f32[1024] offset=0 bytes=8192", FP8RT_BAD_PROGRAM, "ends outside the workspace", 13},
+    {14, "buffer 1 f32[] offset=4104 bytes=4 zero", FP8RT_BAD_PROGRAM, "offset=4104 is not a multiple of 16", 14},
+    {13, "buffer 0 f32[1024] offset=0 bytes=4000", FP8RT_BAD_PROGRAM, "less than its type needs", 13},
+    {13, "buffer 0 f32[32,32] layout=[0,0] offset=0 bytes=4096", FP8RT_BAD_PROGRAM, "not a permutation", 13},
+    {13, "buffer 0 f32[1024] offset=0 bytes=4096 zero zero", FP8RT_BAD_PROGRAM, "'zero' given twice", 13},
+    {14, "buffer 0 f32[] offset=4096 bytes=4", FP8RT_BAD_PROGRAM, "buffer 0 out of order", 14},
+    {15, "launch k0 grid=0 smem=0 coop=0 args=in:0,buf:0", FP8RT_BAD_PROGRAM, "missing key 'block='", 15},
+    {15, "launch k0 gird=0 block=256 smem=0 coop=0 args=in:0,buf:0", FP8RT_BAD_PROGRAM, "unknown key 'gird'", 15},
+    {15, "launch k0 grid=0 grid=1 block=256 smem=0 coop=0 args=in:0", FP8RT_BAD_PROGRAM, "key 'grid' given twice", 15},
+    {15, "launch k0 grid=0 block=2048 smem=0 coop=0 args=in:0,buf:0", FP8RT_BAD_PROGRAM, "block=2048 is out of range", 15},
+    {15, "launch k0 grid=0 block=256 smem=0 coop=2 args=in:0,buf:0", FP8RT_BAD_PROGRAM, "coop=2 is out of range", 15},
+    {15, "launch k0 grid=-1 block=256 smem=0 coop=0 args=in:0,buf:0", FP8RT_BAD_PROGRAM, "not a non-negative", 15},
+    {15, "launch 9k grid=0 block=256 smem=0 coop=0 args=in:0", FP8RT_BAD_PROGRAM, "wants a kernel name", 15},
+    {15, "launch k0 grid=0 block=256 smem=0 coop=0 args=in:0,in:6", FP8RT_BAD_PROGRAM,
+     "reference 'in:6' is out of range (the plan has 6 inputs)", 15},
+    {15, "launch k0 grid=0 block=256 smem=0 coop=0 args=in:0,buf:2", FP8RT_BAD_PROGRAM, "out of range", 15},
+    {15, "launch k0 grid=0 block=256 smem=0 coop=0 args=inp:0,buf:0", FP8RT_BAD_PROGRAM, "bad reference 'inp:0'", 15},
+    {15, "launch k0 grid=0 block=256 smem=0 coop=0 args=in:0,,buf:0", FP8RT_BAD_PROGRAM, "empty reference", 15},
+    {17, "gemm d=out:1 a=in:1 b=in:2 scale_a=in:3 scale_b=in:4 bias=in:5 m=32 n=16 k=24 atype=f8e4m3fn "
+         "btype=f8e4m3fn dtype=bf16 fast_accum=0",
+     FP8RT_BAD_PROGRAM, "k=24 is not a multiple of 16", 17},
+    {17, "gemm d=out:1 a=in:1 b=in:2 scale_a=in:3 scale_b=in:4 bias=in:5 m=32 n=16 k=64 atype=f8e5m2 "
+         "btype=f8e5m2 dtype=bf16 fast_accum=0",
+     FP8RT_UNSUPPORTED, "f8e5m2 x f8e5m2 is not supported", 17},
+    {17, "gemm d=out:1 a=in:1 b=in:2 scale_a=in:3 scale_b=in:4 bias=in:5 m=32 n=16 k=64 atype=f8e4m3fn "
+         "btype=f8e4m3fn dtype=f16 fast_accum=0",
+     FP8RT_BAD_PROGRAM, "gemm d=out:1 is bf16, the gemm wants f16", 17},
+    {17, "gemm d=out:1 a=in:1 b=in:2 scale_a=in:3 scale_b=in:4 bias=in:5 m=64 n=16 k=64 atype=f8e4m3fn "
+         "btype=f8e4m3fn dtype=bf16 fast_accum=0",
+     FP8RT_BAD_PROGRAM, "holds 512 elements, the gemm needs 1024", 17},
+    {17, "gemm d=out:1 a=in:1 b=in:2 scale_a=in:3 scale_b=in:4 bias=in:0 m=32 n=16 k=64 atype=f8e4m3fn "
+         "btype=f8e4m3fn dtype=bf16 fast_accum=0",
+     FP8RT_BAD_PROGRAM, "gemm bias=in:0 is f32, the gemm wants bf16", 17},
+    {17, "gemm d=out:1 a=in:1 b=in:2 scale_a=in:0 scale_b=in:4 bias=none m=32 n=16 k=64 atype=f8e4m3fn "
+         "btype=f8e4m3fn dtype=bf16 fast_accum=0",
+     FP8RT_BAD_PROGRAM, "gemm scale_a=in:0 is f32 with 1024 elements, the gemm wants an f32 scalar", 17},
+    {17, "gemm d=in:0 a=in:1 b=in:2 scale_a=in:3 scale_b=in:4 bias=none m=32 n=16 k=64 atype=f8e4m3fn "
+         "btype=f8e4m3fn dtype=bf16 fast_accum=0",
+     FP8RT_BAD_PROGRAM, "writes a program input", 17},
+    {17, "gemm d=out:1 a=in:1 b=in:2 scale_a=in:3 scale_b=in:4 bias=none m=32 n=16 k=64 atype=f8e4m3fn "
+         "btype=f8e4m3fn dtype=bf16",
+     FP8RT_BAD_PROGRAM, "missing key 'fast_accum='", 17},
+    {17, "gemm d=out:1 a=in:1 b=in:2 scale_a=in:3 scale_b=in:4 bias=none m=32 n=16 k=64 atype=f8e4m3 "
+         "btype=f8e4m3fn dtype=bf16 fast_accum=0",
+     FP8RT_BAD_PROGRAM, "atype: unknown dtype 'f8e4m3'", 17},
+    {18, "copy dst=out:2 src=in:0 bytes=8192", FP8RT_BAD_PROGRAM, "copy bytes=8192 is more than out:2 holds", 18},
+    {18, "copy dst=in:0 src=out:2 bytes=4096", FP8RT_BAD_PROGRAM, "copy dst=in:0 writes a program input", 18},
+    {18, "copy dst=out:2 src=in:0 bytes=4096 a b c d e f g h i j k l m n o p q r s t u v w x y z 1 2 3 4 5",
+     FP8RT_BAD_PROGRAM, "too many words", 18},
+    {18, "copy dst=out:2 src=in:0 bytes=4096 \x01", FP8RT_BAD_PROGRAM, "byte 0x01 at column 39 is not printable", 18},
+    {18, "copy dst=out:2 src=in:0 bytes=4096 \xc3\xa9", FP8RT_BAD_PROGRAM, "not printable ASCII", 18},
+    {12, "workspace 4352 4352", FP8RT_BAD_PROGRAM, "'workspace' wants one word", 12},
+};
+
+ParameterizedTestParameters(plan, rejects_bad_plan)
+{
+    return cr_make_param_array(BadPlan, bad_plans, sizeof bad_plans / sizeof bad_plans[0]);
+}
+
+ParameterizedTest(const BadPlan *b, plan, rejects_bad_plan)
+{
+    char *ptx = test_program_ptx(b->line, b->with[0] ? b->with : NULL);
+    RtPlan p;
+    char prefix[64];
+    fp8rt_status st = rt_plan_parse_ptx(ptx, strlen(ptx), "bad.ptx", &p, err, sizeof err);
+    cr_assert_eq(st, b->status, "line %d '%s': got %s, want %s: %s", b->line, b->with[0] ? b->with : "(dropped)",
+                 fp8rt_status_name(st), fp8rt_status_name(b->status), err);
+    cr_assert(strstr(err, b->substr), "line %d: message lacks \"%s\": %s", b->line, b->substr, err);
+    snprintf(prefix, sizeof prefix, "bad.ptx:%d: ", b->errline);
+    cr_assert(strncmp(err, prefix, strlen(prefix)) == 0, "message does not name line %d: %s", b->errline, err);
+    cr_assert_eq(p.arena, NULL, "a failed parse leaves nothing to free");
+    /* the public, device-free entry says the same */
+    cr_assert_eq(fp8rt_program_check(ptx, strlen(ptx), "bad.ptx"), b->status);
+    cr_assert_str_eq(fp8rt_last_error(NULL), err);
+    free(ptx);
+}
+
+/* Whole-file problems: a whole text, its status and message. */
+typedef struct {
+    const char *text;
+    const char *substr;
+} BadFile;
+
+Test(plan, rejects_bad_files)
+{
+    char *prog = test_program_ptx(0, NULL);
+    char *wrong_target = test_replace(prog, ".target sm_90\n", ".target sm_89\n");
+    char *no_ptx = test_plan_text(0, NULL, "// ");
+    no_ptx = realloc(no_ptx, strlen(no_ptx) + 20);
+    strcat(no_ptx, "// end-plan\n");
+    char *no_end = test_replace(prog, "// end-plan\n", "");
+    char *unprefixed = test_replace(prog, "// workspace 4352\n", "workspace 4352\n");
+    const BadFile files[] = {
+        {"", "not an fp8cc PTX file: it is empty"},
+        {"\n\n   \n", "not an fp8cc PTX file: it is empty"},
+        {"hello, world\n", "not an fp8cc PTX file: the first line is not '// fp8cc-plan VERSION'"},
+        {".version 8.0\n.target sm_90\n", "not an fp8cc PTX file"},
+        {"\x7f" "ELF\x02\x01\x01\x00\x00\x00", "not an fp8cc PTX file"},
+        {"fp8cc-plan 1\ntarget sm_90\n", "not an fp8cc PTX file"},
+        {"// fp8cc-plan 1\n// target sm_90\n", "no '// end-plan' line"},
+        {wrong_target, "the PTX says '.target sm_89' but the plan says 'target sm_90'"},
+        {no_ptx, "no PTX after the plan"},
+        {no_end, "f.ptx:19: plan line does not start with '//' (no '// end-plan' before it?)"},
+        {unprefixed, "does not start with '//'"},
+    };
+    for (size_t i = 0; i < sizeof files / sizeof files[0]; i++) {
+        size_t len = strlen(files[i].text);
+        char *copy = malloc(len + 1);  /* exact size: ASan sees any over-read */
+        memcpy(copy, files[i].text, len);
+        RtPlan p;
+        fp8rt_status st = rt_plan_parse_ptx(copy, len, "f.ptx", &p, err, sizeof err);
+        cr_assert_eq(st, FP8RT_BAD_PROGRAM, "file %zu: got %s: %s", i, fp8rt_status_name(st), err);
+        cr_assert(strstr(err, files[i].substr), "file %zu: message lacks \"%s\": %s", i, files[i].substr, err);
+        free(copy);
+    }
+    /* a NUL inside the PTX */
+    size_t len = strlen(prog);
+    prog[len - 5] = 0;
+    RtPlan p;
+    cr_assert_eq(rt_plan_parse_ptx(prog, len, "nul.ptx", &p, err, sizeof err), FP8RT_BAD_PROGRAM);
+    cr_assert(strstr(err, "NUL byte inside the PTX"), "%s", err);
+    free(prog), free(wrong_target), free(no_ptx), free(no_end), free(unprefixed);
+}
+
+Test(plan, version_mismatch_message)
+{
+    char *ptx = test_program_ptx(1, "fp8cc-plan 2");
+    cr_assert_eq(fp8rt_program_check(ptx, strlen(ptx), "v2.ptx"), FP8RT_BAD_PROGRAM);
+    cr_assert_str_eq(fp8rt_last_error(NULL), "v2.ptx:1: plan version 2; this runtime reads version 1");
+    free(ptx);
+}
+
+/* Every prefix of a valid file, each in a buffer of its exact size. */
+Test(plan, survives_truncation)
+{
+    char *ptx = test_program_ptx(0, NULL);
+    size_t n = strlen(ptx);
+    for (size_t len = 0; len <= n; len++) {
+        char *copy = malloc(len ? len : 1);
+        memcpy(copy, ptx, len);
+        RtPlan p;
+        fp8rt_status st = rt_plan_parse_ptx(copy, len, "t.ptx", &p, err, sizeof err);
+        cr_assert(st == FP8RT_OK || (st == FP8RT_BAD_PROGRAM && err[0]), "prefix %zu: %s", len, err);
+        if (st == FP8RT_OK)
+            rt_plan_free(&p);
+        free(copy);
+    }
+    free(ptx);
+}
+
+/* Random byte flips of a valid file, and random bytes. */
+Test(plan, survives_mutation_and_binary)
+{
+    char *ptx = test_program_ptx(0, NULL);
+    size_t n = strlen(ptx);
+    uint64_t seed = 0x9e3779b97f4a7c15ull;
+    char *copy = malloc(n);
+    for (int iter = 0; iter < 3000; iter++) {
+        memcpy(copy, ptx, n);
+        int flips = 1 + (int)(rnd(&seed) % 4);
+        for (int f = 0; f < flips; f++)
+            copy[rnd(&seed) % n] = (char)(iter % 3 == 0 ? "=,:[] #\n/0159x"[rnd(&seed) % 14] : (int)(rnd(&seed) & 255));
+        size_t len = iter % 5 == 0 ? rnd(&seed) % n : n;
+        RtPlan p;
+        fp8rt_status st = rt_plan_parse_ptx(copy, len, "m.ptx", &p, err, sizeof err);
+        cr_assert(st == FP8RT_OK || ((st == FP8RT_BAD_PROGRAM || st == FP8RT_UNSUPPORTED) && err[0]));
+        if (st == FP8RT_OK)
+            rt_plan_free(&p);
+    }
+    for (int iter = 0; iter < 500; iter++) {
+        size_t len = rnd(&seed) % 4096;
+        char *bin = malloc(len ? len : 1);
+        for (size_t i = 0; i < len; i++)
+            bin[i] = (char)rnd(&seed);
+        if (iter % 2 && len > 16)
+            memcpy(bin, "// fp8cc-plan 1\n", 16);
+        RtPlan p;
+        fp8rt_status st = rt_plan_parse_ptx(bin, len, "b.ptx", &p, err, sizeof err);
+        cr_assert_eq(st, FP8RT_BAD_PROGRAM, "%s", err);
+        free(bin);
+    }
+    free(copy);
+    free(ptx);
+}
+
+/* A 100000-argument launch parses; a 1 MB word is quoted briefly. */
+Test(plan, long_lines)
+{
+    size_t nargs = 100000;
+    char *line = malloc(nargs * 5 + 100);
+    strcpy(line, "launch k0 grid=0 block=256 smem=0 coop=0 args=in:0");
+    size_t at = strlen(line);
+    for (size_t i = 1; i < nargs; i++, at += 5)
+        memcpy(line + at, ",in:0", 5);
+    line[at] = 0;
+    char *ptx = test_program_ptx(15, line);
+    RtPlan p;
+    fp8rt_status st = rt_plan_parse_ptx(ptx, strlen(ptx), "long.ptx", &p, err, sizeof err);
+    cr_assert_eq(st, FP8RT_OK, "%s", err);
+    cr_assert_eq(p.step[0].u.launch.nargs, (int)nargs);
+    rt_plan_free(&p);
+    free(ptx);
+
+    memset(line, 'x', nargs * 5);
+    line[nargs * 5] = 0;
+    ptx = test_program_ptx(15, line);
+    st = rt_plan_parse_ptx(ptx, strlen(ptx), "long.ptx", &p, err, sizeof err);
+    cr_assert_eq(st, FP8RT_BAD_PROGRAM);
+    cr_assert(strstr(err, "unknown plan line 'xxxx") && strlen(err) < 200, "%s", err);
+    free(ptx);
+    free(line);
+}

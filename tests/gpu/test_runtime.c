@@ -1,0 +1,136 @@
+/* test_runtime.c — libfp8rt's public API where no GPU is needed: contexts
+ * without a driver (missing library, the toolkit's stub), argument checks,
+ * names and helpers, and fp8run's command line (usage errors; the clear
+ * message without a driver). The GPU cases are in test_gemm.c and
+ * test_program.c. */
+#include <stdlib.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+
+#include "rt_test.h"
+
+#define CUDA_STUB "/usr/local/cuda/lib64/stubs/libcuda.so"
+
+/* Without a GPU: NO_DRIVER or NO_DEVICE and a message that says why. With
+ * one: a working context whose properties make sense. */
+Test(context, create_reports_driver_or_device)
+{
+    fp8rt_context *ctx = (fp8rt_context *)1;
+    fp8rt_status st = fp8rt_context_create(0, &ctx);
+    if (st == FP8RT_OK) {
+        fp8rt_device_props pr;
+        CHECK_OK(fp8rt_device_properties(ctx, &pr), ctx);
+        cr_assert(pr.sm_count > 0 && pr.cc_major >= 7 && pr.name[0], "device %s sm_%d%d, %d SMs", pr.name,
+                  pr.cc_major, pr.cc_minor, pr.sm_count);
+        cr_log_info("device 0: %s, sm_%d%d, %d SMs", pr.name, pr.cc_major, pr.cc_minor, pr.sm_count);
+        CHECK_OK(fp8rt_context_destroy(ctx), NULL);
+        return;
+    }
+    cr_assert(st == FP8RT_NO_DRIVER || st == FP8RT_NO_DEVICE, "got %s: %s", fp8rt_status_name(st),
+              fp8rt_last_error(NULL));
+    cr_assert_null(ctx);
+    cr_assert(strstr(fp8rt_last_error(NULL), "fp8rt_context_create: "), "%s", fp8rt_last_error(NULL));
+    cr_assert(strlen(fp8rt_last_error(NULL)) > 30, "%s", fp8rt_last_error(NULL));
+    /* asking again gives the same answer */
+    cr_assert_eq(fp8rt_context_create(0, &ctx), st);
+}
+
+Test(context, missing_driver_library)
+{
+    setenv("FP8RT_LIBCUDA", "/nonexistent/libcuda.so.1", 1);
+    fp8rt_context *ctx = NULL;
+    ASSERT_FAILS(fp8rt_context_create(0, &ctx), FP8RT_NO_DRIVER, NULL,
+                 "cannot load the CUDA driver library /nonexistent/libcuda.so.1");
+    cr_assert_null(ctx);
+}
+
+Test(context, stub_driver_library)
+{
+    struct stat sb;
+    if (stat(CUDA_STUB, &sb) != 0)
+        cr_skip_test("no CUDA stub library at %s", CUDA_STUB);
+    setenv("FP8RT_LIBCUDA", CUDA_STUB, 1);
+    fp8rt_context *ctx = NULL;
+    ASSERT_FAILS(fp8rt_context_create(0, &ctx), FP8RT_NO_DRIVER, NULL, "CUDA_ERROR_STUB_LIBRARY");
+    cr_assert(strstr(fp8rt_last_error(NULL), "cuInit(0)"), "%s", fp8rt_last_error(NULL));
+}
+
+Test(context, null_arguments)
+{
+    ASSERT_FAILS(fp8rt_context_create(0, NULL), FP8RT_INVALID_ARGUMENT, NULL, "out is NULL");
+    cr_assert_eq(fp8rt_context_destroy(NULL), FP8RT_OK);
+    cr_assert_eq(fp8rt_program_destroy(NULL), FP8RT_OK);
+    fp8rt_program *p = (fp8rt_program *)1;
+    ASSERT_FAILS(fp8rt_program_load_data(NULL, "x", 1, "x", &p), FP8RT_INVALID_ARGUMENT, NULL, "ctx is NULL");
+    ASSERT_FAILS(fp8rt_program_load_file(NULL, "x", &p), FP8RT_INVALID_ARGUMENT, NULL, "ctx is NULL");
+    ASSERT_FAILS(fp8rt_run(NULL, NULL, 0, NULL, 0, NULL), FP8RT_INVALID_ARGUMENT, NULL, "program is NULL");
+    ASSERT_FAILS(fp8rt_scaled_mm(NULL, NULL, NULL), FP8RT_INVALID_ARGUMENT, NULL, "ctx is NULL");
+    ASSERT_FAILS(fp8rt_malloc(NULL, 16, NULL), FP8RT_INVALID_ARGUMENT, NULL, "ctx is NULL");
+    ASSERT_FAILS(fp8rt_program_io_count(NULL, NULL, NULL), FP8RT_INVALID_ARGUMENT, NULL, "program is NULL");
+    ASSERT_FAILS(fp8rt_program_check(NULL, 5, "x"), FP8RT_INVALID_ARGUMENT, NULL, "data is NULL");
+}
+
+Test(api, names_and_sizes)
+{
+    cr_assert_str_eq(fp8rt_status_name(FP8RT_BAD_PROGRAM), "FP8RT_BAD_PROGRAM");
+    cr_assert_str_eq(fp8rt_status_name((fp8rt_status)999), "FP8RT_?");
+    cr_assert_str_eq(fp8rt_dtype_name(FP8RT_BF16), "bf16");
+    cr_assert_str_eq(fp8rt_dtype_name(FP8RT_F8E4M3FN), "f8e4m3fn");
+    cr_assert_str_eq(fp8rt_dtype_name((fp8rt_dtype)99), "?");
+    cr_assert_eq(fp8rt_dtype_size(FP8RT_F8E5M2), 1);
+    cr_assert_eq(fp8rt_dtype_size(FP8RT_BF16), 2);
+    cr_assert_eq(fp8rt_dtype_size(FP8RT_I64), 8);
+    cr_assert_eq(fp8rt_dtype_size(FP8RT_DTYPE_NONE), 0);
+    int64_t dims[3] = {2, 3, 4};
+    fp8rt_tensor t = fp8rt_tensor_dense((void *)256, FP8RT_F32, 3, dims);
+    cr_assert(t.strides[0] == 12 && t.strides[1] == 4 && t.strides[2] == 1 && t.dims[1] == 3);
+}
+
+Test(api, check_program_without_device)
+{
+    const char *garbage = "just some text\n";
+    ASSERT_FAILS(fp8rt_program_check(garbage, strlen(garbage), "g.txt"), FP8RT_BAD_PROGRAM, NULL,
+                 "g.txt:1: not an fp8cc PTX file");
+}
+
+/* ---- fp8run ---------------------------------------------------------------- */
+
+/* Runs fp8run with args (and the environment prefix env); returns its exit
+ * status and its output in out. */
+static int fp8run(const char *env, const char *args, char *out, size_t n)
+{
+    char cmd[4096];
+    snprintf(cmd, sizeof cmd, "%s '%s' %s 2>&1", env, FP8RUN_PATH, args);
+    FILE *f = popen(cmd, "r");
+    cr_assert(f, "popen %s", cmd);
+    size_t got = fread(out, 1, n - 1, f);
+    out[got] = 0;
+    int status = pclose(f);
+    cr_assert(WIFEXITED(status), "fp8run did not exit: %s", cmd);
+    return WEXITSTATUS(status);
+}
+
+Test(fp8run, usage_errors_exit_2)
+{
+    char out[4096];
+    cr_assert_eq(fp8run("", "", out, sizeof out), 2, "%s", out);
+    cr_assert(strstr(out, "usage: fp8run"), "%s", out);
+    cr_assert_eq(fp8run("", "p.ptx --bogus -o o.st", out, sizeof out), 2, "%s", out);
+    cr_assert(strstr(out, "unknown option '--bogus'"), "%s", out);
+    cr_assert_eq(fp8run("", "p.ptx --iters zero -o o.st", out, sizeof out), 2, "%s", out);
+    cr_assert(strstr(out, "--iters wants an integer"), "%s", out);
+    cr_assert_eq(fp8run("", "p.ptx", out, sizeof out), 2, "%s", out);
+    cr_assert(strstr(out, "nothing to do"), "%s", out);
+}
+
+/* The message a user without a GPU sees (forced here with a driver path that
+ * does not exist, so it is the same on every machine). */
+Test(fp8run, no_driver_message_exit_1)
+{
+    char out[4096];
+    int rc = fp8run("FP8RT_LIBCUDA=/nonexistent/libcuda.so.1", "p.ptx --inputs in.safetensors -o out.safetensors",
+                    out, sizeof out);
+    cr_assert_eq(rc, 1, "%s", out);
+    cr_assert(strstr(out, "fp8run: no CUDA driver/device: "), "%s", out);
+    cr_assert(strstr(out, "/nonexistent/libcuda.so.1"), "%s", out);
+}
