@@ -98,6 +98,31 @@ strides(Func *fn, uint32_t v, int64_t *st)
 	}
 }
 
+/* true if v at coords lies at the loop's own linear index: walking v's
+ * memory order, outermost first, meets the loop's coordinates in the loop's
+ * memory order with the same extents (a transposed read of a transposed
+ * write is one, a broadcast is not) */
+static bool
+at_space_index(Cg *c, uint32_t v, LLVMValueRef *coords)
+{
+	Func *fn = c->fn;
+	int64_t t1[IR_MAXRANK], t2[IR_MAXRANK];
+	const int64_t *ov, *os, *dv, *ds;
+	uint32_t s = c->space;
+	int rank = fn->vals[v].rank;
+
+	if (!coords || !c->space_coords || rank != fn->vals[s].rank)
+		return false;
+	ov = order_of(fn, v, t1);
+	os = order_of(fn, s, t2);
+	dv = ir_dims(fn, v);
+	ds = ir_dims(fn, s);
+	for (int m = 0; m < rank; m++)
+		if (coords[ov[m]] != c->space_coords[os[m]] || dv[ov[m]] != ds[os[m]])
+			return false;
+	return true;
+}
+
 /* element offset of coords in v's layout, and the alignment it is known to have */
 static LLVMValueRef
 offset(Cg *c, uint32_t v, LLVMValueRef *coords, int *align)
@@ -107,7 +132,7 @@ offset(Cg *c, uint32_t v, LLVMValueRef *coords, int *align)
 	int size = dt_size((DType)c->fn->vals[v].dtype);
 
 	*align = size;
-	if (coords && coords == c->space_coords && same_space(c->fn, v, c->space)) {
+	if (at_space_index(c, v, coords)) {
 		int a = c->space_align * size;
 
 		*align = a > 16 ? 16 : a < size ? size : a;

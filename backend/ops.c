@@ -154,18 +154,25 @@ int_to_float(Cg *c, LLVMValueRef x, DType from, DType to, bool fixup)
 	return from_f32(c, f, to, fixup);
 }
 
-/* float → integer: truncate, saturate to int64, NaN → 0, then wrap */
+/* float → integer as PyTorch's CUDA casts (interp.c, ir_float_to_int):
+ * saturate to int64 with NaN → INT64_MIN for i64 and u8, to int32 for i32,
+ * i16 and i8 with NaN → INT32_MIN from f64 and 0 otherwise; narrow types
+ * keep the low bits */
 static LLVMValueRef
 float_to_int(Cg *c, LLVMValueRef x, DType from, DType to)
 {
-	LLVMTypeRef over[2] = { c->i64, NULL };
+	bool wide = to == DT_I64 || to == DT_U8;
+	LLVMTypeRef over[2] = { wide ? c->i64 : c->i32, NULL };
 	LLVMValueRef w;
 
 	if (dt_isfp8(from) || from == DT_F16 || from == DT_BF16)
 		x = to_f32(c, x, from);
 	over[1] = LLVMTypeOf(x);
 	w = be_call(c, "llvm.fptosi.sat", over, 2, &x, 1);
-	return to == DT_I64 ? w : LLVMBuildTrunc(c->b, w, be_type(c, to), "");
+	if (wide || from == DT_F64)
+		w = LLVMBuildSelect(c->b, LLVMBuildFCmp(c->b, LLVMRealUNO, x, x, ""),
+			LLVMConstInt(LLVMTypeOf(w), wide ? 1ull << 63 : 1ull << 31, 0), w, "");
+	return to == DT_I64 || to == DT_I32 ? w : LLVMBuildTrunc(c->b, w, be_type(c, to), "");
 }
 
 LLVMValueRef
@@ -244,8 +251,7 @@ unary_float(Cg *c, Op op, LLVMValueRef x, bool dbl)
 	case OP_SIGN:
 		pos = LLVMBuildSelect(c->b, LLVMBuildFCmp(c->b, LLVMRealOGT, x, zero, ""), one, zero, "");
 		neg = LLVMBuildSelect(c->b, LLVMBuildFCmp(c->b, LLVMRealOLT, x, zero, ""), one, zero, "");
-		return LLVMBuildSelect(c->b, LLVMBuildFCmp(c->b, LLVMRealUNO, x, x, ""), x,
-			LLVMBuildFSub(c->b, pos, neg, ""), "");
+		return LLVMBuildFSub(c->b, pos, neg, "");   /* NaN → 0, as PyTorch */
 	case OP_ISFINITE:
 		return LLVMBuildFCmp(c->b, LLVMRealOLT, intrinsic1(c, "llvm.fabs", x),
 			LLVMConstReal(t, 1.0 / 0.0), "");

@@ -98,8 +98,14 @@ fe_verror(const Source *src, uint32_t line, uint32_t col, const char *fmt, va_li
 	if (line == 0)
 		return;
 	text = line_at(src, line, &len);
-	if (len > 400)   /* long lines: show the neighbourhood of the column */
+	if (len > 400) {   /* a long line: show the 400 bytes around the column */
+		size_t from = col > 200 ? col - 200 : 0;
+
+		from = from > len - 400 ? len - 400 : from;
+		text += from;
+		col -= (uint32_t)from;
 		len = 400;
+	}
 	for (size_t i = 0; i < len; i++)
 		fputc((unsigned char)text[i] < 0x20 && text[i] != '\t' ? ' ' : text[i], out);
 	fputc('\n', out);

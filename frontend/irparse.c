@@ -370,9 +370,11 @@ instr(P *p, int32_t kernel)
 	in->kernel = kernel;
 	in->line = optok.line;
 	in->col = optok.col;
+	if (!define(p, &name, res))
+		return false;
 	if (!ir_check_instr(p->fn, in, msg, sizeof msg))
 		return err(p, &optok, "%s", msg);
-	return define(p, &name, res);
+	return true;
 }
 
 /* refs := "(" [ref {"," ref}] ")" — pushed to fn->argv */

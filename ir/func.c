@@ -118,14 +118,17 @@ ir_retname(Func *fn, uint32_t i, char buf[16])
 	return fn->retnames[i] ? fn->retnames[i] : ir_name(fn, fn->rets[i], buf);
 }
 
+/* the element count; INT64_MAX when it does not fit (the verifier rejects those) */
 int64_t
 ir_numel(Func *fn, uint32_t v)
 {
 	const int64_t *d = ir_dims(fn, v);
 	int64_t n = 1;
 
-	for (int i = 0; i < fn->vals[v].rank; i++)
-		n *= d[i];
+	for (int i = 0; i < fn->vals[v].rank; i++) {
+		if (d[i] < 0 || __builtin_mul_overflow(n, d[i], &n))
+			return INT64_MAX;
+	}
 	return n;
 }
 
@@ -174,7 +177,8 @@ ir_rewrite_begin(Func *src, uint32_t **map)
 		uint32_t v = src->params[p], n;
 
 		n = ir_param(dst, src->vals[v].name, (DType)src->vals[v].dtype, src->vals[v].rank, ir_dims(src, v));
-		dst->vals[n].layout = src->vals[v].layout;
+		if (src->vals[v].layout != IR_NONE)
+			dst->vals[n].layout = ir_push_ints(dst, &src->ints[src->vals[v].layout], src->vals[v].rank);
 		(*map)[v] = n;
 	}
 	return dst;

@@ -12,19 +12,7 @@
 
 #include "ir.h"
 
-/* float → integer: truncate, NaN → 0, saturate to int64 (as cvt.rzi does) */
-static int64_t
-f2i(double v)
-{
-	if (isnan(v))
-		return 0;
-	if (v >= 9223372036854775807.0)
-		return INT64_MAX;
-	if (v <= -9223372036854775808.0)
-		return INT64_MIN;
-	return (int64_t)v;
-}
-
+/* wrap an int64 to the width of t */
 static int64_t
 wrap(int64_t v, DType t)
 {
@@ -40,12 +28,34 @@ wrap(int64_t v, DType t)
 	}
 }
 
+/* float → integer as PyTorch's CUDA casts do it: truncate toward zero and
+ * saturate, to int64 (NaN → INT64_MIN) for i64 and u8, to int32 for i32,
+ * i16 and i8 (NaN → INT32_MIN from f64, 0 from narrower floats); the narrow
+ * types then keep the low bits */
+int64_t
+ir_float_to_int(double v, DType from, DType to)
+{
+	int64_t r;
+
+	if (to == DT_B8)
+		return v != 0;
+	if (to == DT_I64 || to == DT_U8) {
+		if (isnan(v) || v <= -9223372036854775808.0)
+			r = INT64_MIN;
+		else
+			r = v >= 9223372036854775808.0 ? INT64_MAX : (int64_t)v;
+	} else {
+		r = isnan(v) ? (from == DT_F64 ? INT32_MIN : 0) :
+			v >= 2147483647.0 ? INT32_MAX : v <= -2147483648.0 ? INT32_MIN : (int64_t)v;
+	}
+	return wrap(r, to);
+}
+
 double
 ir_convert_scalar(double v, DType from, DType to)
 {
 	float f = (float)v;
 
-	(void)from;
 	switch (to) {
 	case DT_F64: return v;
 	case DT_F32: return f;
@@ -54,7 +64,7 @@ ir_convert_scalar(double v, DType from, DType to)
 	case DT_F8E4M3FN: return e4m3fn_to_f32(f32_to_e4m3fn(f));
 	case DT_F8E5M2: return e5m2_to_f32(f32_to_e5m2(f));
 	case DT_B8: return v != 0;
-	default: return (double)wrap(f2i(v), to);
+	default: return (double)ir_float_to_int(v, from, to);
 	}
 }
 
@@ -77,7 +87,7 @@ ir_convert_scalar(double v, DType from, DType to)
 	case OP_ERF: return erf(x); \
 	case OP_SIN: return sin(x); \
 	case OP_COS: return cos(x); \
-	case OP_SIGN: return isnan(x) ? (x) : (T)(((x) > 0) - ((x) < 0)); \
+	case OP_SIGN: return (T)(((x) > 0) - ((x) < 0)); /* NaN → 0, as PyTorch */ \
 	case OP_FLOOR: return floor(x); \
 	case OP_CEIL: return ceil(x); \
 	case OP_ROUND: return nearbyint(x); \
@@ -186,7 +196,7 @@ eval_convert(Tensor *r, const Tensor *a, int64_t n)
 
 	for (int64_t i = 0; i < n; i++) {
 		if (fsrc)
-			tensor_setf(r, i, tensor_getf(a, i));
+			tensor_setf_from(r, i, tensor_getf(a, i), a->dtype);
 		else
 			tensor_seti(r, i, tensor_geti(a, i));
 	}
@@ -475,7 +485,7 @@ eval_full(const Instr *in, Tensor *r)
 		if (dt_isfloat(r->dtype) || dt_isfp8(r->dtype) || r->dtype == DT_B8)
 			tensor_setf(r, i, in->fval);
 		else
-			tensor_seti(r, i, f2i(in->fval));
+			tensor_seti(r, i, ir_float_to_int(in->fval, DT_F64, r->dtype));
 	}
 }
 

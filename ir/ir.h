@@ -210,6 +210,8 @@ double tensor_getf(const Tensor *t, int64_t i);
 int64_t tensor_geti(const Tensor *t, int64_t i);
 /* store v rounded to the tensor's dtype with PyTorch's conversion rules */
 void tensor_setf(Tensor *t, int64_t i, double v);
+/* the same for a value of dtype `from` (integer targets depend on it) */
+void tensor_setf_from(Tensor *t, int64_t i, double v, DType from);
 void tensor_seti(Tensor *t, int64_t i, int64_t v);
 /* fill with a seeded standard normal draw, rounded to the dtype */
 void tensor_randn(Tensor *t, uint64_t seed);
@@ -226,5 +228,7 @@ bool ir_interpret(Func *fn, Tensor **inputs, Tensor **outs, char *err, size_t er
 
 /* conversion of one element through double, the rules of convert_element_type */
 double ir_convert_scalar(double v, DType from, DType to);
+/* float → integer dtype as PyTorch's CUDA casts: see interp.c */
+int64_t ir_float_to_int(double v, DType from, DType to);
 
 #endif

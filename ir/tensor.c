@@ -92,12 +92,13 @@ tensor_geti(const Tensor *t, int64_t i)
 	case DT_I16: memcpy(&i16, p + 2 * i, 2); return i16;
 	case DT_I32: memcpy(&i32, p + 4 * i, 4); return i32;
 	case DT_I64: memcpy(&i64, p + 8 * i, 8); return i64;
-	default: return (int64_t)ir_convert_scalar(tensor_getf(t, i), t->dtype, DT_I64);
+	default: return ir_float_to_int(tensor_getf(t, i), t->dtype, DT_I64);
 	}
 }
 
-void
-tensor_setf(Tensor *t, int64_t i, double v)
+/* v is a value of the dtype `from`; stored with convert_element_type's rules */
+static void
+setf_from(Tensor *t, int64_t i, double v, DType from)
 {
 	unsigned char *p = (unsigned char *)t->data;
 	float f = (float)v;   /* every narrow float goes through f32, as c10 does */
@@ -111,8 +112,20 @@ tensor_setf(Tensor *t, int64_t i, double v)
 	case DT_F8E4M3FN: p[i] = f32_to_e4m3fn(f); return;
 	case DT_F8E5M2: p[i] = f32_to_e5m2(f); return;
 	case DT_B8: p[i] = v != 0; return;   /* NaN is true */
-	default: tensor_seti(t, i, (int64_t)ir_convert_scalar(v, DT_F64, DT_I64)); return;
+	default: tensor_seti(t, i, ir_float_to_int(v, from, t->dtype)); return;
 	}
+}
+
+void
+tensor_setf(Tensor *t, int64_t i, double v)
+{
+	setf_from(t, i, v, DT_F64);
+}
+
+void
+tensor_setf_from(Tensor *t, int64_t i, double v, DType from)
+{
+	setf_from(t, i, v, from);
 }
 
 void

@@ -210,8 +210,10 @@ check_slice(Check *c, const uint32_t *a)
 		if (lo < 0 || hi < lo || hi > sd[i] || st < 1)
 			return fail(c, "dim %d: slice [%lld:%lld:%lld] out of range for size %lld", i,
 				(long long)lo, (long long)hi, (long long)st, (long long)sd[i]);
-		if (rd[i] != (hi - lo + st - 1) / st)
-			return fail(c, "result dim %d must be %lld", i, (long long)((hi - lo + st - 1) / st));
+		int64_t n = hi == lo ? 0 : (hi - lo - 1) / st + 1;   /* no overflow for huge strides */
+
+		if (rd[i] != n)
+			return fail(c, "result dim %d must be %lld", i, (long long)n);
 	}
 	return true;
 }
@@ -284,6 +286,8 @@ ir_check_instr(Func *fn, const Instr *in, char *err, size_t errlen)
 	for (int i = 0; i < r->rank; i++)
 		if (ir_dims(fn, in->res)[i] < 0)
 			return fail(&c, "negative dimension");
+	if (ir_numel(fn, in->res) > INT64_MAX / 64)
+		return fail(&c, "shape has too many elements");
 	if (oi->cls != OC_REDUCE && oi->cls != OC_SHAPE && oi->cls != OC_CAT && oi->cls != OC_GEMM &&
 	    oi->cls != OC_FULL && in->nattr != 0)
 		return fail(&c, "takes no attributes");
@@ -320,7 +324,7 @@ ir_check_instr(Func *fn, const Instr *in, char *err, size_t errlen)
 	case OC_FULL:
 		return in->nattr == 0 || fail(&c, "takes no attributes");
 	case OC_GEMM:
-		return check_gemm(&c, a);
+		return in->nattr == 0 ? check_gemm(&c, a) : fail(&c, "takes no attributes");
 	}
 	unreachable();
 }

@@ -31,9 +31,12 @@ noop(Func *src, Func *d, const Instr *in, const uint32_t *a)
 {
 	const int64_t *at = ir_attr(src, in);
 	int rank = src->vals[in->res].rank;
-	bool same = d->vals[a[0]].rank == rank &&
-		memcmp(ir_dims(d, a[0]), ir_dims(src, in->res), (size_t)rank * sizeof(int64_t)) == 0;
+	bool same;
 
+	if (in->nargs != 1)
+		return IR_NONE;
+	same = d->vals[a[0]].rank == rank &&
+		memcmp(ir_dims(d, a[0]), ir_dims(src, in->res), (size_t)rank * sizeof(int64_t)) == 0;
 	switch (in->op) {
 	case OP_CLONE:
 		return ir_is_rowmajor(src, in->res) ? a[0] : IR_NONE;

@@ -14,6 +14,8 @@ import sys
 import torch
 from safetensors.torch import load_file
 
+from check import frobenius, same_bits
+
 E4M3_MAX = 448.0
 
 
@@ -31,22 +33,6 @@ def layer(x, w):
     out = torch._scaled_mm(x8, w8.t(), scale_a=sx.reciprocal(), scale_b=sw.reciprocal(),
                            out_dtype=torch.bfloat16, use_fast_accum=True)
     return out, x8, sx
-
-
-def same_bits(name, got, want):
-    g, w = got.contiguous().view(torch.uint8), want.contiguous().view(torch.uint8)
-    if torch.equal(g, w):
-        return True
-    bad = (g != w).nonzero()[:5].tolist()
-    print(f"  {name}: {int((g != w).sum())} bytes differ, first at {bad}")
-    return False
-
-
-def frobenius(name, got, want, tol=1e-2):
-    err = (torch.linalg.norm(got.double() - want.double()) / torch.linalg.norm(want.double())).item()
-    ok = err <= tol
-    print(f"  {name}: relative Frobenius error {err:.3e} ({'ok' if ok else 'FAIL'}, limit {tol})")
-    return ok
 
 
 def main():

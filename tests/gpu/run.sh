@@ -1,0 +1,88 @@
+#!/usr/bin/env bash
+# The GPU suite, on the GPU machine, over what tests/gpu/prepare.sh made:
+# build libfp8rt, fp8run and the runtime tests (no LLVM there), run them,
+# run every corpus program through fp8run and compare with the reference
+# interpreter, check the layer against PyTorch, and (with --bench) time it
+# against PyTorch eager and torch.compile. Logs go to $OUT (default /tmp/gpu).
+#
+# usage: tests/gpu/run.sh [DIR] [--bench]
+set -uo pipefail
+cd "$(dirname "$0")/../.."
+dir=${1:-.carry/gpu}
+bench=${2:-}
+out=${OUT:-/tmp/gpu}
+mkdir -p "$out"
+log=$out/gpu.log
+exec > >(tee -a "$log") 2>&1
+fails=0
+step() { echo; echo "== $*"; }
+bad() { echo "FAILED: $*"; fails=$((fails + 1)); }
+
+step "machine"
+nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader
+echo "commit $(cat "$dir/commit")  date $(date -u +%F)"
+
+step "build libfp8rt, fp8run, rt_tests"
+crit=/tmp/criterion
+mkdir -p $crit
+for d in "$dir"/debs/*.deb; do dpkg -x "$d" $crit; done
+export LD_LIBRARY_PATH=$crit/usr/lib/x86_64-linux-gnu:${LD_LIBRARY_PATH:-}
+cmake -S . -B build-gpu -DFP8CC_COMPILER=OFF -DCMAKE_PREFIX_PATH=$crit/usr \
+	-DCMAKE_BUILD_TYPE=Release > "$out/cmake.log" 2>&1 || bad "cmake (see cmake.log)"
+cmake --build build-gpu -j 16 >> "$out/cmake.log" 2>&1 || bad "build (see cmake.log)"
+fp8run=build-gpu/runtime/fp8run
+
+step "runtime tests (ctest)"
+(cd build-gpu && ctest --output-on-failure) > "$out/ctest.log" 2>&1 || bad "ctest (see ctest.log)"
+grep -E "Synthesis|tests passed|SKIP" "$out/ctest.log" | head -20
+
+step "corpus: fp8run against the reference interpreter"
+for ptx in "$dir"/ptx/*.ptx; do
+	name=$(basename "$ptx" .ptx)
+	opts=()
+	case $name in
+	transcendental*) opts=(--rtol 2e-6) ;;
+	seed_*|large) opts=(--frob t122) ;;
+	backward*) opts=(--frob grad_input,grad_weight) ;;
+	esac
+	for in in "$dir/ptx/$name".s*.in.safetensors; do
+		s=${in%.in.safetensors}
+		s=${s##*.}
+		got=/tmp/$name.$s.got.safetensors
+		if ! $fp8run "$ptx" --inputs "$in" -o "$got" > /tmp/run.log 2>&1; then
+			bad "$name $s: fp8run: $(tail -3 /tmp/run.log)"
+			continue
+		fi
+		if python3 tests/gpu/check.py "$dir/ptx/$name.$s.expected.safetensors" "$got" "${opts[@]}" > /tmp/check.log 2>&1; then
+			echo "ok   $name $s"
+		else
+			bad "$name $s"
+			head -40 /tmp/check.log
+		fi
+		case $name in
+		seed_*|large)
+			python3 tests/gpu/torch_layer.py "$in" "$got" --expected "$dir/ptx/$name.$s.expected.safetensors" \
+				> /tmp/layer.log 2>&1 && echo "ok   $name $s against PyTorch" || { bad "$name $s against PyTorch"; cat /tmp/layer.log; }
+			;;
+		esac
+		# the same bits on a second run (graph replay) and without graphs
+		$fp8run "$ptx" --inputs "$in" -o /tmp/again.safetensors --iters 3 > /dev/null 2>&1 &&
+			cmp -s "$got" /tmp/again.safetensors || bad "$name $s: a second run gave other bits"
+		$fp8run "$ptx" --inputs "$in" -o /tmp/nograph.safetensors --no-graph > /dev/null 2>&1 &&
+			cmp -s "$got" /tmp/nograph.safetensors || bad "$name $s: without graphs, other bits"
+	done
+done
+
+if [ -f tests/oracle/gen_golden.py ] && [ "${ORACLE:-}" ]; then
+	step "PyTorch oracle for every op"
+	python3 tests/oracle/gen_golden.py "$out/golden" > "$out/oracle.log" 2>&1 || bad "gen_golden (see oracle.log)"
+fi
+
+if [ "$bench" = --bench ]; then
+	step "benchmark: the fp8 linear layer"
+	python3 bench/bench_layer.py $fp8run "$dir/bench" "$out/bench.md" || bad "benchmark"
+fi
+
+step "result"
+echo "$fails failure(s)"
+exit $((fails > 0))
