@@ -30,11 +30,14 @@ static bool
 write_ptx(FILE *f, Func *fn, Plan *plan, const Launch *l, LLVMModuleRef mod, const BeOptions *o)
 {
 	char err[1024], *ptx = NULL;
+	double t = now_ms();
 
 	if (!be_compile(mod, o->gpu, &ptx, err, sizeof err)) {
 		fprintf(stderr, "fp8cc: error: %s: %s\n", o->path, err);
 		return false;
 	}
+	if (o->time)
+		fprintf(stderr, "fp8cc: time: LLVM O3 and PTX %.2f ms\n", now_ms() - t);
 	be_print_plan(f, fn, plan, l, o->gpu, "// ");
 	fputs("// end-plan\n", f);
 	fputs(ptx, f);
@@ -51,6 +54,7 @@ be_emit(Func *fn, const char *kind, const BeOptions *o, FILE *f)
 	Launch *l;
 	char *text, err[1024];
 	bool ok = true;
+	double t = now_ms();
 
 	if (!strcmp(kind, "dot")) {
 		be_print_dot(f, fn);
@@ -60,7 +64,10 @@ be_emit(Func *fn, const char *kind, const BeOptions *o, FILE *f)
 	l = arena_alloc(fn->arena, (fn->nkernels + 1) * sizeof *l);
 	cx = LLVMContextCreate();
 	mod = be_module(cx, fn->name);
+	t = now_ms();
 	be_codegen(fn, plan, mod, l);
+	if (o->time)
+		fprintf(stderr, "fp8cc: time: memory plan and kernel codegen %.2f ms\n", now_ms() - t);
 	if (!strcmp(kind, "plan")) {
 		be_print_plan(f, fn, plan, l, o->gpu, "");
 	} else if (!strcmp(kind, "llvm")) {

@@ -7,6 +7,7 @@
 typedef struct {
 	const char *gpu;      /* sm_89, sm_90, sm_90a, sm_100 */
 	const char *path;     /* input file, for messages */
+	bool time;            /* print where the time goes to stderr */
 } BeOptions;
 
 bool be_target_ok(const char *gpu);

@@ -5,9 +5,12 @@ PyTorch eager and torch.compile of the same layer, measured in one run.
 usage: bench_layer.py FP8RUN PTXDIR [OUT.md]
 
 PTXDIR holds linear_MxKxN.ptx for each shape below (compiled on the machine
-with LLVM by tests/gpu/prepare.sh). Inputs are drawn here, on the GPU. Times
-are medians of CUDA-event-timed runs after warm-up; the table gives each
-time and the ratios eager/fp8cc and compile/fp8cc (above 1: fp8cc is faster)."""
+with LLVM by tests/gpu/prepare.sh). Inputs are drawn here, on the GPU.
+Times are medians of CUDA-event-timed runs after warm-up; the table gives each
+time, the ratios eager/fp8cc and compile/fp8cc (above 1: fp8cc is faster),
+torch._scaled_mm alone on the same fp8 operands (the GEMM, which both use),
+what fp8cc spends beyond it, and the memory floor of the quantization (read
+each bf16 element once, write each fp8 element once, at 4.2 TB/s)."""
 import os
 import re
 import statistics
@@ -43,6 +46,16 @@ def time_torch(fn, x, w, iters):
     return statistics.median(times)
 
 
+def time_gemm(x, w, iters):
+    """torch._scaled_mm alone on the layer's fp8 operands: the floor for the layer"""
+    from torch_layer import quantize
+    x8, sx = quantize(x)
+    w8, sw = quantize(w)
+    ia, ib = sx.reciprocal(), sw.reciprocal()
+    return time_torch(lambda a, b: torch._scaled_mm(a, b, scale_a=ia, scale_b=ib, out_dtype=torch.bfloat16,
+                                                   use_fast_accum=True), x8, w8.t(), iters)
+
+
 def time_fp8run(fp8run, ptx, inputs, iters, graph):
     cmd = [fp8run, ptx, "--inputs", inputs, "-o", os.devnull, "--iters", str(iters)]
     if not graph:
@@ -75,13 +88,17 @@ def main():
             ours_nograph = time_fp8run(fp8run, ptx, inputs, iters, False)
         eager = time_torch(fwd, x, w, iters)
         comp = time_torch(compiled, x, w, iters)
-        rows.append((m, k, n, ours, ours_nograph, eager, comp))
+        gemm = time_gemm(x, w, iters)
+        rows.append((m, k, n, ours, ours_nograph, eager, comp, gemm))
         print(f"{m}x{k}x{n}: fp8cc {ours:.1f} us (no graph {ours_nograph:.1f}), eager {eager:.1f} us, "
-              f"compile {comp:.1f} us", flush=True)
-    lines = ["| M×K×N | fp8cc (graph) µs | fp8cc (no graph) µs | eager µs | torch.compile µs | eager / fp8cc | compile / fp8cc |",
-             "| --- | --- | --- | --- | --- | --- | --- |"]
-    for m, k, n, o, og, e, c in rows:
-        lines.append(f"| {m}×{k}×{n} | {o:.1f} | {og:.1f} | {e:.1f} | {c:.1f} | {e / o:.2f} | {c / o:.2f} |")
+              f"compile {comp:.1f} us, the GEMM alone {gemm:.1f} us", flush=True)
+    lines = ["| M×K×N | fp8cc (graph) µs | fp8cc (no graph) µs | eager µs | torch.compile µs | eager / fp8cc "
+             "| compile / fp8cc | GEMM alone µs | fp8cc − GEMM µs | quantize floor µs |",
+             "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
+    for m, k, n, o, og, e, c, g in rows:
+        floor = 3 * (m * k + n * k) / 4.2e12 * 1e6   # read bf16, write fp8, at 4.2 TB/s
+        lines.append(f"| {m}×{k}×{n} | {o:.1f} | {og:.1f} | {e:.1f} | {c:.1f} | {e / o:.2f} | {c / o:.2f} "
+                     f"| {g:.1f} | {o - g:.1f} | {floor:.1f} |")
     table = "\n".join(lines) + "\n"
     print(table)
     if len(sys.argv) > 3:

@@ -26,6 +26,8 @@ noreturn void die_(const char *file, int line, const char *fmt, ...);
 #define unreachable() die("unreachable")
 #define NELEM(a) (sizeof(a) / sizeof((a)[0]))
 
+double now_ms(void);                  /* a monotonic clock, for --time */
+
 typedef struct Arena Arena;
 Arena *arena_new(void);
 void arena_free(Arena *a);

@@ -4,6 +4,7 @@
  * them all at once; nothing it hands out is freed one by one. */
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "ir.h"
 
@@ -127,4 +128,13 @@ arena_grow(Arena *a, void **p, uint32_t *cap, uint32_t need, size_t sz)
 		memcpy(q, *p, *cap * sz);
 	*p = q;
 	*cap = c;
+}
+
+double
+now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
 }

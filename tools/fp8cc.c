@@ -17,13 +17,13 @@
 typedef struct {
 	const char *input, *output, *inputs, *emit, *gpu, *save_inputs;
 	PassOptions passes;
-	bool interpret, special;
+	bool interpret, special, time;
 	uint64_t seed;
 } Options;
 
 static const char usage[] =
 	"usage: fp8cc INPUT [-o FILE] [--emit=ir|plan|dot|llvm|ptx] [-O0|-O1|-O2] [--gpu=sm_90]\n"
-	"             [--passes=PASS,...] [--print-after-all] [--print-after=PASS]\n"
+	"             [--passes=PASS,...] [--print-after-all] [--print-after=PASS] [--time]\n"
 	"       fp8cc INPUT --interpret [--inputs IN.safetensors] -o OUT.safetensors [--seed N]\n"
 	"             [--special] [--save-inputs FILE]\n"
 	"       fp8cc --version | --help\n"
@@ -35,7 +35,8 @@ static const char usage[] =
 	"(--special mixes in NaN, inf, -0, subnormal, fp8-boundary and huge values);\n"
 	"--save-inputs writes the inputs it used.\n"
 	"--passes runs just the named passes in order (canonicalize, transposes,\n"
-	"layouts, ranges, fuse); --passes= runs none.\n";
+	"layouts, ranges, fuse); --passes= runs none. --time prints where the\n"
+	"compile time goes, in milliseconds, to standard error.\n";
 
 static int
 usage_error(const char *fmt, const char *arg)
@@ -81,6 +82,8 @@ parse_args(int argc, char **argv, Options *o)
 			exit(0);
 		} else if (!strcmp(a, "-O0") || !strcmp(a, "-O1") || !strcmp(a, "-O2")) {
 			o->passes.opt = a[2] - '0';
+		} else if (!strcmp(a, "--time")) {
+			o->time = true;
 		} else if (!strcmp(a, "--special")) {
 			o->special = true;
 		} else if ((v = optval(argc, argv, &i, "--save-inputs"))) {
@@ -231,7 +234,7 @@ static int
 emit(Func *fn, const Options *o)
 {
 	FILE *f = stdout;
-	BeOptions be = { .gpu = o->gpu ? o->gpu : "sm_90", .path = o->input };
+	BeOptions be = { .gpu = o->gpu ? o->gpu : "sm_90", .path = o->input, .time = o->time };
 	const char *kind = o->emit ? o->emit : "ptx";
 	int rc;
 
@@ -261,13 +264,21 @@ main(int argc, char **argv)
 
 	if (rc)
 		return rc;
+	double t0 = now_ms(), t1, t2;
+
 	if (!fe_load(o.input, &src))
 		return 1;
 	arena = arena_new();
 	fn = fe_read(arena, &src);
+	t1 = now_ms();
 	if (fn) {
 		fn = pass_pipeline(fn, &o.passes);
+		t2 = now_ms();
+		if (o.time)
+			fprintf(stderr, "fp8cc: time: read %.2f ms, passes %.2f ms\n", t1 - t0, t2 - t1);
 		rc = o.interpret ? interpret(fn, &o) : emit(fn, &o);
+		if (o.time)
+			fprintf(stderr, "fp8cc: time: total %.2f ms\n", now_ms() - t0);
 	} else {
 		rc = 1;
 	}
