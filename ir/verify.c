@@ -329,11 +329,73 @@ ir_check_instr(Func *fn, const Instr *in, char *err, size_t errlen)
 	unreachable();
 }
 
+/* a kernel's lists name exactly the values it reads from outside and the
+ * values it defines that are used outside or returned. cnt and mark are
+ * zeroed scratch of one entry per value; they are left zeroed. */
+static bool
+check_kernel_io(Func *fn, const Kernel *k, const uint32_t *uses, uint32_t *cnt, uint8_t *mark,
+	char *err, size_t errlen)
+{
+	uint32_t last = k->first + k->count, nin = 0, nout = 0;
+	const char *bad = NULL;
+	uint32_t badv = 0;
+	char nb[16];
+
+	for (uint32_t j = 0; j < k->nins; j++)
+		mark[fn->argv[k->ins + j]] |= 1;
+	for (uint32_t j = 0; j < k->nouts; j++)
+		mark[fn->argv[k->outs + j]] |= 2;
+	for (uint32_t i = k->first; i < last; i++)
+		for (uint32_t j = 0; j < fn->ins[i].nargs; j++)
+			cnt[ir_args(fn, &fn->ins[i])[j]]++;
+	for (uint32_t i = k->first; i < last; i++) {
+		const Instr *in = &fn->ins[i];
+
+		for (uint32_t j = 0; j < in->nargs; j++) {
+			uint32_t a = ir_args(fn, in)[j], def = fn->vals[a].def;
+
+			if ((def == IR_NONE || def < k->first || def >= last) && !(mark[a] & 4)) {
+				mark[a] |= 4;   /* counted once */
+				nin++;
+				if (!(mark[a] & 1) && !bad)
+					bad = "reads %%%s but does not list it as an input", badv = a;
+			}
+		}
+		if (uses[in->res] > cnt[in->res]) {
+			nout++;
+			if (!(mark[in->res] & 2) && !bad)
+				bad = "does not list %%%s, used outside it, as an output", badv = in->res;
+		}
+	}
+	for (uint32_t i = k->first; i < last; i++)
+		for (uint32_t j = 0; j < fn->ins[i].nargs; j++) {
+			cnt[ir_args(fn, &fn->ins[i])[j]] = 0;
+			mark[ir_args(fn, &fn->ins[i])[j]] = 0;
+		}
+	for (uint32_t j = 0; j < k->nins; j++)
+		mark[fn->argv[k->ins + j]] = 0;
+	for (uint32_t j = 0; j < k->nouts; j++)
+		mark[fn->argv[k->outs + j]] = 0;
+	if (!bad && (nin != k->nins || nout != k->nouts))
+		bad = "lists values it does not read, or does not write for others";
+	if (!bad)
+		return true;
+	snprintf(err, errlen, "kernel %s ", k->name);
+	snprintf(err + strlen(err), errlen - strlen(err), bad, ir_name(fn, badv, nb));
+	return false;
+}
+
 static bool
 check_kernels(Func *fn, char *err, size_t errlen)
 {
-	uint32_t next = 0;
+	uint32_t next = 0, *uses, *cnt;
+	uint8_t *mark;
 
+	if (fn->nkernels == 0)
+		return true;
+	uses = ir_uses(fn);
+	cnt = arena_alloc(fn->arena, (fn->nvals + 1) * sizeof *cnt);
+	mark = arena_alloc(fn->arena, fn->nvals + 1);
 	for (uint32_t k = 0; k < fn->nkernels; k++) {
 		const Kernel *kn = &fn->kernels[k];
 
@@ -346,6 +408,8 @@ check_kernels(Func *fn, char *err, size_t errlen)
 				snprintf(err, errlen, "kernel %s: instruction %u does not belong to it", kn->name, i);
 				return false;
 			}
+		if (!check_kernel_io(fn, kn, uses, cnt, mark, err, errlen))
+			return false;
 		next = kn->first + kn->count;
 	}
 	return true;
