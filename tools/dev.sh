@@ -33,6 +33,9 @@ test)
 	tools/setup.sh
 	build build
 	(cd build && ctest --output-on-failure)
+	echo "== GPU tests (they skip, visibly, where there is no GPU):"
+	build/tests/rt_tests --verbose 2>&1 | grep -E '^\[SKIP\]' | sed 's/: no CUDA device: .*/: skipped, no CUDA device/' || true
+	build/tests/rt_tests --verbose 2>&1 | grep -m1 -o 'no CUDA device: .*' || echo "a GPU is present: none skipped"
 	build build-asan -DFP8CC_SANITIZE=ON -DCMAKE_BUILD_TYPE=Debug
 	(cd build-asan && ASAN_OPTIONS=detect_leaks=1 ctest --output-on-failure -R '^(unit|lit|safetensors)$')
 	;;
