@@ -20,7 +20,8 @@ target_machine(const char *gpu, char *err, size_t errlen)
 	static bool init;
 	LLVMTargetRef t;
 	char *msg = NULL;
-	const char *features = !strcmp(gpu, "sm_90a") ? "+ptx80" : !strcmp(gpu, "sm_100") ? "+ptx86" : "";
+	const char *features = !strcmp(gpu, "sm_89") ? "+ptx81" : !strcmp(gpu, "sm_90a") ? "+ptx80" :
+		!strcmp(gpu, "sm_100") ? "+ptx86" : "";   /* sm_89 needs PTX 8.1 for its fp8 cvt */
 
 	if (!init) {
 		LLVMInitializeNVPTXTargetInfo();
