@@ -841,10 +841,9 @@ space_element(Cg *c, const Group *g, LLVMValueRef lin, int align, LLVMValueRef *
 }
 
 /* grid-stride loop over the space, V elements a thread, then the tail;
- * returns the blocks it wants. Backwards, the loop meets first what the
- * phase before touched last, while it is still in L2. */
+ * returns the blocks it wants */
 static uint32_t
-group_loop(Cg *c, const Group *g, LLVMValueRef *accs, const Red *reds, bool backwards)
+group_loop(Cg *c, const Group *g, LLVMValueRef *accs, const Red *reds)
 {
 	int64_t total = ir_numel(c->fn, g->space);
 	int V = vector_width(c, g);
@@ -854,8 +853,6 @@ group_loop(Cg *c, const Group *g, LLVMValueRef *accs, const Red *reds, bool back
 
 	if (nvec > 0) {
 		i = loop_begin(c, &l, c->gtid, ic(c, nvec), c->gstride);
-		if (backwards)
-			i = LLVMBuildSub(c->b, ic(c, nvec - 1), i, "");
 		i = LLVMBuildMul(c->b, i, ic(c, V), "");
 		for (int j = 0; j < V; j++)
 			space_element(c, g, j ? LLVMBuildAdd(c->b, i, ic(c, j), "") : i, j ? (j & -j) : V, accs, reds);
@@ -1030,8 +1027,8 @@ phase(Cg *c, const KPlan *kp, uint32_t p)
 		if (!red && kp->out[v] && kp->phase[v] == p)
 			group_add(c, gs, &ng, v, v);
 	}
-	for (uint32_t n = 0; n < ng; n++) {   /* odd phases go backwards */
-		Group *g = &gs[p % 2 ? ng - 1 - n : n];
+	for (uint32_t gi = 0; gi < ng; gi++) {
+		Group *g = &gs[gi];
 		LLVMValueRef *accs = arena_alloc(fn->arena, (g->nvals + 1) * sizeof *accs);
 		Red *reds = arena_alloc(fn->arena, (g->nvals + 1) * sizeof *reds);
 
@@ -1044,7 +1041,7 @@ phase(Cg *c, const KPlan *kp, uint32_t p)
 			accs[j] = entry_alloca(c, reds[j].kt);
 			LLVMBuildStore(c->b, identity(c, &reds[j]), accs[j]);
 		}
-		if ((b = group_loop(c, g, accs, reds, p % 2)) > blocks)
+		if ((b = group_loop(c, g, accs, reds)) > blocks)
 			blocks = b;
 		for (uint32_t j = 0; j < g->nvals; j++)
 			if (accs[j])

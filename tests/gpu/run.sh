@@ -5,7 +5,7 @@
 # interpreter, check the layer against PyTorch, and (with --bench) time it
 # against PyTorch eager and torch.compile. Logs go to $OUT (default /tmp/gpu).
 #
-# usage: tests/gpu/run.sh [DIR] [--bench]
+# usage: tests/gpu/run.sh [DIR] [--bench | --bench-only]
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 dir=${1:-.carry/gpu}
@@ -31,6 +31,11 @@ cmake -S . -B build-gpu -DFP8CC_COMPILER=OFF -DCMAKE_PREFIX_PATH=$crit/usr \
 	-DCMAKE_BUILD_TYPE=Release > "$out/cmake.log" 2>&1 || bad "cmake (see cmake.log)"
 cmake --build build-gpu -j 16 >> "$out/cmake.log" 2>&1 || bad "build (see cmake.log)"
 fp8run=build-gpu/runtime/fp8run
+
+if [ "$bench" = --bench-only ]; then
+	python3 bench/bench_layer.py $fp8run "$dir/bench" "$out/bench.md" || bad "benchmark"
+	exit $((fails > 0))
+fi
 
 step "runtime tests (ctest)"
 (cd build-gpu && ctest --output-on-failure) > "$out/ctest.log" 2>&1 || bad "ctest (see ctest.log)"
