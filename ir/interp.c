@@ -120,33 +120,20 @@ static double unary_d(Op op, double x) { UNARY_BODY(double, x) }
 static float binary_f(Op op, float x, float y) { BINARY_BODY(float, x, y) }
 static double binary_d(Op op, double x, double y) { BINARY_BODY(double, x, y) }
 
-static bool
-compare(Op op, double x, double y)
-{
-	switch (op) {
-	case OP_EQ: return x == y;
-	case OP_NE: return x != y;
-	case OP_LT: return x < y;
-	case OP_LE: return x <= y;
-	case OP_GT: return x > y;
-	case OP_GE: return x >= y;
-	default: unreachable();
+/* comparisons: IEEE for floats (NaN compares false but for ne), plain for integers */
+#define COMPARE_BODY(x, y) \
+	switch (op) { \
+	case OP_EQ: return (x) == (y); \
+	case OP_NE: return (x) != (y); \
+	case OP_LT: return (x) < (y); \
+	case OP_LE: return (x) <= (y); \
+	case OP_GT: return (x) > (y); \
+	case OP_GE: return (x) >= (y); \
+	default: unreachable(); \
 	}
-}
 
-static bool
-compare_i(Op op, int64_t x, int64_t y)
-{
-	switch (op) {
-	case OP_EQ: return x == y;
-	case OP_NE: return x != y;
-	case OP_LT: return x < y;
-	case OP_LE: return x <= y;
-	case OP_GT: return x > y;
-	case OP_GE: return x >= y;
-	default: unreachable();
-	}
-}
+static bool compare(Op op, double x, double y) { COMPARE_BODY(x, y) }
+static bool compare_i(Op op, int64_t x, int64_t y) { COMPARE_BODY(x, y) }
 
 static int64_t
 unary_i(Op op, int64_t x, DType t)
