@@ -47,6 +47,14 @@ for s in 16x32x64 4096x4096x4096 8192x4096x14336; do
 	"$ptxas" -arch=sm_90 "$out/bench/linear_$s.ptx" -o /dev/null
 done
 
+for s in 4096x4096x4096 8192x4096x4096; do
+	IFS=x read -r m k n <<< "$s"
+	python3 bench/backward_trace.py examples/fp8_linear_backward.trace "$m" "$k" "$n" > "$out/bench/backward_$s.trace"
+	"$fp8cc" "$out/bench/backward_$s.trace" -o "$out/bench/backward_$s.ptx"
+	"$ptxas" -arch=sm_90 "$out/bench/backward_$s.ptx" -o /dev/null
+done
+compile backward_trace examples/fp8_linear_backward.trace
+
 (cd "$out/debs" && apt-get download libcriterion3 libcriterion-dev libnanomsg5 libgit2-1.5 \
 	libboxfort-dev libmbedtls14 libmbedx509-1 libmbedcrypto7 libhttp-parser2.9 libssh2-1 >/dev/null 2>&1)
 git rev-parse HEAD > "$out/commit" 2>/dev/null || echo unknown > "$out/commit"

@@ -34,6 +34,7 @@ fp8run=build-gpu/runtime/fp8run
 
 if [ "$bench" = --bench-only ]; then
 	python3 bench/bench_layer.py $fp8run "$dir/bench" "$out/bench.md" || bad "benchmark"
+	python3 bench/bench_backward.py $fp8run "$dir/bench" "$out/bench.md" || bad "backward benchmark"
 	exit $((fails > 0))
 fi
 
@@ -88,6 +89,7 @@ fi
 if [ "$bench" = --bench ]; then
 	step "benchmark: the fp8 linear layer"
 	python3 bench/bench_layer.py $fp8run "$dir/bench" "$out/bench.md" || bad "benchmark"
+	python3 bench/bench_backward.py $fp8run "$dir/bench" "$out/bench.md" || bad "backward benchmark"
 fi
 
 step "result"

@@ -1,0 +1,94 @@
+#!/usr/bin/env python3
+"""Benchmark the fp8 linear layer's backward step: fp8cc (fp8run on the
+compiled PTX) against PyTorch eager and torch.compile of the same step, and
+the two GEMMs alone, measured in one run.
+
+usage: bench_backward.py FP8RUN PTXDIR [OUT.md]
+
+The step (torchao Float8Linear, tensor-wise dynamic scaling): grad_output
+(M,N) to e5m2, input (M,K) and weight (N,K) to e4m3fn, then
+grad_input = grad_output · weight and grad_weight = grad_outputᵀ · input,
+whose fp8 operands must be column-major or transposed: PyTorch makes those
+copies with .t().contiguous(); fp8cc's one kernel writes them directly.
+PTXDIR holds backward_MxKxN.ptx (tests/gpu/prepare.sh)."""
+import os
+import sys
+import tempfile
+
+import torch
+from safetensors.torch import save_file
+
+sys.path.insert(0, os.path.dirname(__file__))
+from bench_layer import time_fp8run, time_torch  # noqa: E402
+
+SHAPES = [(4096, 4096, 4096), (8192, 4096, 4096)]
+
+
+def quantize(t, fmax, dtype):
+    amax = t.float().abs().amax().to(torch.float64)
+    scale = (fmax / torch.clamp(amax, min=1e-12)).to(torch.float32)
+    return (t.float() * scale).clamp(-fmax, fmax).to(dtype), scale
+
+
+def backward(go, x, w):
+    g8, sg = quantize(go, 57344.0, torch.float8_e5m2)
+    w8, sw = quantize(w, 448.0, torch.float8_e4m3fn)
+    x8, sx = quantize(x, 448.0, torch.float8_e4m3fn)
+    gi = torch._scaled_mm(g8, w8.t().contiguous().t(), scale_a=sg.reciprocal(), scale_b=sw.reciprocal(),
+                          out_dtype=torch.bfloat16)
+    gw = torch._scaled_mm(g8.t().contiguous(), x8.t().contiguous().t(), scale_a=sg.reciprocal(),
+                          scale_b=sx.reciprocal(), out_dtype=torch.bfloat16)
+    return gi, gw
+
+
+def gemms_alone(go, x, w, iters):
+    g8, sg = quantize(go, 57344.0, torch.float8_e5m2)
+    w8, sw = quantize(w, 448.0, torch.float8_e4m3fn)
+    x8, sx = quantize(x, 448.0, torch.float8_e4m3fn)
+    wt, gt, xt = w8.t().contiguous().t(), g8.t().contiguous(), x8.t().contiguous().t()
+    a, b, c = sg.reciprocal(), sw.reciprocal(), sx.reciprocal()
+
+    def run(p, q):
+        torch._scaled_mm(g8, wt, scale_a=a, scale_b=b, out_dtype=torch.bfloat16)
+        torch._scaled_mm(gt, xt, scale_a=a, scale_b=c, out_dtype=torch.bfloat16)
+    return time_torch(run, None, None, iters)
+
+
+def main():
+    if len(sys.argv) < 3:
+        sys.exit(__doc__)
+    fp8run, ptxdir = sys.argv[1], sys.argv[2]
+    compiled = torch.compile(backward)
+    rows = []
+    for m, k, n in SHAPES:
+        torch.manual_seed(0)
+        go = torch.randn(m, n, device="cuda", dtype=torch.bfloat16)
+        x = torch.randn(m, k, device="cuda", dtype=torch.bfloat16)
+        w = torch.randn(n, k, device="cuda", dtype=torch.bfloat16)
+        with tempfile.TemporaryDirectory() as tmp:
+            inputs = os.path.join(tmp, "in.safetensors")
+            save_file({"grad_output": go.cpu(), "input": x.cpu(), "weight": w.cpu()}, inputs)
+            ours = time_fp8run(fp8run, os.path.join(ptxdir, f"backward_{m}x{k}x{n}.ptx"), inputs, 50, True)
+        eager = time_torch(lambda a, b: backward(go, x, w), None, None, 50)
+        comp = time_torch(lambda a, b: compiled(go, x, w), None, None, 50)
+        gemm = gemms_alone(go, x, w, 50)
+        rows.append((m, k, n, ours, eager, comp, gemm))
+        print(f"backward {m}x{k}x{n}: fp8cc {ours:.1f} us, eager {eager:.1f} us, compile {comp:.1f} us, "
+              f"the two GEMMs alone {gemm:.1f} us", flush=True)
+    lines = ["| M×K×N | fp8cc µs | eager µs | torch.compile µs | eager / fp8cc | compile / fp8cc "
+             "| GEMMs alone µs | fp8cc − GEMMs µs | quantize floor µs |",
+             "| --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
+    for m, k, n, o, e, c, g in rows:
+        # read three bf16 tensors once; write go8, go8ᵀ, w8, x8 once (1 byte each)
+        floor = (2 * (m * n + m * k + n * k) + 2 * m * n + m * k + n * k) / 4.2e12 * 1e6
+        lines.append(f"| {m}×{k}×{n} | {o:.1f} | {e:.1f} | {c:.1f} | {e / o:.2f} | {c / o:.2f} | {g:.1f} "
+                     f"| {o - g:.1f} | {floor:.1f} |")
+    table = "\n".join(lines) + "\n"
+    print(table)
+    if len(sys.argv) > 3:
+        with open(sys.argv[3], "a") as f:
+            f.write("\nbackward step\n\n" + table)
+
+
+if __name__ == "__main__":
+    main()
