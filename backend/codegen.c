@@ -840,20 +840,96 @@ space_element(Cg *c, const Group *g, LLVMValueRef lin, int align, LLVMValueRef *
 	c->space_coords = NULL;
 }
 
+/* ---- transposed reads ---- */
+
+/* true if computing v, whose dim d is the space's dim perm[d], reads some
+ * kernel input across the space's memory order: the input's inner dim is
+ * the space's outer one. Walks elementwise ops and transposes; anything that
+ * remaps coordinates otherwise ends the walk. */
+static bool
+reads_across(Cg *c, uint32_t v, const int64_t *perm, int depth)
+{
+	Func *fn = c->fn;
+	const Instr *in = ir_def(fn, v);
+	int64_t t1[IR_MAXRANK], t2[IR_MAXRANK], p2[IR_MAXRANK];
+	const int64_t *ov, *os;
+
+	if (fn->vals[v].rank != 2 || depth > 64)
+		return false;
+	if (!in_kernel(c, v)) {
+		ov = order_of(fn, v, t1);
+		os = order_of(fn, c->space, t2);
+		return perm[ov[1]] == os[0];
+	}
+	if (in->op == OP_TRANSPOSE) {
+		for (int d = 0; d < 2; d++)
+			p2[ir_attr(fn, in)[d]] = perm[d];
+		return reads_across(c, ir_args(fn, in)[0], p2, depth + 1);
+	}
+	if (!op_elementwise((Op)in->op) && in->op != OP_CLONE)
+		return false;
+	for (uint32_t j = 0; j < in->nargs; j++)
+		if (reads_across(c, ir_args(fn, in)[j], perm, depth + 1))
+			return true;
+	return false;
+}
+
+static bool
+group_reads_across(Cg *c, const Group *g)
+{
+	static const int64_t id[2] = { 0, 1 };
+
+	for (uint32_t i = 0; i < g->nvals; i++)
+		if (ir_ops[ir_def(c->fn, g->vals[i])->op].cls != OC_REDUCE &&
+		    reads_across(c, g->vals[i], id, 0))
+			return true;
+	return false;
+}
+
+/* the first element of chunk ch (V elements along the space's inner dim).
+ * Across reads, the 32 threads of a warp take the same columns of 32
+ * consecutive rows, so each reads 32 neighbours of its input rows at once
+ * instead of 32 distinct rows; needs outer % 32 == 0 and inner % V == 0. */
+static LLVMValueRef
+chunk_start(Cg *c, LLVMValueRef ch, int64_t outer, int64_t inner, int V, bool across)
+{
+	LLVMValueRef w, a, b;
+	int64_t rowchunks = inner / V;
+
+	if (!across)
+		return LLVMBuildMul(c->b, ch, ic(c, V), "");
+	w = LLVMBuildUDiv(c->b, ch, ic(c, 32), "");
+	a = LLVMBuildAdd(c->b, LLVMBuildMul(c->b, LLVMBuildUDiv(c->b, w, ic(c, rowchunks), ""), ic(c, 32), ""),
+		LLVMBuildURem(c->b, ch, ic(c, 32), ""), "");
+	b = LLVMBuildMul(c->b, LLVMBuildURem(c->b, w, ic(c, rowchunks), ""), ic(c, V), "");
+	(void)outer;
+	return LLVMBuildAdd(c->b, LLVMBuildMul(c->b, a, ic(c, inner), ""), b, "");
+}
+
 /* grid-stride loop over the space, V elements a thread, then the tail;
  * returns the blocks it wants */
 static uint32_t
 group_loop(Cg *c, const Group *g, LLVMValueRef *accs, const Red *reds)
 {
-	int64_t total = ir_numel(c->fn, g->space);
+	Func *fn = c->fn;
+	int64_t total = ir_numel(fn, g->space), t[IR_MAXRANK], outer = 0, inner = 0;
 	int V = vector_width(c, g);
 	int64_t nvec = total / V;
+	bool across = false;
 	Loop l;
 	LLVMValueRef i;
 
+	if (fn->vals[g->space].rank == 2) {
+		const int64_t *ord = order_of(fn, g->space, t);
+
+		c->space = g->space;
+		outer = ir_dims(fn, g->space)[ord[0]];
+		inner = ir_dims(fn, g->space)[ord[1]];
+		across = outer % 32 == 0 && inner % V == 0 && group_reads_across(c, g);
+	}
 	if (nvec > 0) {
 		i = loop_begin(c, &l, c->gtid, ic(c, nvec), c->gstride);
-		i = LLVMBuildMul(c->b, i, ic(c, V), "");
+		i = chunk_start(c, i, outer, inner, V, across);
 		for (int j = 0; j < V; j++)
 			space_element(c, g, j ? LLVMBuildAdd(c->b, i, ic(c, j), "") : i, j ? (j & -j) : V, accs, reds);
 		loop_end(c, &l);
