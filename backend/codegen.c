@@ -891,7 +891,7 @@ group_reads_across(Cg *c, const Group *g)
  * consecutive rows, so each reads 32 neighbours of its input rows at once
  * instead of 32 distinct rows; needs outer % 32 == 0 and inner % V == 0. */
 static LLVMValueRef
-chunk_start(Cg *c, LLVMValueRef ch, int64_t outer, int64_t inner, int V, bool across)
+chunk_start(Cg *c, LLVMValueRef ch, int64_t inner, int V, bool across)
 {
 	LLVMValueRef w, a, b;
 	int64_t rowchunks = inner / V;
@@ -902,7 +902,6 @@ chunk_start(Cg *c, LLVMValueRef ch, int64_t outer, int64_t inner, int V, bool ac
 	a = LLVMBuildAdd(c->b, LLVMBuildMul(c->b, LLVMBuildUDiv(c->b, w, ic(c, rowchunks), ""), ic(c, 32), ""),
 		LLVMBuildURem(c->b, ch, ic(c, 32), ""), "");
 	b = LLVMBuildMul(c->b, LLVMBuildURem(c->b, w, ic(c, rowchunks), ""), ic(c, V), "");
-	(void)outer;
 	return LLVMBuildAdd(c->b, LLVMBuildMul(c->b, a, ic(c, inner), ""), b, "");
 }
 
@@ -929,7 +928,7 @@ group_loop(Cg *c, const Group *g, LLVMValueRef *accs, const Red *reds)
 	}
 	if (nvec > 0) {
 		i = loop_begin(c, &l, c->gtid, ic(c, nvec), c->gstride);
-		i = chunk_start(c, i, outer, inner, V, across);
+		i = chunk_start(c, i, inner, V, across);
 		for (int j = 0; j < V; j++)
 			space_element(c, g, j ? LLVMBuildAdd(c->b, i, ic(c, j), "") : i, j ? (j & -j) : V, accs, reds);
 		loop_end(c, &l);
