@@ -4,22 +4,20 @@
 #include "be.h"
 
 static void
-print_ref(FILE *f, const Plan *p, uint32_t v)
-{
-	static const char *const kind[] = { "none", "in", "out", "buf" };
-	Loc l = p->loc[v];
-
-	if (l.kind == LOC_NONE)
-		die("value %u is not in memory", v);
-	fprintf(f, "%s:%u", kind[l.kind], l.idx);
-}
-
-static void
 print_loc(FILE *f, Loc l)
 {
 	static const char *const kind[] = { "none", "in", "out", "buf" };
 
 	fprintf(f, "%s:%u", kind[l.kind], l.idx);
+}
+
+/* where value v lives, as a plan reference */
+static void
+print_ref(FILE *f, const Plan *p, uint32_t v)
+{
+	if (p->loc[v].kind == LOC_NONE)
+		die("value %u is not in memory", v);
+	print_loc(f, p->loc[v]);
 }
 
 static void

@@ -177,8 +177,7 @@ identity(Canon *c, const Instr *in, const uint32_t *a, Op *newop, uint32_t *na)
 	case OP_WHERE:
 		if (a[1] == a[2] && shape_is_result(c, a[1], in))
 			return a[1];
-		if ((*newop = clamp_pattern(d, a, &na[0], &na[1])) != OP_COUNT)
-			return IR_NONE;
+		*newop = clamp_pattern(d, a, &na[0], &na[1]);   /* OP_COUNT if none */
 		return IR_NONE;
 	default:
 		return IR_NONE;
