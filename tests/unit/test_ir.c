@@ -1248,7 +1248,18 @@ Test(ir_verify, scaled_mm_bias_wrong_length)
 	mm_params(DT_F8E4M3FN, DT_F8E4M3FN, 16);
 	bias = ir_param(F, "bias", DT_BF16, SH(4));
 	ir_instr(F, OP_SCALED_MM, ARGS(mm_a, mm_b, mm_s, mm_s, bias), NOATTR, DT_BF16, SH(4, 8));
-	rejects(F, "bias must be a float vector of 8");
+	rejects(F, "bias must be a bf16 vector of 8 for a bf16 result");
+}
+
+/* cuBLASLt's FP8 bias rule, as torch's: bf16 for bf16 and f32 results, f16 for f16 */
+Test(ir_verify, scaled_mm_bias_dtype_follows_result)
+{
+	uint32_t bias;
+
+	mm_params(DT_F8E4M3FN, DT_F8E4M3FN, 16);
+	bias = ir_param(F, "bias", DT_F32, SH(8));
+	ir_instr(F, OP_SCALED_MM, ARGS(mm_a, mm_b, mm_s, mm_s, bias), NOATTR, DT_F32, SH(4, 8));
+	rejects(F, "bias must be a bf16 vector of 8 for a f32 result");
 }
 
 Test(ir_verify, scaled_mm_bias_not_float)
@@ -1258,7 +1269,7 @@ Test(ir_verify, scaled_mm_bias_not_float)
 	mm_params(DT_F8E4M3FN, DT_F8E4M3FN, 16);
 	bias = ir_param(F, "bias", DT_I32, SH(8));
 	ir_instr(F, OP_SCALED_MM, ARGS(mm_a, mm_b, mm_s, mm_s, bias), NOATTR, DT_BF16, SH(4, 8));
-	rejects(F, "bias must be a float vector of 8");
+	rejects(F, "bias must be a bf16 vector of 8 for a bf16 result");
 }
 
 Test(ir_verify, scaled_mm_result_fp8)
