@@ -230,6 +230,28 @@ done:
 	return rc;
 }
 
+/* what cuBLASLt's FP8 GEMMs cannot do is the input's error, at its line:
+ * K and N multiples of 16 (the interpreter runs any shape) */
+static bool
+gemms_ok(Func *fn, const Source *src)
+{
+	for (uint32_t i = 0; i < fn->nins; i++) {
+		const Instr *in = &fn->ins[i];
+		const int64_t *da, *db;
+
+		if (in->op != OP_SCALED_MM)
+			continue;
+		da = ir_dims(fn, ir_args(fn, in)[0]);
+		db = ir_dims(fn, ir_args(fn, in)[1]);
+		if (da[1] % 16 == 0 && db[1] % 16 == 0)
+			continue;
+		fe_error(src, in->line, in->col, "scaled_mm with K=%lld and N=%lld: cuBLASLt's FP8 GEMMs "
+			"need K and N multiples of 16", (long long)da[1], (long long)db[1]);
+		return false;
+	}
+	return true;
+}
+
 static int
 emit(Func *fn, const Options *o)
 {
@@ -276,7 +298,12 @@ main(int argc, char **argv)
 		t2 = now_ms();
 		if (o.time)
 			fprintf(stderr, "fp8cc: time: read %.2f ms, passes %.2f ms\n", t1 - t0, t2 - t1);
-		rc = o.interpret ? interpret(fn, &o) : emit(fn, &o);
+		if (o.interpret)
+			rc = interpret(fn, &o);
+		else if (o.emit && (!strcmp(o.emit, "ir") || !strcmp(o.emit, "dot")))
+			rc = emit(fn, &o);
+		else
+			rc = gemms_ok(fn, &src) ? emit(fn, &o) : 1;
 		if (o.time)
 			fprintf(stderr, "fp8cc: time: total %.2f ms\n", now_ms() - t0);
 	} else {

@@ -90,7 +90,7 @@ def step(p):
         w = p.pick(lambda u: u[1] == dt and len(u[2]) == len(shape) and u[2][1:] == shape[1:])
         if w:
             p.new(f"cat %{name}, %{w[0]} [0]", dt, [shape[0] + w[2][0]] + list(shape[1:]))
-    elif len(shape) == 2:
+    elif len(shape) == 2 and shape[1] % 16 == 0:   # cuBLASLt: K, N multiples of 16
         m, k = shape
         n = r.choice([16, 32])
         a = p.new(f"convert_element_type %{name}", "f8e4m3fn", [m, k])
