@@ -15,21 +15,78 @@ tr_tensor(Reader *r, const Expr *e)
 	s = tr_lookup(r, e);
 	if (s->kind == SYM_OBJ)
 		tr_errat(r, e->line, e->col, "'%s' is not a tensor but a %s object (line %u)", e->s, s->owner, s->line);
+	if (s->kind == SYM_NUM)
+		tr_errat(r, e->line, e->col, "%s: expected a tensor; '%s' is a number", r->callee, e->s);
+	if (s->kind == SYM_COLL)
+		tr_errat(r, e->line, e->col, "%s: expected a tensor; '%s' is a collection", r->callee, e->s);
 	return s->val;
 }
 
+/* the literal a name of a known Python number stands for, at the name's place */
+static const Expr *
+number_literal(Reader *r, const Expr *e, const Sym *s)
+{
+	Expr *x = arena_alloc(r->a, sizeof *x);
+
+	x->kind = s->numkind == 'f' ? E_FLOAT : s->numkind == 'i' ? E_INT : E_BOOL;
+	x->line = e->line;
+	x->col = e->col;
+	x->f = s->num;
+	x->i = (int64_t)s->num;
+	return x;
+}
+
+/* e, or the literal it names when it names a Python number known here;
+ * inside tuples and lists too (shapes may hold them) */
+const Expr *
+tr_resolve(Reader *r, const Expr *e)
+{
+	const Sym *s;
+	Expr *t;
+
+	if (e && e->kind == E_NAME && (s = tr_sym(r, e->s)) && s->kind == SYM_NUM && s->val == IR_NONE)
+		return number_literal(r, e, s);
+	if (!e || (e->kind != E_TUPLE && e->kind != E_LIST))
+		return e;
+	t = arena_alloc(r->a, sizeof *t);
+	*t = *e;
+	t->elts = arena_alloc(r->a, (e->n + 1) * sizeof *t->elts);
+	for (uint32_t i = 0; i < e->n; i++)
+		t->elts[i] = (Expr *)tr_resolve(r, e->elts[i]);
+	return t;
+}
+
+/* a tensor, a Python number written or known, or one known at run time */
 Opnd
 tr_operand(Reader *r, const Expr *e)
 {
-	Opnd o = { e, false, 0 };
+	Opnd o = { e, false, false, 0 };
+	const Sym *s;
 
 	if (e->kind == E_INT || e->kind == E_FLOAT || e->kind == E_BOOL)
 		return o;
 	if (e->kind != E_NAME)
 		tr_errat(r, e->line, e->col, "%s: expected a tensor or a number", r->callee);
+	s = tr_lookup(r, e);
+	if (s->kind == SYM_NUM && s->val == IR_NONE) {
+		o.e = number_literal(r, e, s);
+		return o;
+	}
+	if (s->kind == SYM_NUM) {
+		o.num = true;
+		o.v = s->val;
+		return o;
+	}
 	o.tensor = true;
 	o.v = tr_tensor(r, e);
 	return o;
+}
+
+/* the dtype of a Python number of kind 'f', 'i' or 'b' at run time */
+DType
+tr_number_dtype(char kind)
+{
+	return kind == 'f' ? DT_F64 : kind == 'i' ? DT_I64 : DT_B8;
 }
 
 DType
@@ -153,7 +210,7 @@ tr_bind(Reader *r, const Expr *c, const Param *ps, int np, const Expr **out)
 		if (out[i])
 			tr_errat(r, c->line, a->kw ? a->kwcol : a->e->col, "%s got argument '%.*s' twice", r->callee,
 				(int)strcspn(ps[i].name, "|"), ps[i].name);
-		out[i] = a->e;
+		out[i] = tr_resolve(r, a->e);
 	}
 	for (i = 0; i < np; i++)
 		if (!out[i] && !ps[i].opt)
@@ -183,6 +240,8 @@ tr_dtype_arg(Reader *r, const Expr *e)
 	if (strncmp(s, "dtypes.", 7) == 0) {
 		n = strlen(s + 7);
 		t = dt_lookup(s + 7, n > 1 && s[6 + n] == '_' ? n - 1 : n, 2);
+	} else if (!strcmp(s, "float") || !strcmp(s, "int") || !strcmp(s, "bool")) {
+		t = s[0] == 'f' ? DT_F32 : s[0] == 'i' ? DT_I64 : DT_B8;   /* Thunder's weak dtypes */
 	} else if (strncmp(s, "torch.", 6) == 0) {
 		t = dt_lookup(s + 6, strlen(s + 6), 3);
 		for (size_t i = 0; t < 0 && i < NELEM(torch_alias); i++)

@@ -1,5 +1,10 @@
 /* lex.c — the trace reader's bottom layer: errors with a caret, the checks that
- * the input is text, and the lexer, which turns one line into tokens. */
+ * the input is text, and the lexer, which turns a line into tokens.
+ *
+ * An error is printed once and unwinds (longjmp) to the reader's current
+ * recovery point: the line being read in pass 1, the statement being lowered
+ * in pass 2. The reader goes on with the next one, so one run reports every
+ * problem of a file, up to FE_MAXERRORS; then it stops. */
 #include "trace.h"
 
 /* ---- errors ---- */
@@ -9,10 +14,24 @@ tr_errat(Reader *r, uint32_t line, uint32_t col, const char *fmt, ...)
 {
 	va_list ap;
 
+	if (r->quiet)
+		longjmp(*r->jb, 1);
 	va_start(ap, fmt);
 	fe_verror(r->src, line, col, fmt, ap);
 	va_end(ap);
-	longjmp(r->jb, 1);
+	if (++r->nerrors >= FE_MAXERRORS) {
+		fe_diag(r->src, 0, 0, "fatal error", "too many errors (%d), stopping now", FE_MAXERRORS);
+		longjmp(r->abort, 1);
+	}
+	longjmp(*r->jb, 1);
+}
+
+/* give up the statement without a message: it uses what an earlier error
+ * left undefined */
+noreturn void
+tr_silent(Reader *r)
+{
+	longjmp(*r->jb, 1);
 }
 
 /* "[16, 32]" */
@@ -126,6 +145,7 @@ newtok(Reader *r, TokKind k, uint32_t at, uint32_t len)
 	t->p = r->lp + at;
 	t->len = len;
 	t->col = at + 1;
+	t->line = r->lineno;
 	return t;
 }
 
@@ -231,7 +251,7 @@ lex_one(Reader *r, uint32_t i)
 		return lex_number(r, i);
 	if (c == '\'' || c == '"')
 		return lex_string(r, i);
-	if (c != 0 && strchr("()[]{},:=.-", c)) {
+	if (c != 0 && strchr("()[]{},:=.-*", c)) {
 		newtok(r, T_PUNCT, i, 1);
 		return i + 1;
 	}
@@ -240,14 +260,30 @@ lex_one(Reader *r, uint32_t i)
 	tr_errat(r, r->lineno, i + 1, "unexpected byte 0x%02X", c);
 }
 
-/* tokenize the current line from byte `start`; the last token is T_EOF */
-void
-tr_lex_line(Reader *r, uint32_t start)
+/* Tokenize the current line from byte `start`, after the tokens of the lines
+ * it continues; true if it ends in a backslash, which continues it on the
+ * next line. The last line's tokens end in T_EOF. */
+bool
+tr_lex_line(Reader *r, uint32_t start, bool more)
 {
-	uint32_t i = start;
+	uint32_t i = start, end = r->llen;
 
-	r->ntoks = 0;
-	r->pos = 0;
+	if (!more) {
+		r->ntoks = 0;
+		r->pos = 0;
+	}
+	while (end > i && (r->lp[end - 1] == ' ' || r->lp[end - 1] == '\t'))
+		end--;
+	if (end > i && r->lp[end - 1] == '\\' && !memchr(r->lp + i, '#', end - i)) {
+		r->llen = end - 1;
+		for (;;) {
+			while (i < r->llen && (r->lp[i] == ' ' || r->lp[i] == '\t'))
+				i++;
+			if (i >= r->llen)
+				return true;
+			i = lex_one(r, i);
+		}
+	}
 	for (;;) {
 		while (i < r->llen && (r->lp[i] == ' ' || r->lp[i] == '\t'))
 			i++;
@@ -256,6 +292,7 @@ tr_lex_line(Reader *r, uint32_t start)
 		i = lex_one(r, i);
 	}
 	newtok(r, T_EOF, r->llen, 0);
+	return false;
 }
 
 static char
@@ -278,21 +315,24 @@ tr_check_brackets(Reader *r)
 
 		if (c == '(' || c == '[' || c == '{') {
 			if (sp == MAXDEPTH)
-				tr_errat(r, r->lineno, t->col, "nesting too deep (more than %d levels)", MAXDEPTH);
+				tr_errat(r, t->line, t->col, "nesting too deep (more than %d levels)", MAXDEPTH);
 			stack[sp++] = i;
 		} else if (c == ')' || c == ']' || c == '}') {
 			const Tok *o;
 
 			if (sp == 0)
-				tr_errat(r, r->lineno, t->col, "unbalanced '%c': nothing to close", c);
+				tr_errat(r, t->line, t->col, "unbalanced '%c': nothing to close", c);
 			o = &r->toks[stack[--sp]];
-			if (closer(o->p[0]) != c)
-				tr_errat(r, r->lineno, t->col, "'%c' does not match '%c' at column %u", c, o->p[0], o->col);
+			if (closer(o->p[0]) != c) {
+				if (o->line == t->line)
+					tr_errat(r, t->line, t->col, "'%c' does not match '%c' at column %u", c, o->p[0], o->col);
+				tr_errat(r, t->line, t->col, "'%c' does not match '%c' at line %u, column %u", c, o->p[0], o->line, o->col);
+			}
 		}
 	}
 	if (sp > 0) {
 		const Tok *o = &r->toks[stack[sp - 1]];
 
-		tr_errat(r, r->lineno, o->col, "unbalanced '%c': no matching '%c'", o->p[0], closer(o->p[0]));
+		tr_errat(r, o->line, o->col, "unbalanced '%c': no matching '%c'", o->p[0], closer(o->p[0]));
 	}
 }

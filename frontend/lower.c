@@ -108,7 +108,27 @@ define(Reader *r, const char *name, Sym s)
 	r->syms[i] = s;
 }
 
-/* the symbol a name refers to: errors for undefined, deleted and local names */
+/* A value unpacked from a collection whose members the trace does not type:
+ * say where its type can come from. */
+static noreturn void
+untyped(Reader *r, const Expr *e, const Sym *s)
+{
+	const char *coll = s->owner;
+	uint32_t line = s->line, others = 0;
+
+	for (uint32_t i = 0; i < r->nsyms; i++)   /* one error for them all */
+		if (r->syms[i].kind == SYM_UNTYPED && r->syms[i].line == line && r->syms[i].owner == coll) {
+			others += &r->syms[i] != s;
+			r->syms[i].kind = SYM_ERR;
+		}
+	tr_errat(r, e->line, e->col, "'%s' has no type: it is unpacked from '%s' at line %u, which does not type "
+		"%s; give --signature FILE (a safetensors file of example inputs, by name or position)%s", e->s, coll,
+		line, others ? arena_printf(r->a, "it or %u more of its members", others) : "it",
+		r->backward ? " or compile the backward with its forward trace" : "");
+}
+
+/* the symbol a name refers to: errors for undefined, deleted, local and
+ * untyped names; a name an earlier error left undefined gives up quietly */
 Sym *
 tr_lookup(Reader *r, const Expr *e)
 {
@@ -116,12 +136,26 @@ tr_lookup(Reader *r, const Expr *e)
 
 	if (!s || s->kind == SYM_NONE)
 		tr_errat(r, e->line, e->col, "undefined name '%s'", e->s);
+	if (s->kind == SYM_ERR)
+		tr_silent(r);
 	if (s->kind == SYM_DEL)
 		tr_errat(r, e->line, e->col, "'%s' was deleted at line %u", e->s, s->line);
 	if (s->kind == SYM_LOCAL)
 		tr_errat(r, e->line, e->col, "'%s' is defined only inside the subsymbols of %s at line %u",
 			e->s, s->owner, s->line);
+	if (s->kind == SYM_UNTYPED)
+		untyped(r, e, s);
+	if (s->kind == SYM_PYNONE)
+		tr_errat(r, e->line, e->col, "'%s' is None here (it is unpacked from '%s' at line %u)", e->s,
+			s->owner, s->line);
 	return s;
+}
+
+/* the symbol of a name, if it has one; no errors */
+Sym *
+tr_sym(Reader *r, const char *name)
+{
+	return sym_find(r, name);
 }
 
 /* give value v the trace's name, made unique among value names */
@@ -167,24 +201,37 @@ typed_name(Reader *r, const Stmt *s)
 	tr_errat(r, s->line, s->ty.ncol, "type comment names '%.*s', which the statement does not define", (int)s->ty.nlen, s->ty.name);
 }
 
-/* bind the one result v of a known callee to the statement's left side */
 static void
-bind_result(Reader *r, const Stmt *s, uint32_t v, uint32_t nv0)
+define_val(Reader *r, const char *name, uint32_t v)
 {
 	Sym sym = { 0 };
+
+	sym.kind = SYM_VAL;
+	sym.val = v;
+	define(r, name, sym);
+}
+
+/* bind the result of a known callee to the statement's left side: one
+ * tensor, or a Python number (v is IR_NONE and *num holds it) */
+static void
+bind_result(Reader *r, const Stmt *s, uint32_t v, uint32_t nv0, const Sym *num)
+{
 	const Name *tn = typed_name(r, s);
 
 	if (s->nnames > 1)
-		tr_errat(r, s->line, s->names[1].col, "%s gives one tensor, not %u", r->callee, s->nnames);
-	if (tn)
+		tr_errat(r, s->line, s->names[1].col, "%s gives one %s, not %u", r->callee, num ? "number" : "tensor",
+			s->nnames);
+	if (tn && !num)
 		check_typecmt(r, s, v, r->callee);
 	if (s->nnames == 0 || strcmp(s->names[0].s, "_") == 0)
 		return;
+	if (num) {
+		define(r, s->names[0].s, *num);
+		return;
+	}
 	if (v >= nv0 && !r->fn->vals[v].name)
 		name_value(r, v, s->names[0].s);
-	sym.kind = SYM_VAL;
-	sym.val = v;
-	define(r, s->names[0].s, sym);
+	define_val(r, s->names[0].s, v);
 }
 
 /* collect the tensors in e, in order: names of tensors and of objects, inside
@@ -200,6 +247,8 @@ collect(Reader *r, const Expr *e, Saved **sv, uint32_t *n, uint32_t *cap)
 		if (!s || s->kind == SYM_NONE)
 			return;
 		s = tr_lookup(r, e);
+		if (s->kind != SYM_VAL && s->kind != SYM_OBJ)
+			return;
 		for (uint32_t i = 0; i < (s->kind == SYM_OBJ ? s->nobjv : 1); i++) {
 			GROW(r, *sv, *cap, *n + 1);
 			(*sv)[(*n)++] = s->kind == SYM_OBJ ? s->objv[i] : (Saved){ s->val, s->name };
@@ -244,6 +293,46 @@ is_constructor(const char *name)
 	return name[0] >= 'A' && name[0] <= 'Z';
 }
 
+/* callees that do nothing fp8cc can see: Thunder frees collections with them */
+static bool
+is_noop(const char *name)
+{
+	return !strcmp(name, "clear_collection") || !strcmp(name, "clear_mutable_collection");
+}
+
+/* the uses of a callee without subsymbols, in the whole trace */
+static uint32_t
+count_uses(Reader *r, const char *callee)
+{
+	uint32_t n = 0;
+
+	for (uint32_t i = 0; i < r->nstmts; i++) {
+		const Stmt *s = &r->stmts[i];
+
+		n += s->kind == S_CALL && s->end == i + 1 && !strcmp(s->e->fn->s, callee);
+	}
+	return n;
+}
+
+/* A callee fp8cc cannot lower: said once per callee, with what it is and how
+ * often the trace calls it; its other uses give up quietly. */
+static noreturn void
+unsupported(Reader *r, const Stmt *s)
+{
+	const char *why = tr_unsupported_why(r->callee);
+	uint32_t n;
+
+	if (map_get(&r->reported, r->callee))
+		tr_silent(r);
+	map_put(r->a, &r->reported, r->callee, 1);
+	n = count_uses(r, r->callee);
+	if (why)
+		tr_errat(r, s->line, r->ccol, "%s%s", arena_printf(r->a, why, r->callee),
+			n > 1 ? arena_printf(r->a, " (%u uses; the others are not reported)", n) : "");
+	tr_errat(r, s->line, r->ccol, "unknown callee '%s' has no subsymbols to lower it from%s", r->callee,
+		n > 1 ? arena_printf(r->a, " (%u uses; the others are not reported)", n) : "");
+}
+
 /* Lower a call: a known callee directly, a constructor as an object. false:
  * the callee is unknown and has subsymbols, which the caller lowers instead. */
 static bool
@@ -253,17 +342,19 @@ lower_call(Reader *r, uint32_t si)
 	uint32_t nv0 = r->fn->nvals, ni0 = r->fn->nins, v;
 	Op op = OP_COUNT;
 	Lower f;
+	Sym num = { 0 };
 
 	r->cur = s;
 	r->callee = s->e->fn->s;
 	r->ccol = s->e->fn->col;
+	r->num = &num;
 	if ((f = tr_find_known(r->callee, &op))) {
 		v = f(r, s->e, op);
 		for (uint32_t i = ni0; i < r->fn->nins; i++) {
 			r->fn->ins[i].line = s->line;
 			r->fn->ins[i].col = s->col;
 		}
-		bind_result(r, s, v, nv0);
+		bind_result(r, s, v, nv0, v == IR_NONE ? &num : NULL);
 		return true;
 	}
 	if (s->end > si + 1)
@@ -272,7 +363,9 @@ lower_call(Reader *r, uint32_t si)
 		make_object(r, s);
 		return true;
 	}
-	tr_errat(r, s->line, r->ccol, "unknown callee '%s' has no subsymbols to lower it from", r->callee);
+	if (is_noop(r->callee))
+		return true;
+	unsupported(r, s);
 }
 
 /* del := "del" NAME {"," NAME} */
@@ -283,16 +376,224 @@ lower_del(Reader *r, const Stmt *s)
 
 	for (uint32_t i = 0; i < s->nnames; i++) {
 		Expr e = { 0 };
+		Sym *old = sym_find(r, s->names[i].s);
 
 		e.kind = E_NAME;
 		e.line = s->line;
 		e.col = s->names[i].col;
 		e.s = s->names[i].s;
-		tr_lookup(r, &e);
+		if (!old || (old->kind != SYM_UNTYPED && old->kind != SYM_PYNONE))
+			tr_lookup(r, &e);
 		sym.kind = SYM_DEL;
 		sym.line = s->line;
 		define(r, e.s, sym);
 	}
+}
+
+/* ---- collections and numbers ---- */
+
+static bool
+all_digits(const char *p)
+{
+	if (!*p)
+		return false;
+	for (; *p; p++)
+		if (!isdig(*p) && *p != '_')
+			return false;
+	return true;
+}
+
+/* Thunder's names for Python numbers: f3 (float), i3 (int), b3 (bool);
+ * 'f', 'i', 'b', or 0 for any other name */
+static char
+number_name(const char *name)
+{
+	return (name[0] == 'f' || name[0] == 'i' || name[0] == 'b') && all_digits(name + 1) ? name[0] : 0;
+}
+
+/* C0, C1: Thunder's names for collections */
+static bool
+collection_name(const char *name)
+{
+	return name[0] == 'C' && all_digits(name + 1);
+}
+
+/* a new parameter named `name` of type t */
+static uint32_t
+new_param(Reader *r, const char *name, const Type *t)
+{
+	uint32_t v = ir_param(r->fn, NULL, t->dt, t->rank, t->d);
+
+	name_value(r, v, name);
+	return v;
+}
+
+/* the --signature entry for name, or for position pos (UINT32_MAX: none) */
+static const FeSigEntry *
+sig_find(Reader *r, const char *name, uint32_t pos)
+{
+	const FeSig *sig = r->link ? r->link->sig : NULL;
+	char buf[16];
+
+	if (!sig)
+		return NULL;
+	for (uint32_t i = 0; i < sig->n; i++)
+		if (!strcmp(sig->e[i].name, name))
+			return &sig->e[i];
+	snprintf(buf, sizeof buf, "%u", pos);
+	for (uint32_t i = 0; pos != UINT32_MAX && i < sig->n; i++)
+		if (!strcmp(sig->e[i].name, buf))
+			return &sig->e[i];
+	return NULL;
+}
+
+static bool
+sig_type(Reader *r, const char *name, uint32_t pos, Type *t)
+{
+	const FeSigEntry *e = sig_find(r, name, pos);
+
+	if (!e)
+		return false;
+	t->dt = e->dtype;
+	t->rank = e->rank;
+	memcpy(t->d, e->dims, sizeof t->d);
+	return true;
+}
+
+/* the state slot that carries forward value fv into the backward */
+static uint32_t
+slot_of(Reader *r, uint32_t fv)
+{
+	FeLink *l = r->link;
+
+	for (uint32_t k = 0; k < l->nslots; k++)
+		if (l->slot_val[k] == fv)
+			return k;
+	arena_grow(r->a, (void **)&l->slot_val, &l->capslots, l->nslots + 1, sizeof *l->slot_val);
+	l->slot_val[l->nslots] = fv;
+	return l->nslots++;
+}
+
+/* a parameter with the type of forward value fv; from a state slot, or an
+ * input of its own (a cotangent) */
+static uint32_t
+forward_param(Reader *r, const char *name, uint32_t fv, bool state)
+{
+	Type t;
+	uint32_t v;
+
+	tr_vtype(r->link->fwd, fv, &t);
+	v = new_param(r, name, &t);
+	if (state)
+		ir_set_param_slot(r->fn, r->fn->nparams - 1, (int32_t)slot_of(r, fv));
+	return v;
+}
+
+/* A member of a collection whose contents fp8cc does not know: a
+ * collection, a number (by Thunder's names), a tensor the signature types,
+ * or a value without a type (an error where it is used). */
+static void
+unknown_member(Reader *r, const Stmt *s, const Name *n, const Sym *coll, uint32_t pos)
+{
+	Sym sym = { 0 };
+	Type t = { 0 };
+	char k = number_name(n->s);
+
+	sym.line = s->line;
+	sym.owner = coll->name;
+	if (collection_name(n->s)) {
+		sym.kind = SYM_COLL;
+	} else if (k) {
+		sym.kind = SYM_NUM;
+		sym.numkind = k;
+		t.dt = tr_number_dtype(k);
+		sym.val = new_param(r, n->s, &t);
+	} else if (sig_type(r, n->s, coll->top ? pos : UINT32_MAX, &t)) {
+		sym.kind = SYM_VAL;
+		sym.val = new_param(r, n->s, &t);
+	} else {
+		sym.kind = SYM_UNTYPED;
+	}
+	define(r, n->s, sym);
+}
+
+/* a member of a collection whose contents the forward trace gave */
+static void
+known_member(Reader *r, const Stmt *s, const Name *n, const Sym *coll, const PyObj *o)
+{
+	Sym sym = { 0 };
+
+	sym.line = s->line;
+	sym.owner = coll->name;
+	switch (o->kind) {
+	case PY_TUPLE:
+		sym.kind = SYM_COLL;
+		sym.coll = o;
+		break;
+	case PY_TENSOR:
+		sym.kind = SYM_VAL;
+		sym.val = forward_param(r, n->s, o->val, !o->input);
+		break;
+	case PY_NUM:
+		sym.kind = SYM_NUM;
+		sym.numkind = o->numkind;
+		sym.num = o->num;
+		sym.val = o->val == IR_NONE ? IR_NONE : forward_param(r, n->s, o->val, true);
+		break;
+	case PY_NONE:
+		sym.kind = SYM_PYNONE;
+		break;
+	}
+	define(r, n->s, sym);
+}
+
+/* unpack := targets "=" NAME: the members of a collection, in order; or, with
+ * one name and no comma, the value under a second name */
+static void
+lower_unpack(Reader *r, const Stmt *s)
+{
+	Sym *c = tr_lookup(r, s->e), coll;
+
+	if (c->kind != SYM_COLL) {
+		if (s->tuple || (c->kind != SYM_VAL && c->kind != SYM_NUM && c->kind != SYM_OBJ))
+			tr_errat(r, s->e->line, s->e->col, "'%s' is not a collection to unpack", s->e->s);
+		coll = *c;
+		define(r, s->names[0].s, coll);
+		return;
+	}
+	coll = *c;
+	if (coll.coll && coll.coll->n != s->nnames)
+		tr_errat(r, s->e->line, s->e->col, "'%s' holds %u values; the statement unpacks %u", s->e->s,
+			coll.coll->n, s->nnames);
+	for (uint32_t i = 0; i < s->nnames; i++) {
+		if (!strcmp(s->names[i].s, "_"))
+			continue;
+		if (coll.coll)
+			known_member(r, s, &s->names[i], &coll, coll.coll->elts[i]);
+		else
+			unknown_member(r, s, &s->names[i], &coll, i);
+	}
+}
+
+/* "# NAME: \"TYPE\"" on a line of its own: types a value unpacked without a
+ * type, or is checked against the one it has */
+static void
+lower_type(Reader *r, const Stmt *s)
+{
+	char *name = arena_strndup(r->a, s->ty.name, s->ty.nlen);
+	Sym *sym = sym_find(r, name);
+	uint32_t dtcol, shcol;
+	Type t;
+
+	if (!sym || (sym->kind != SYM_UNTYPED && sym->kind != SYM_VAL))
+		return;
+	if (sym->kind == SYM_VAL) {
+		check_typecmt(r, s, sym->val, "its definition");
+		return;
+	}
+	tr_parse_type(r, s->line, &s->ty, &t, &dtcol, &shcol);
+	sym->kind = SYM_VAL;
+	sym->val = new_param(r, name, &t);
 }
 
 /* ---- subsymbol frames ---- */
@@ -322,7 +623,7 @@ frame_outputs(Reader *r, const Frame *f, const Stmt *s)
 
 		if (strcmp(s->names[i].s, "_") == 0)
 			continue;
-		if (!sym || sym->stamp < f->stamp || (sym->kind != SYM_VAL && sym->kind != SYM_OBJ))
+		if (!sym || sym->stamp < f->stamp || (sym->kind != SYM_VAL && sym->kind != SYM_OBJ && sym->kind != SYM_NUM))
 			tr_errat(r, s->line, s->names[i].col, "'%s' is not defined by the subsymbols of %s",
 				s->names[i].s, s->e->fn->s);
 		sym->keep = true;
@@ -339,7 +640,7 @@ unwind(Reader *r, const LogEnt *e, const Stmt *s)
 	Sym *sym = &r->syms[e->sym];
 	const char *name = sym->name;
 
-	if (e->old.kind == SYM_VAL || e->old.kind == SYM_OBJ || e->old.kind == SYM_DEL) {
+	if (e->old.kind != SYM_NONE && e->old.kind != SYM_LOCAL) {
 		*sym = e->old;
 		return;
 	}
@@ -409,6 +710,9 @@ outputs(Reader *r, const Expr *e, bool primary)
 			add_output(r, s->val, e->s, primary);
 		for (uint32_t i = 0; s->kind == SYM_OBJ && i < s->nobjv; i++)
 			add_output(r, s->objv[i].v, s->objv[i].name, primary);
+		if (primary && (s->kind == SYM_NUM || s->kind == SYM_COLL))
+			tr_errat(r, e->line, e->col, "a trace can return only tensors; '%s' is a %s", e->s,
+				s->kind == SYM_NUM ? "number" : "collection");
 		return;
 	case E_TUPLE: case E_LIST:
 		for (uint32_t i = 0; i < e->n; i++)
@@ -439,45 +743,196 @@ check_names(Reader *r, const Expr *e)
 		check_names(r, e->args[i].e);
 }
 
-/* return := NAME | tuple | list | dict | "{'output': X, ...}, (saved, ...)" */
+static PyObj *
+new_py(Reader *r, PyKind k)
+{
+	PyObj *o = arena_alloc(r->a, sizeof *o);
+
+	o->kind = k;
+	o->val = IR_NONE;
+	return o;
+}
+
+static void
+py_push(Reader *r, PyObj *t, PyObj *x)
+{
+	uint32_t cap = t->n;
+
+	arena_grow(r->a, (void **)&t->elts, &cap, t->n + 1, sizeof *t->elts);
+	t->elts[t->n++] = x;
+}
+
+/* what a forward saves for its backward, as the backward will unpack it */
+static PyObj *
+saved_obj(Reader *r, const Expr *e)
+{
+	const Sym *s;
+	PyObj *o;
+
+	switch (e->kind) {
+	case E_NAME:
+		s = tr_lookup(r, e);
+		if (s->kind == SYM_VAL) {
+			o = new_py(r, PY_TENSOR);
+			o->val = s->val;
+			return o;
+		}
+		if (s->kind == SYM_NUM) {
+			o = new_py(r, PY_NUM);
+			o->num = s->num;
+			o->numkind = s->numkind;
+			o->val = s->val;
+			return o;
+		}
+		if (s->kind == SYM_COLL && s->coll)
+			return (PyObj *)s->coll;
+		o = new_py(r, PY_TUPLE);
+		for (uint32_t i = 0; s->kind == SYM_OBJ && i < s->nobjv; i++) {
+			PyObj *t = new_py(r, PY_TENSOR);
+
+			t->val = s->objv[i].v;
+			py_push(r, o, t);
+		}
+		if (s->kind != SYM_OBJ)
+			tr_errat(r, e->line, e->col, "cannot save '%s' for the backward: it is not a tensor or a number", e->s);
+		return o;
+	case E_INT: case E_FLOAT: case E_BOOL:
+		o = new_py(r, PY_NUM);
+		o->num = e->kind == E_FLOAT ? e->f : (double)e->i;
+		o->numkind = e->kind == E_FLOAT ? 'f' : e->kind == E_INT ? 'i' : 'b';
+		return o;
+	case E_NONE:
+		return new_py(r, PY_NONE);
+	case E_TUPLE: case E_LIST:
+		o = new_py(r, PY_TUPLE);
+		for (uint32_t i = 0; i < e->n; i++)
+			py_push(r, o, saved_obj(r, e->elts[i]));
+		return o;
+	default:
+		tr_errat(r, e->line, e->col, "cannot save this for the backward: only tensors, numbers, None and tuples");
+	}
+}
+
+/* return := NAME | tuple | list | dict | "{'output': X, ...}, (saved, ...)".
+ * The forward of a pair returns its flat outputs and hands the saved values
+ * to the backward; a trace read alone returns both. */
 static void
 lower_return(Reader *r, const Stmt *s)
 {
-	const Expr *e = s->e, *out = e, *saved = NULL;
+	const Expr *e = s->e, *out = e, *saved = NULL, *flat = NULL;
 
 	check_names(r, e);
 	if (e->kind == E_TUPLE && e->n == 2 && e->elts[0]->kind == E_DICT) {
 		out = e->elts[0];
 		saved = e->elts[1];
 	}
-	if (out->kind == E_DICT && !(out = dict_get(out, "output")))
-		tr_errat(r, e->line, e->col, "the returned dict has no 'output' entry");
-	outputs(r, out, true);
-	if (saved)
-		outputs(r, saved, false);
+	if (out->kind == E_DICT) {
+		flat = dict_get(out, "flat_output");
+		if (!(out = dict_get(out, "output")))
+			tr_errat(r, e->line, e->col, "the returned dict has no 'output' entry");
+	}
+	if (r->link && r->link->forward) {
+		outputs(r, flat ? flat : out, true);
+		r->link->saved = saved ? saved_obj(r, saved) : new_py(r, PY_TUPLE);
+	} else {
+		outputs(r, out, true);
+		if (saved)
+			outputs(r, saved, false);
+	}
 	if (r->fn->nrets == 0)
 		tr_errat(r, s->line, s->col, "the trace returns no tensors");
 }
 
 /* ---- pass 2 ---- */
 
+/* the forward's outputs as the backward's cotangents: inputs of their types */
+static PyObj *
+cotangents(Reader *r)
+{
+	Func *fwd = r->link->fwd;
+	PyObj *o = new_py(r, PY_TUPLE);
+
+	for (uint32_t i = 0; i < fwd->nrets; i++) {
+		PyObj *t = new_py(r, PY_TENSOR);
+
+		t->val = fwd->rets[i];
+		t->input = true;
+		py_push(r, o, t);
+	}
+	return o;
+}
+
+/* a Collection parameter; in a backward read with its forward, the first one
+ * holds the saved values and the second the cotangents */
+static void
+collection_param(Reader *r, uint32_t i)
+{
+	Sym sym = { 0 };
+
+	sym.kind = SYM_COLL;
+	sym.top = true;
+	sym.line = r->defline;
+	if (r->link && r->link->fwd) {
+		bool cot = !strcmp(r->params[i].s, "cotangents") ||
+			(r->ncoll == 1 && strcmp(r->params[i].s, "saved_for_backward"));
+
+		sym.coll = cot ? cotangents(r) : r->link->saved;
+	}
+	r->ncoll++;
+	define(r, r->params[i].s, sym);
+}
+
+/* true if the parameter is unpacked somewhere: a collection */
+static bool
+unpacked(Reader *r, const char *name)
+{
+	for (uint32_t i = 0; i < r->nstmts; i++)
+		if (r->stmts[i].kind == S_UNPACK && !strcmp(r->stmts[i].e->s, name))
+			return true;
+	return false;
+}
+
+static void
+add_param(Reader *r, uint32_t i)
+{
+	const TypeCmt *tc = &r->ptypes[i];
+	uint32_t dtcol, shcol;
+	Type t;
+
+	if (r->params[i].star || (tc->present && tc->len == 10 && !memcmp(tc->text, "Collection", 10)) ||
+	    (!tc->present && unpacked(r, r->params[i].s))) {
+		collection_param(r, i);
+		return;
+	}
+	if (!tc->present && sig_type(r, r->params[i].s, i, &t)) {
+		define_val(r, r->params[i].s, new_param(r, r->params[i].s, &t));
+		return;
+	}
+	if (!tc->present)
+		tr_errat(r, r->defline, r->params[i].col, "parameter '%s' has no type comment (# %s: \"cuda:0 f32[...]\")%s",
+			r->params[i].s, r->params[i].s, r->link && r->link->sig ? "" : " and no --signature gives it one");
+	tr_parse_type(r, r->ptypeline[i], tc, &t, &dtcol, &shcol);
+	define_val(r, r->params[i].s, new_param(r, r->params[i].s, &t));
+}
+
+/* the parameters; one that has an error is left undefined */
 void
 tr_add_params(Reader *r)
 {
-	for (uint32_t i = 0; i < r->nparams; i++) {
-		Sym sym = { 0 };
-		uint32_t dtcol, shcol;
-		Type t;
+	jmp_buf jb;
+	volatile uint32_t i = 0;
 
-		if (!r->ptypes[i].present)
-			tr_errat(r, r->defline, r->params[i].col, "parameter '%s' has no type comment (# %s: \"cuda:0 f32[...]\")",
-				r->params[i].s, r->params[i].s);
-		tr_parse_type(r, r->ptypeline[i], &r->ptypes[i], &t, &dtcol, &shcol);
-		sym.kind = SYM_VAL;
-		sym.val = ir_param(r->fn, NULL, t.dt, t.rank, t.d);
-		name_value(r, sym.val, r->params[i].s);
-		define(r, r->params[i].s, sym);
+	r->jb = &jb;
+	for (; i < r->nparams; i++) {
+		if (setjmp(jb) == 0) {
+			add_param(r, i);
+		} else {
+			Sym sym = { .kind = SYM_ERR };
+
+			define(r, r->params[i].s, sym);
+		}
 	}
+	r->backward = r->ncoll > 0 && !r->params[0].star;
 }
 
 static void
@@ -485,6 +940,8 @@ lower_stmt(Reader *r, uint32_t si)
 {
 	const Stmt *s = &r->stmts[si];
 
+	if (s->broken)
+		tr_silent(r);
 	switch (s->kind) {
 	case S_DEL:
 		lower_del(r, s);
@@ -496,19 +953,53 @@ lower_stmt(Reader *r, uint32_t si)
 		if (!lower_call(r, si))
 			push_frame(r, si);
 		break;
+	case S_UNPACK:
+		lower_unpack(r, s);
+		break;
+	case S_TYPE:
+		lower_type(r, s);
+		break;
+	case S_ERROR:
+		tr_silent(r);
 	}
 }
 
+/* After an error in statement si of the body or in its subsymbols: undo what
+ * its subsymbols defined, and leave its own names undefined, quietly. */
+static void
+recover(Reader *r, uint32_t si)
+{
+	const Stmt *s = &r->stmts[si];
+	Sym err = { .kind = SYM_ERR };
+
+	if (r->nframes > 1) {
+		for (uint32_t k = r->nlog; k-- > r->frames[1].logmark;)
+			r->syms[r->log[k].sym] = r->log[k].old;
+		r->nlog = r->frames[1].logmark;
+		r->nframes = 1;
+	}
+	for (uint32_t i = 0; s->kind != S_DEL && i < s->nnames; i++)
+		define(r, s->names[i].s, err);
+}
+
 /* lower the body, replacing unknown callees by their subsymbols (an explicit
- * stack of frames, so deep nesting does not recurse) */
+ * stack of frames, so deep nesting does not recurse); an error gives up the
+ * statement of the body it is in, and the next one goes on */
 void
 tr_lower_body(Reader *r)
 {
+	jmp_buf jb;
+
+	r->jb = &jb;
 	push_frame(r, NOSTMT);
 	while (r->nframes > 0) {
 		Frame *f = &r->frames[r->nframes - 1];
 		uint32_t end = f->stmt == NOSTMT ? r->nstmts : r->stmts[f->stmt].end, si;
 
+		if (setjmp(jb) != 0) {
+			recover(r, r->top);
+			continue;
+		}
 		if (f->next >= end) {
 			if (f->stmt != NOSTMT)
 				close_frame(r, f);
@@ -517,7 +1008,8 @@ tr_lower_body(Reader *r)
 		}
 		si = f->next;
 		f->next = r->stmts[si].end;
+		if (r->nframes == 1)
+			r->top = si;
 		lower_stmt(r, si);
 	}
 }
-

@@ -38,8 +38,8 @@ tr_unexpected(Reader *r, const char *what)
 	Tok *t = tr_peek(r);
 
 	if (t->kind == T_EOF || t->kind == T_COMMENT)
-		tr_errat(r, r->lineno, t->col, "expected %s at the end of the line", what);
-	tr_errat(r, r->lineno, t->col, "expected %s, found '%.*s'", what, (int)(t->len < 40 ? t->len : 40), t->p);
+		tr_errat(r, t->line, t->col, "expected %s at the end of the line", what);
+	tr_errat(r, t->line, t->col, "expected %s, found '%.*s'", what, (int)(t->len < 40 ? t->len : 40), t->p);
 }
 
 void
@@ -57,7 +57,7 @@ newexpr(Reader *r, ExprKind k, const Tok *t)
 	Expr *e = arena_alloc(r->a, sizeof *e);
 
 	e->kind = k;
-	e->line = r->lineno;
+	e->line = t->line;
 	e->col = t->col;
 	return e;
 }
@@ -220,7 +220,7 @@ call(Reader *r, Expr *fn, const Tok *open)
 	Expr *c = newexpr(r, E_CALL, open);
 
 	if (fn->kind != E_NAME)
-		tr_errat(r, r->lineno, open->col, "only a named function can be called");
+		tr_errat(r, open->line, open->col, "only a named function can be called");
 	c->col = fn->col;
 	c->fn = fn;
 	while (!tr_equal(r, ')')) {
@@ -232,7 +232,7 @@ call(Reader *r, Expr *fn, const Tok *open)
 			a.kwcol = t->col;
 			r->pos += 2;
 		} else if (c->nargs > 0 && c->args[c->nargs - 1].kw) {
-			tr_errat(r, r->lineno, t->col, "positional argument follows keyword argument");
+			tr_errat(r, t->line, t->col, "positional argument follows keyword argument");
 		}
 		a.e = expr(r);
 		GROW(r, c->args, c->capargs, c->nargs + 1);
@@ -267,7 +267,7 @@ expr(Reader *r)
 	Expr *e;
 
 	if (++r->depth > MAXDEPTH)
-		tr_errat(r, r->lineno, t->col, "nesting too deep (more than %d levels)", MAXDEPTH);
+		tr_errat(r, t->line, t->col, "nesting too deep (more than %d levels)", MAXDEPTH);
 	if (tr_consume(r, '-')) {
 		e = expr(r);
 		if (e->kind == E_INT)
@@ -275,7 +275,7 @@ expr(Reader *r)
 		else if (e->kind == E_FLOAT)
 			e->f = -e->f;
 		else
-			tr_errat(r, r->lineno, t->col, "'-' applies only to numbers here");
+			tr_errat(r, t->line, t->col, "'-' applies only to numbers here");
 		e->col = t->col;
 	} else {
 		e = postfix(r);
@@ -292,10 +292,12 @@ push_name(Reader *r, Stmt *s, const Tok *t)
 	s->names[s->nnames++].col = t->col;
 }
 
-/* names := NAME { "," NAME } [","], up to `stop` */
-static void
+/* names := NAME { "," NAME } [","], up to `stop`; true if a comma was seen */
+static bool
 names(Reader *r, Stmt *s, char stop, const char *what)
 {
+	bool comma = false;
+
 	while (!tr_equal(r, stop) && tr_peek(r)->kind != T_EOF && tr_peek(r)->kind != T_COMMENT) {
 		if (tr_peek(r)->kind != T_NAME)
 			tr_unexpected(r, what);
@@ -303,18 +305,47 @@ names(Reader *r, Stmt *s, char stop, const char *what)
 		r->pos++;
 		if (!tr_consume(r, ','))
 			break;
+		comma = true;
 	}
+	return comma;
 }
 
-/* lhs := names | "[" [names] "]" | "(" [names] ")" */
+/* targets := target { "," target } [","] up to `stop`, flattened into the
+ * statement's names; target := NAME | "(" targets ")" | "[" targets "]" */
+static bool
+targets(Reader *r, Stmt *s, char stop, int depth)
+{
+	bool comma = false;
+	Tok *t;
+
+	while (!tr_equal(r, stop) && (t = tr_peek(r))->kind != T_EOF && t->kind != T_COMMENT) {
+		if (tr_consume(r, '(') || tr_consume(r, '[')) {
+			char close = t->p[0] == '(' ? ')' : ']';
+
+			if (depth >= MAXDEPTH)
+				tr_errat(r, t->line, t->col, "nesting too deep (more than %d levels)", MAXDEPTH);
+			targets(r, s, close, depth + 1);
+			tr_expect(r, close);
+		} else if (t->kind == T_NAME) {
+			push_name(r, s, t);
+			r->pos++;
+		} else {
+			tr_unexpected(r, "a name on the left of '='");
+		}
+		if (!tr_consume(r, ','))
+			break;
+		comma = true;
+	}
+	return comma;
+}
+
+/* lhs := targets "=" ; a tuple when bracketed or with a comma */
 static void
 lhs(Reader *r, Stmt *s)
 {
-	char close = tr_consume(r, '[') ? ']' : tr_consume(r, '(') ? ')' : '=';
+	Tok *t = tr_peek(r);
 
-	names(r, s, close, "a name on the left of '='");
-	if (close != '=')
-		tr_expect(r, close);
+	s->tuple = targets(r, s, '=', 0) || s->nnames != 1 || t->kind != T_NAME;
 	tr_expect(r, '=');
 }
 
@@ -391,14 +422,15 @@ ret_value(Reader *r)
 	return tup;
 }
 
-/* stmt := "del" names | "return" [exprs] | [lhs "="] call, then an optional
- * comment; "# NAME: \"TYPE\"" types the result */
+/* stmt := "del" names | "return" [exprs] | [lhs "="] call | lhs "=" NAME,
+ * then an optional comment; "# NAME: \"TYPE\"" types the result. The last
+ * form unpacks a collection (t0, t1, = args) or names a value again. */
 void
 tr_parse_stmt(Reader *r, Stmt *s)
 {
 	Tok *t = tr_peek(r);
 
-	s->line = r->lineno;
+	s->line = t->line;
 	s->col = t->col;
 	if (is_word(t, "del")) {
 		s->kind = S_DEL;
@@ -415,8 +447,10 @@ tr_parse_stmt(Reader *r, Stmt *s)
 		if (assigns(r))
 			lhs(r, s);
 		s->e = expr(r);
-		if (s->e->kind != E_CALL)
-			tr_errat(r, r->lineno, s->e->col, "expected a call");
+		if (s->e->kind == E_NAME && s->nnames > 0)
+			s->kind = S_UNPACK;
+		else if (s->e->kind != E_CALL)
+			tr_errat(r, s->e->line, s->e->col, "expected a call");
 	}
 	t = tr_peek(r);
 	if (t->kind == T_COMMENT) {
@@ -494,20 +528,26 @@ parse_dims(Reader *r, uint32_t line, const TypeCmt *tc, uint32_t i, Type *t)
 	tr_check_numel(r, line, tc->col + open, t);
 }
 
-/* TYPE := [DEVICE " "] DTYPE dims, e.g. "cuda:0 f8_e4m3fn[16, 32]".
- * *dtcol and *shcol receive the columns of the dtype and the shape. */
+/* TYPE := [["FUTURE "] DEVICE " "] DTYPE dims, e.g. "cuda:0 f8_e4m3fn[16, 32]";
+ * DEVICE is cuda:N, cpu or thunder.devices.Device(...): the last word before
+ * the shape is the dtype. A trace that ran on the CPU compiles for the GPU
+ * all the same, which a note says once. *dtcol and *shcol receive the
+ * columns of the dtype and the shape. */
 void
 tr_parse_type(Reader *r, uint32_t line, const TypeCmt *tc, Type *t, uint32_t *dtcol, uint32_t *shcol)
 {
-	const char *s = tc->text, *br = memchr(s, '[', tc->len), *sp;
-	uint32_t de = br ? (uint32_t)(br - s) : tc->len, ds;
+	const char *s = tc->text, *br = memchr(s, '[', tc->len);
+	uint32_t de = br ? (uint32_t)(br - s) : tc->len, ds = de;
 	int dt;
 
 	if (!br)
 		tr_errat(r, line, tc->col, "type \"%.*s\" is not a tensor type", (int)tc->len, s);
-	sp = memchr(s, ' ', de);
-	for (ds = sp ? (uint32_t)(sp - s) : 0; ds < de && s[ds] == ' '; ds++)
-		;
+	while (ds > 0 && s[ds - 1] != ' ')
+		ds--;
+	if (ds >= 4 && memcmp(s, "cpu ", 4) == 0 && !r->cpu_noted) {
+		r->cpu_noted = true;
+		fe_diag(r->src, line, tc->col, "note", "the trace ran on the CPU; fp8cc compiles it for the GPU");
+	}
 	if ((dt = dt_lookup(s + ds, de - ds, 1)) < 0)
 		tr_errat(r, line, tc->col + ds, "unknown dtype '%.*s'", (int)(de - ds), s + ds);
 	t->dt = (DType)dt;

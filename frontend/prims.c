@@ -1,11 +1,83 @@
 /* prims.c — one lowering per callee the reader knows: Thunder's prims, and
  * the torch-level calls that Thunder prints without subsymbols. */
+#include <math.h>
+
 #include "trace.h"
 
 /* ---- prims ---- */
 
 static const Param P_A[] = { { "a", false } };
 static const Param P_AB[] = { { "a", false }, { "b", false } };
+
+/* A Python number known at run time (a rank-0 f64, i64 or b8 value) as an
+ * operand of dtype t: converted as PyTorch converts a scalar, and for a
+ * division its reciprocal in t */
+static uint32_t
+runtime_scalar(Reader *r, const Opnd *o, DType t, bool recip)
+{
+	DType from = tr_vdtype(r, o->v);
+	uint32_t x;
+	Type rt = { t, 0, { 0 } };
+
+	if (from == DT_F64 && !dt_isfloat(t) && !dt_isfp8(t))
+		tr_errat(r, o->e->line, o->e->col, "%s: a float number with an %s tensor", r->callee, ir_dtypes[t].thunder);
+	x = from == t ? o->v : tr_convert(r, o->v, t);
+	return recip ? tr_emit(r, OP_RECIPROCAL, &x, 1, NULL, 0, &rt) : x;
+}
+
+static bool
+any_tensor(const Opnd *o, int n)
+{
+	for (int i = 0; i < n; i++)
+		if (o[i].tensor)
+			return true;
+	return false;
+}
+
+static double
+number_value(const Opnd *o)
+{
+	return o->e->kind == E_FLOAT ? o->e->f : (double)o->e->i;
+}
+
+/* Python's arithmetic on numbers alone: ints stay ints (but / is true
+ * division), a float makes a float, comparisons give bools. Known numbers
+ * fold; numbers known at run time compute in f64 or i64. The result is a
+ * number (r->num), not a tensor. */
+static uint32_t
+number_op(Reader *r, Op op, const Opnd *o, int n)
+{
+	bool isf = op == OP_DIV, known = true, cmp = ir_ops[op].cls == OC_COMPARE;
+	double x[3];
+	uint32_t args[3];
+	DType t;
+	Type rt = { DT_F64, 0, { 0 } };
+
+	for (int i = 0; i < n; i++) {
+		known &= !o[i].num;
+		isf |= o[i].num ? tr_vdtype(r, o[i].v) == DT_F64 : o[i].e->kind == E_FLOAT;
+	}
+	if (ir_ops[op].cls != OC_BINARY && ir_ops[op].cls != OC_COMPARE && ir_ops[op].cls != OC_UNARY)
+		tr_errat(r, r->cur->line, r->ccol, "%s on Python numbers alone is not supported", r->callee);
+	if (op == OP_ISFINITE || (!isf && ir_ops[op].tc == TC_FLOAT))
+		isf = true;
+	r->num->kind = SYM_NUM;
+	r->num->numkind = cmp ? 'b' : isf ? 'f' : 'i';
+	r->num->val = IR_NONE;
+	t = isf ? DT_F64 : DT_I64;
+	if (known) {
+		for (int i = 0; i < n; i++)
+			x[i] = number_value(&o[i]);
+		r->num->num = ir_eval_scalar(op, x, n, t);
+		return IR_NONE;
+	}
+	for (int i = 0; i < n; i++)
+		args[i] = o[i].num ? (tr_vdtype(r, o[i].v) == t ? o[i].v : tr_convert(r, o[i].v, t))
+			: tr_konst(r, number_value(&o[i]), t);
+	rt.dt = cmp ? DT_B8 : t;
+	r->num->val = tr_emit(r, op, args, n, NULL, 0, &rt);
+	return IR_NONE;
+}
 
 static uint32_t
 prim_unary(Reader *r, const Expr *c, Op op)
@@ -15,6 +87,11 @@ prim_unary(Reader *r, const Expr *c, Op op)
 	Type t;
 
 	tr_bind(r, c, P_A, 1, a);
+	if (a[0]->kind != E_NAME || tr_lookup(r, a[0])->kind == SYM_NUM) {
+		Opnd o = tr_operand(r, a[0]);
+
+		return number_op(r, op, &o, 1);
+	}
 	x = tr_tensor(r, a[0]);
 	tr_vtype(r->fn, x, &t);
 	if (op == OP_ISFINITE)
@@ -74,7 +151,7 @@ widen(Reader *r, Op op, const Opnd *o, int first, int n, DType t)
 	if (t != DT_BF16 && t != DT_F16)
 		return false;
 	for (int i = first; i < n; i++)
-		if (!o[i].tensor && !(exact_ok && tr_exact_in(r, o[i].e, t)))
+		if (o[i].num || (!o[i].tensor && !(exact_ok && tr_exact_in(r, o[i].e, t))))
 			return true;
 	return false;
 }
@@ -103,6 +180,8 @@ elementwise(Reader *r, Op op, const Expr **ex, int n)
 		o[i] = tr_operand(r, ex[i]);
 	if (first && !o[0].tensor)
 		tr_errat(r, ex[0]->line, ex[0]->col, "%s: the condition must be a tensor", r->callee);
+	if (!any_tensor(o, n))
+		return number_op(r, op, o, n);
 	t = ew_dtype(r, o, first, n);
 	wide = widen(r, op, o, first, n, t);
 	ct = wide ? DT_F32 : t;
@@ -111,6 +190,7 @@ elementwise(Reader *r, Op op, const Expr **ex, int n)
 		op = OP_MUL;
 	for (int i = 0; i < n; i++)
 		args[i] = i < first ? o[i].v : o[i].tensor ? (wide ? tr_convert(r, o[i].v, ct) : o[i].v)
+			: o[i].num ? runtime_scalar(r, &o[i], ct, recip)
 			: tr_konst(r, recip ? reciprocal(tr_scalar_in(r, o[i].e, ct), ct) : tr_scalar_in(r, o[i].e, ct), ct);
 	rt.dt = ir_ops[op].cls == OC_COMPARE ? DT_B8 : ct;
 	v = tr_emit(r, op, args, n, NULL, 0, &rt);
@@ -136,6 +216,35 @@ prim_where(Reader *r, const Expr *c)
 	return elementwise(r, OP_WHERE, a, 3);
 }
 
+/* convert_element_type(NUMBER, float|int|bool): a Python number, as Python
+ * converts it (int() truncates) */
+static uint32_t
+convert_number(Reader *r, const Expr *num, const Expr *dt)
+{
+	Opnd o = tr_operand(r, num);
+	const char *k = dt->kind == E_NAME ? dt->s : "";
+	DType t;
+	Type rt = { DT_F64, 0, { 0 } };
+
+	if (strcmp(k, "float") && strcmp(k, "int") && strcmp(k, "bool"))
+		tr_errat(r, dt->line, dt->col, "%s: a number converts to float, int or bool", r->callee);
+	if (o.tensor)
+		tr_errat(r, num->line, num->col, "%s: expected a number", r->callee);
+	r->num->kind = SYM_NUM;
+	r->num->numkind = k[0];
+	r->num->val = IR_NONE;
+	t = tr_number_dtype(k[0]);
+	if (!o.num) {
+		double x = number_value(&o);
+
+		r->num->num = k[0] == 'f' ? x : k[0] == 'i' ? trunc(x) : x != 0;
+		return IR_NONE;
+	}
+	rt.dt = t;
+	r->num->val = tr_vdtype(r, o.v) == t ? o.v : tr_emit(r, OP_CONVERT, &o.v, 1, NULL, 0, &rt);
+	return IR_NONE;
+}
+
 /* convert_element_type(a, dtype); to the same dtype: no instruction */
 static uint32_t
 prim_convert(Reader *r, const Expr *c)
@@ -146,6 +255,8 @@ prim_convert(Reader *r, const Expr *c)
 	DType t;
 
 	tr_bind(r, c, ps, 2, a);
+	if (a[0]->kind != E_NAME || tr_lookup(r, a[0])->kind == SYM_NUM)
+		return convert_number(r, a[0], a[1]);
 	x = tr_tensor(r, a[0]);
 	t = tr_dtype_arg(r, a[1]);
 	return t == tr_vdtype(r, x) ? x : tr_convert(r, x, t);
@@ -593,5 +704,42 @@ tr_find_known(const char *name, Op *op)
 	for (size_t i = 0; i < NELEM(known); i++)
 		if (strcmp(known[i].name, name) == 0)
 			return known[i].fn;
+	return NULL;
+}
+
+/* ---- callees fp8cc knows of but cannot lower yet ---- */
+
+enum { U_GEMM, U_RANDOM, U_COLLECTIVE, U_CONV };
+
+static const char *const why[] = {
+	[U_GEMM] = "'%s' is a GEMM other than torch._scaled_mm, which fp8cc does not compile yet",
+	[U_RANDOM] = "'%s' draws random numbers: fp8cc cannot reproduce torch's generator, so it is not supported",
+	[U_COLLECTIVE] = "'%s' is a collective: multi-GPU programs are not supported yet",
+	[U_CONV] = "'%s' (a convolution) is not supported",
+};
+
+static const struct { const char *name; int why; } unsupported[] = {
+	{ "prims.linear", U_GEMM }, { "prims.matmul", U_GEMM }, { "torch.nn.functional.linear", U_GEMM },
+	{ "torch.matmul", U_GEMM }, { "ltorch.linear", U_GEMM }, { "ltorch.matmul", U_GEMM },
+	{ "prims._grouped_mm", U_GEMM }, { "prims.convolution", U_CONV },
+	{ "prims.uniform", U_RANDOM }, { "prims.uniform_philox", U_RANDOM }, { "prims.randn", U_RANDOM },
+	{ "prims.randint", U_RANDOM }, { "prims.multinomial", U_RANDOM }, { "prims.get_and_update_rng_state", U_RANDOM },
+	{ "torch.rand", U_RANDOM }, { "torch.randn", U_RANDOM }, { "torch.randint", U_RANDOM },
+	{ "torch.nn.functional.dropout", U_RANDOM }, { "ltorch.dropout", U_RANDOM },
+	{ "torch_all_gather_prim_impl", U_COLLECTIVE }, { "torch_reduce_scatter_prim_impl", U_COLLECTIVE },
+	{ "torch_all_reduce_prim_impl", U_COLLECTIVE }, { "torch_wait_prim_impl", U_COLLECTIVE },
+	{ "prims.all_gather", U_COLLECTIVE }, { "prims.reduce_scatter", U_COLLECTIVE },
+	{ "prims.all_reduce", U_COLLECTIVE }, { "prims.wait", U_COLLECTIVE }, { "prims.synchronize", U_COLLECTIVE },
+	{ "prims.broadcast", U_COLLECTIVE },
+};
+
+/* the message (one %s: the callee) for a callee without subsymbols that
+ * fp8cc knows of but cannot lower; NULL for one it does not know at all */
+const char *
+tr_unsupported_why(const char *callee)
+{
+	for (size_t i = 0; i < NELEM(unsupported); i++)
+		if (!strcmp(unsupported[i].name, callee))
+			return why[unsupported[i].why];
 	return NULL;
 }

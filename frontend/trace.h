@@ -35,7 +35,7 @@ typedef struct {
 	TokKind kind;
 	const char *p;        /* spelling; T_STR: the contents, without quotes */
 	uint32_t len;
-	uint32_t col;         /* 1-based column of the first byte */
+	uint32_t line, col;   /* where its first byte is; columns count from 1 */
 	int64_t i;            /* T_INT */
 	double f;             /* T_FLOAT */
 } Tok;
@@ -77,24 +77,33 @@ typedef struct {
 typedef struct {
 	const char *s;        /* "_" for an unused output */
 	uint32_t col;
+	bool star;            /* a def parameter *NAME */
 } Name;
 
-typedef enum { S_CALL, S_DEL, S_RETURN } StmtKind;
+/* S_UNPACK: targets = NAME; S_TYPE: a type comment on a line of its own;
+ * S_ERROR: a line that had an error, with the names it would have defined */
+typedef enum { S_CALL, S_DEL, S_RETURN, S_UNPACK, S_TYPE, S_ERROR } StmtKind;
 
 typedef struct {
 	StmtKind kind;
 	uint32_t line, col;   /* the first token */
 	int depth;            /* 0: the body; d > 0: a subsymbol, indented 2*(d+1) */
 	uint32_t end;         /* index of the first statement after its subsymbols */
-	Name *names;          /* S_CALL: the left side; S_DEL: the names deleted */
+	Name *names;          /* S_CALL, S_UNPACK: the left side, flattened; S_DEL: the names deleted */
 	uint32_t nnames, capnames;
-	Expr *e;              /* S_CALL: the call; S_RETURN: the value */
+	bool tuple;           /* the left side is a tuple: "a, = x", "(a, b) = f(...)" */
+	bool broken;          /* one of its subsymbol lines had an error */
+	Expr *e;              /* S_CALL: the call; S_RETURN: the value; S_UNPACK: the collection's name */
 	TypeCmt ty;
 } Stmt;
 
 /* ---- symbols ---- */
 
-typedef enum { SYM_NONE, SYM_VAL, SYM_OBJ, SYM_DEL, SYM_LOCAL } SymKind;
+/* SYM_NUM: a Python number, known (val IR_NONE) or a rank-0 value; SYM_COLL:
+ * a collection to unpack; SYM_UNTYPED: unpacked without a type; SYM_PYNONE:
+ * None unpacked; SYM_ERR: left undefined by an error */
+typedef enum { SYM_NONE, SYM_VAL, SYM_OBJ, SYM_DEL, SYM_LOCAL, SYM_NUM, SYM_COLL, SYM_UNTYPED,
+	SYM_PYNONE, SYM_ERR } SymKind;
 
 /* a tensor handed to a constructor, under the name it was passed as */
 typedef struct {
@@ -105,9 +114,14 @@ typedef struct {
 typedef struct {
 	const char *name;
 	SymKind kind;
-	uint32_t val;         /* SYM_VAL: the value id */
-	uint32_t line;        /* SYM_DEL: the del; SYM_LOCAL, SYM_OBJ: the defining statement */
-	const char *owner;    /* SYM_LOCAL: callee whose subsymbols defined it; SYM_OBJ: constructor */
+	uint32_t val;         /* SYM_VAL: the value id; SYM_NUM: the value, or IR_NONE for a constant */
+	double num;           /* SYM_NUM: the constant */
+	char numkind;         /* SYM_NUM: 'f' float, 'i' int, 'b' bool */
+	const PyObj *coll;    /* SYM_COLL: its members, NULL if unknown */
+	bool top;             /* SYM_COLL: a parameter (members match --signature by position too) */
+	uint32_t line;        /* SYM_DEL: the del; SYM_LOCAL, SYM_OBJ, SYM_UNTYPED: the defining statement */
+	const char *owner;    /* SYM_LOCAL: callee whose subsymbols defined it; SYM_OBJ: constructor;
+	                         SYM_UNTYPED, SYM_PYNONE: the collection */
 	Saved *objv;          /* SYM_OBJ: tensors passed to the constructor */
 	uint32_t nobjv;
 	uint64_t stamp;       /* when it was last (re)defined */
@@ -144,7 +158,12 @@ enum { L_HEADER, L_BODY };
 typedef struct {
 	Arena *a;
 	const Source *src;
-	jmp_buf jb;
+	jmp_buf abort;        /* too many errors, or nothing to go on with */
+	jmp_buf *jb;          /* where an error goes on: the line, the statement */
+	int nerrors;
+	bool quiet;           /* errors unwind but are not said (a second look at a bad line) */
+	bool cpu_noted;
+	FeLink *link;         /* the program this trace is part of, or NULL */
 	Func *fn;
 
 	/* pass 1 */
@@ -166,6 +185,10 @@ typedef struct {
 	uint32_t *open;       /* statements whose subsymbols may still follow */
 	uint32_t nopen, capopen;
 	bool returned;
+	bool pending;         /* the statement's line ended in a backslash */
+	bool skipping;        /* the rest of a statement that had an error */
+	int pend_depth;       /* the depth and first line of the statement being read */
+	uint32_t pend_line;
 
 	/* pass 2 */
 	Sym *syms;
@@ -177,18 +200,24 @@ typedef struct {
 	uint64_t stamp;
 	Frame *frames;
 	uint32_t nframes, capframes;
+	uint32_t top;         /* the statement of the body being lowered */
 	const Stmt *cur;      /* the statement being lowered */
 	const char *callee;   /* its callee */
 	uint32_t ccol;        /* its callee's column */
+	Sym *num;             /* a lowering whose result is a Python number sets it here */
+	Map reported;         /* callees that could not be lowered, said once */
+	bool backward;        /* the trace takes collections (saved_for_backward, cotangents) */
+	uint32_t ncoll;       /* collection parameters so far */
 } Reader;
 
 #define GROW(r, arr, cap, need) \
 	arena_grow((r)->a, (void **)&(arr), &(cap), (need), sizeof *(arr))
 
-/* an operand of an elementwise op: a tensor or a Python number */
+/* an operand of an elementwise op: a tensor, a Python number written or
+ * known (e), or a Python number known at run time (num: v is its rank-0 value) */
 typedef struct {
 	const Expr *e;
-	bool tensor;
+	bool tensor, num;
 	uint32_t v;
 } Opnd;
 
@@ -215,12 +244,13 @@ static inline bool ispunct_(const Tok *t, char c) { return t->kind == T_PUNCT &&
 
 /* ---- lex.c ---- */
 noreturn void tr_errat(Reader *r, uint32_t line, uint32_t col, const char *fmt, ...);
+noreturn void tr_silent(Reader *r);
 const char *tr_dimstr(const int64_t *d, int rank, char *buf, size_t n);
 const char *tr_tystr(const Type *t, char *buf, size_t n);
 void tr_vtype(Func *fn, uint32_t v, Type *t);
 bool tr_same_shape(const Type *a, const Type *b);
 bool tr_check_text(const Source *src);
-void tr_lex_line(Reader *r, uint32_t start);
+bool tr_lex_line(Reader *r, uint32_t start, bool more);
 void tr_check_brackets(Reader *r);
 
 /* ---- parse.c ---- */
@@ -237,13 +267,16 @@ void tr_parse_type(Reader *r, uint32_t line, const TypeCmt *tc, Type *t, uint32_
 
 /* ---- lower.c ---- */
 Sym *tr_lookup(Reader *r, const Expr *e);
+Sym *tr_sym(Reader *r, const char *name);
 void tr_add_params(Reader *r);
 void tr_lower_body(Reader *r);
 
 /* ---- args.c ---- */
 uint32_t tr_tensor(Reader *r, const Expr *e);
+const Expr *tr_resolve(Reader *r, const Expr *e);
 Opnd tr_operand(Reader *r, const Expr *e);
 DType tr_vdtype(Reader *r, uint32_t v);
+DType tr_number_dtype(char kind);
 double tr_scalar_in(Reader *r, const Expr *e, DType t);
 bool tr_exact_in(Reader *r, const Expr *e, DType t);
 void tr_check_last(Reader *r);
@@ -263,5 +296,6 @@ void tr_drop_dims(Type *t, const Ints *d);
 
 /* ---- prims.c ---- */
 Lower tr_find_known(const char *name, Op *op);
+const char *tr_unsupported_why(const char *callee);
 
 #endif

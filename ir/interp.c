@@ -173,6 +173,21 @@ binary_i(Op op, int64_t x, int64_t y)
 	}
 }
 
+/* One elementwise op on numbers as Python computes them: t is F64 (floats)
+ * or I64 (ints); comparisons give 0 or 1. The trace reader folds Python
+ * arithmetic on numbers with it. */
+double
+ir_eval_scalar(Op op, const double *x, int n, DType t)
+{
+	bool cmp = ir_ops[op].cls == OC_COMPARE;
+
+	if (t == DT_F64)
+		return cmp ? compare(op, x[0], x[1]) : n == 1 ? unary_d(op, x[0]) : binary_d(op, x[0], x[1]);
+	if (cmp)
+		return compare_i(op, (int64_t)x[0], (int64_t)x[1]);
+	return (double)(n == 1 ? unary_i(op, (int64_t)x[0], t) : binary_i(op, (int64_t)x[0], (int64_t)x[1]));
+}
+
 /* operand i of an elementwise op: rank-0 operands broadcast */
 #define AT(t, i) ((t)->rank == 0 ? 0 : (i))
 
