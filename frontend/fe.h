@@ -28,6 +28,8 @@ extern FILE *fe_diag_out;
 /* ---- irparse.c ---- */
 
 Func *fe_read_ir(Arena *a, const Source *src);
+/* several functions whose parameters and outputs may name state slots */
+Program *fe_read_ir_program(Arena *a, const Source *src);
 /* true if the text looks like fp8cc IR (first token "func") */
 bool fe_is_ir(const Source *src);
 
@@ -73,6 +75,7 @@ typedef struct {
 	PyObj *saved;         /* the forward's saved values */
 	uint32_t *slot_val;   /* state slot k carries the forward's value slot_val[k] */
 	uint32_t nslots, capslots;
+	bool read_saved;      /* the backward took the saved values */
 } FeLink;
 
 Func *fe_read_trace(Arena *a, const Source *src);
@@ -81,5 +84,9 @@ Func *fe_read_trace_linked(Arena *a, const Source *src, FeLink *link);
 
 /* detect the kind from the content and read it */
 Func *fe_read(Arena *a, const Source *src);
+/* A program: one trace (or IR text), or a forward trace and its backward
+ * (n = 2), whose saved values pass through state slots; sig types inputs
+ * the traces do not type (NULL: none). NULL after errors, reported. */
+Program *fe_read_program(Arena *a, const Source *srcs, int n, const FeSig *sig);
 
 #endif

@@ -211,6 +211,42 @@ define_val(Reader *r, const char *name, uint32_t v)
 	define(r, name, sym);
 }
 
+/* an input that the trace updates in place; later updates win */
+void
+tr_update(Reader *r, uint32_t input, uint32_t val)
+{
+	if (r->fn->vals[input].def != IR_NONE)   /* not an input: nobody sees the update */
+		return;
+	for (uint32_t i = 0; i < r->nupdates; i++)
+		if (r->updates[i].param == input) {
+			r->updates[i].val = val;
+			return;
+		}
+	GROW(r, r->updates, r->capupdates, r->nupdates + 1);
+	r->updates[r->nupdates++] = (Update){ input, val };
+}
+
+/* the results of a callee with several, one for each name */
+static void
+bind_results(Reader *r, const Stmt *s, uint32_t nv0)
+{
+	const Name *tn = typed_name(r, s);
+
+	if (s->nnames != (uint32_t)r->nmulti)
+		tr_errat(r, s->line, s->col, "%s gives %d tensors, not %u", r->callee, r->nmulti, s->nnames);
+	for (uint32_t i = 0; i < s->nnames; i++) {
+		uint32_t v = r->multi[i];
+
+		if (tn == &s->names[i])
+			check_typecmt(r, s, v, r->callee);
+		if (!strcmp(s->names[i].s, "_"))
+			continue;
+		if (v >= nv0 && !r->fn->vals[v].name)
+			name_value(r, v, s->names[i].s);
+		define_val(r, s->names[i].s, v);
+	}
+}
+
 /* bind the result of a known callee to the statement's left side: one
  * tensor, or a Python number (v is IR_NONE and *num holds it) */
 static void
@@ -218,6 +254,10 @@ bind_result(Reader *r, const Stmt *s, uint32_t v, uint32_t nv0, const Sym *num)
 {
 	const Name *tn = typed_name(r, s);
 
+	if (r->nmulti > 0) {
+		bind_results(r, s, nv0);
+		return;
+	}
 	if (s->nnames > 1)
 		tr_errat(r, s->line, s->names[1].col, "%s gives one %s, not %u", r->callee, num ? "number" : "tensor",
 			s->nnames);
@@ -348,6 +388,7 @@ lower_call(Reader *r, uint32_t si)
 	r->callee = s->e->fn->s;
 	r->ccol = s->e->fn->col;
 	r->num = &num;
+	r->nmulti = 0;
 	if ((f = tr_find_known(r->callee, &op))) {
 		v = f(r, s->e, op);
 		for (uint32_t i = ni0; i < r->fn->nins; i++) {
@@ -839,6 +880,12 @@ lower_return(Reader *r, const Stmt *s)
 		if (saved)
 			outputs(r, saved, false);
 	}
+	for (uint32_t i = 0; i < r->nupdates; i++) {
+		char nb[16];
+
+		ir_return(r->fn, r->updates[i].val, arena_printf(r->a, "%s_updated",
+			ir_name(r->fn, r->updates[i].param, nb)));
+	}
 	if (r->fn->nrets == 0)
 		tr_errat(r, s->line, s->col, "the trace returns no tensors");
 }
@@ -877,6 +924,7 @@ collection_param(Reader *r, uint32_t i)
 			(r->ncoll == 1 && strcmp(r->params[i].s, "saved_for_backward"));
 
 		sym.coll = cot ? cotangents(r) : r->link->saved;
+		r->link->read_saved |= !cot;
 	}
 	r->ncoll++;
 	define(r, r->params[i].s, sym);

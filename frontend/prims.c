@@ -94,7 +94,7 @@ prim_unary(Reader *r, const Expr *c, Op op)
 	}
 	x = tr_tensor(r, a[0]);
 	tr_vtype(r->fn, x, &t);
-	if (op == OP_ISFINITE)
+	if (op == OP_ISFINITE || op == OP_SIGNBIT)
 		t.dt = DT_B8;
 	return tr_emit(r, op, &x, 1, NULL, 0, &t);
 }
@@ -494,6 +494,141 @@ prim_full(Reader *r, const Expr *c)
 	return r->fn->ins[r->fn->nins - 1].res;
 }
 
+/* flip(a, dims) */
+static uint32_t
+prim_flip(Reader *r, const Expr *c)
+{
+	static const Param ps[] = { { "a", false }, { "dims", false } };
+	const Expr *a[2];
+	uint32_t x;
+	Ints d;
+	Type t;
+
+	tr_bind(r, c, ps, 2, a);
+	x = tr_tensor(r, a[0]);
+	tr_vtype(r->fn, x, &t);
+	tr_dims_arg(r, a[1], t.rank, &d);
+	return tr_emit(r, OP_FLIP, &x, 1, d.v, d.n, &t);
+}
+
+/* take(a, index, dim), gather(a, index, dim), take_along_axis(a, index, dim) */
+static uint32_t
+prim_gather(Reader *r, const Expr *c, Op op)
+{
+	static const Param ps[] = { { "a", false }, { "index|indices", false }, { "dim", false } };
+	const Expr *a[3];
+	uint32_t x[2];
+	int64_t dim;
+	Type t, it;
+
+	tr_bind(r, c, ps, 3, a);
+	x[0] = tr_tensor(r, a[0]);
+	x[1] = tr_tensor(r, a[1]);
+	tr_vtype(r->fn, x[0], &t);
+	tr_vtype(r->fn, x[1], &it);
+	dim = tr_norm_dim(r, a[2], tr_int_arg(r, a[2], "dim"), t.rank);
+	if (!dt_isint(it.dt))
+		tr_errat(r, a[1]->line, a[1]->col, "%s: indices must be integers, not %s", r->callee, ir_dtypes[it.dt].thunder);
+	if (op == OP_TAKE) {
+		if (it.rank > 1)
+			tr_errat(r, a[1]->line, a[1]->col, "%s: indices must have rank 0 or 1", r->callee);
+		t.d[dim] = it.rank ? it.d[0] : 1;
+	} else {
+		if (it.rank != t.rank)
+			tr_errat(r, a[1]->line, a[1]->col, "%s: indices must have rank %d", r->callee, t.rank);
+		memcpy(t.d, it.d, sizeof t.d);
+	}
+	return tr_emit(r, op, x, 2, &dim, 1, &t);
+}
+
+/* iota(length, *, start, step, device, dtype): start, start + step, ... */
+static uint32_t
+prim_iota(Reader *r, const Expr *c)
+{
+	static const Param ps[] = { { "length", false }, { "start", false }, { "step", false },
+		{ "device", true }, { "dtype", false } };
+	const Expr *a[5];
+	int64_t attr[2];
+	Type t = { DT_I64, 1, { 0 } };
+
+	tr_bind(r, c, ps, 5, a);
+	t.d[0] = tr_int_arg(r, a[0], "length");
+	attr[0] = tr_int_arg(r, a[1], "start");
+	attr[1] = tr_int_arg(r, a[2], "step");
+	t.dt = tr_dtype_arg(r, a[4]);
+	if (t.d[0] <= 0)
+		tr_errat(r, a[0]->line, a[0]->col, "%s: length must be positive", r->callee);
+	if (!dt_isint(t.dt))
+		tr_errat(r, a[4]->line, a[4]->col, "%s: dtype must be an integer type", r->callee);
+	tr_check_numel(r, c->line, r->ccol, &t);
+	return tr_emit(r, OP_IOTA, NULL, 0, attr, 2, &t);
+}
+
+/* pad(a, padding_value, padding_config): ((lo, hi, interior), ...) per dim */
+static uint32_t
+prim_pad(Reader *r, const Expr *c)
+{
+	static const Param ps[] = { { "a", false }, { "padding_value", false }, { "padding_config", false } };
+	const Expr *a[3];
+	int64_t attr[3 * IR_MAXRANK];
+	uint32_t x[2];
+	Opnd v;
+	Type t;
+
+	tr_bind(r, c, ps, 3, a);
+	x[0] = tr_tensor(r, a[0]);
+	tr_vtype(r->fn, x[0], &t);
+	v = tr_operand(r, a[1]);
+	if (v.tensor)
+		tr_errat(r, a[1]->line, a[1]->col, "%s: padding_value must be a number", r->callee);
+	x[1] = v.num ? runtime_scalar(r, &v, t.dt, false) : tr_konst(r, tr_scalar_in(r, v.e, t.dt), t.dt);
+	if ((a[2]->kind != E_TUPLE && a[2]->kind != E_LIST) || (int)a[2]->n != t.rank)
+		tr_errat(r, a[2]->line, a[2]->col, "%s: padding_config needs (lo, hi, interior) for each of %d dims",
+			r->callee, t.rank);
+	for (int i = 0; i < t.rank; i++) {
+		Ints p;
+
+		tr_ints(r, a[2]->elts[i], "padding_config", false, &p);
+		if (p.n != 3 || p.v[2] < 0)
+			tr_errat(r, a[2]->elts[i]->line, a[2]->elts[i]->col, "%s: expected (lo, hi, interior) with interior >= 0",
+				r->callee);
+		attr[i] = p.v[0];
+		attr[t.rank + i] = p.v[1];
+		attr[2 * t.rank + i] = p.v[2];
+		t.d[i] = t.d[i] + (t.d[i] > 0 ? (t.d[i] - 1) * p.v[2] : 0) + p.v[0] + p.v[1];
+		if (t.d[i] < 0)
+			tr_errat(r, a[2]->elts[i]->line, a[2]->elts[i]->col, "%s: dim %d would have a negative size", r->callee, i);
+	}
+	tr_check_numel(r, c->line, r->ccol, &t);
+	return tr_emit(r, OP_PAD, x, 2, attr, 3 * t.rank, &t);
+}
+
+/* the same bits as dtype t (of the same width) */
+static uint32_t
+bitcast_to(Reader *r, uint32_t x, DType to, const Expr *at)
+{
+	Type t;
+
+	tr_vtype(r->fn, x, &t);
+	if (to == t.dt)
+		return x;
+	if (t.dt == DT_B8 || to == DT_B8 || ir_dtypes[t.dt].bits != ir_dtypes[to].bits)
+		tr_errat(r, at->line, at->col, "%s: viewing %s as %s changes the element width, which is not supported",
+			r->callee, ir_dtypes[t.dt].thunder, ir_dtypes[to].thunder);
+	t.dt = to;
+	return tr_emit(r, OP_BITCAST, &x, 1, NULL, 0, &t);
+}
+
+static uint32_t
+prim_bitcast(Reader *r, const Expr *c)
+{
+	static const Param ps[] = { { "src", false }, { "dtype", false } };
+	const Expr *a[2];
+
+	tr_bind(r, c, ps, 2, a);
+	return bitcast_to(r, tr_tensor(r, a[0]), tr_dtype_arg(r, a[1]), a[1]);
+}
+
 static uint32_t
 lower_prim(Reader *r, const Expr *c, Op op)
 {
@@ -513,13 +648,85 @@ lower_prim(Reader *r, const Expr *c, Op op)
 		case OP_TRANSPOSE: return prim_transpose(r, c);
 		case OP_SQUEEZE: return prim_squeeze(r, c);
 		case OP_SLICE: return prim_slice(r, c);
+		case OP_FLIP: return prim_flip(r, c);
 		default: break;
 		}
 		break;
+	case OC_GATHER: return prim_gather(r, c, op);
+	case OC_IOTA: return prim_iota(r, c);
+	case OC_PAD: return prim_pad(r, c);
+	case OC_BITCAST: return prim_bitcast(r, c);
 	case OC_GEMM:
 		break;
 	}
 	unreachable();
+}
+
+/* ---- prims that are another prim or nothing here ---- */
+
+static uint32_t
+lower_identity(Reader *r, const Expr *c, Op op)
+{
+	static const Param ps[] = { { "a", false }, { "order|device", true } };
+	const Expr *a[2];
+
+	(void)op;
+	tr_bind(r, c, ps, 2, a);
+	return tr_tensor(r, a[0]);
+}
+
+static uint32_t
+lower_as_prim(Reader *r, const Expr *c, Op op)
+{
+	return lower_prim(r, c, op);
+}
+
+/* empty(shape, *, device, dtype): any values will do; zeros */
+static uint32_t
+lower_empty(Reader *r, const Expr *c, Op op)
+{
+	static const Param ps[] = { { "shape", false }, { "device", true }, { "dtype", false } };
+	const Expr *a[3];
+	Ints s;
+	Type t;
+
+	(void)op;
+	tr_bind(r, c, ps, 3, a);
+	tr_shape_arg(r, a[0], false, &s);
+	t.dt = tr_dtype_arg(r, a[2]);
+	t.rank = s.n;
+	memcpy(t.d, s.v, sizeof t.d);
+	ir_full(r->fn, 0, t.dt, t.rank, t.d);
+	tr_check_last(r);
+	return r->fn->ins[r->fn->nins - 1].res;
+}
+
+/* item(a): the one element of a tensor as a Python number known at run time */
+static uint32_t
+lower_item(Reader *r, const Expr *c, Op op)
+{
+	const Expr *a[1];
+	uint32_t x;
+	Type t;
+	char k;
+
+	(void)op;
+	tr_bind(r, c, P_A, 1, a);
+	x = tr_tensor(r, a[0]);
+	tr_vtype(r->fn, x, &t);
+	if (ir_numel(r->fn, x) != 1)
+		tr_errat(r, a[0]->line, a[0]->col, "%s: the tensor has %lld elements, not one", r->callee,
+			(long long)ir_numel(r->fn, x));
+	k = dt_isfloat(t.dt) || dt_isfp8(t.dt) ? 'f' : t.dt == DT_B8 ? 'b' : 'i';
+	if (t.rank > 0) {
+		Ints none = { 0 };
+
+		x = reshape_to(r, x, &none);
+	}
+	r->num->kind = SYM_NUM;
+	r->num->numkind = k;
+	r->num->val = tr_vdtype(r, x) == tr_number_dtype(k) ? x : tr_convert(r, x, tr_number_dtype(k));
+	return IR_NONE;
 }
 
 /* ---- torch-level callees ---- */
@@ -561,7 +768,7 @@ lower_to(Reader *r, const Expr *c, Op op)
 	return tr_emit(r, OP_CLONE, &x, 1, NULL, 0, &t);
 }
 
-/* Tensor.view(x, shape) or Tensor.view(x, d0, d1, ...) */
+/* Tensor.view(x, shape), Tensor.view(x, d0, d1, ...) or Tensor.view(x, dtype) */
 static uint32_t
 lower_view(Reader *r, const Expr *c, Op op)
 {
@@ -574,6 +781,9 @@ lower_view(Reader *r, const Expr *c, Op op)
 	for (uint32_t k = 1; k < c->nargs; k++)
 		if (c->args[k].kw)
 			tr_errat(r, c->line, c->args[k].kwcol, "%s got an unexpected keyword argument '%s'", r->callee, c->args[k].kw);
+	if (c->nargs == 2 && c->args[1].e->kind == E_NAME && (!strncmp(c->args[1].e->s, "torch.", 6) ||
+	    !strncmp(c->args[1].e->s, "dtypes.", 7)))   /* view(x, dtype): the same bits */
+		return bitcast_to(r, tr_tensor(r, c->args[0].e), tr_dtype_arg(r, c->args[1].e), c->args[1].e);
 	if (c->nargs == 2 && c->args[1].e->kind != E_INT) {
 		tr_shape_arg(r, c->args[1].e, true, &s);
 	} else {
@@ -679,31 +889,45 @@ lower_shallow(Reader *r, const Expr *c, Op op)
 	return tr_tensor(r, a[0]);
 }
 
-static const struct { const char *name; Lower fn; } known[] = {
-	{ "Tensor.to", lower_to },
-	{ "Tensor.view", lower_view },
-	{ "torch.reshape", lower_treshape },
-	{ "torch.transpose", lower_ttranspose },
-	{ "torch.clone", lower_tclone },
-	{ "torch._scaled_mm", lower_scaled_mm },
-	{ "shallow_copy", lower_shallow },
+static const struct { const char *name; Lower fn; Op op; } known[] = {
+	{ "prims.stride_order", lower_identity, OP_COUNT },
+	{ "prims.device_put", lower_identity, OP_COUNT },
+	{ "prims.view", lower_treshape, OP_COUNT },
+	{ "prims.empty", lower_empty, OP_COUNT },
+	{ "prims.item", lower_item, OP_COUNT },
+	{ "prims.take_along_axis", lower_as_prim, OP_GATHER },
+	{ "torch_slice_prim_impl", lower_as_prim, OP_SLICE },
+	{ "ltorch.to", lower_to, OP_COUNT },
+	{ "prims.var_mean", tr_lower_var_mean, OP_COUNT },
+	{ "prims.var", tr_lower_var, OP_COUNT },
+	{ "prims.std", tr_lower_var, OP_SQRT },
+	{ "prims.batch_norm", tr_lower_batch_norm, OP_COUNT },
+	{ "prims.embedding", tr_lower_embedding, OP_COUNT },
+	{ "prims.embedding_backward", tr_lower_embedding_backward, OP_COUNT },
+	{ "Tensor.to", lower_to, OP_COUNT },
+	{ "Tensor.view", lower_view, OP_COUNT },
+	{ "torch.reshape", lower_treshape, OP_COUNT },
+	{ "torch.transpose", lower_ttranspose, OP_COUNT },
+	{ "torch.clone", lower_tclone, OP_COUNT },
+	{ "torch._scaled_mm", lower_scaled_mm, OP_COUNT },
+	{ "shallow_copy", lower_shallow, OP_COUNT },
 };
 
 /* the lowering of a callee, NULL if the reader does not know it */
 Lower
 tr_find_known(const char *name, Op *op)
 {
-	if (strncmp(name, "prims.", 6) == 0) {
+	for (size_t i = 0; i < NELEM(known); i++)
+		if (strcmp(known[i].name, name) == 0) {
+			*op = known[i].op;
+			return known[i].fn;
+		}
+	if (strncmp(name, "prims.", 6) == 0)
 		for (int i = 0; i < OP_COUNT; i++)
 			if (ir_ops[i].prim[0] && strcmp(ir_ops[i].prim, name + 6) == 0) {
 				*op = (Op)i;
 				return lower_prim;
 			}
-		return NULL;
-	}
-	for (size_t i = 0; i < NELEM(known); i++)
-		if (strcmp(known[i].name, name) == 0)
-			return known[i].fn;
 	return NULL;
 }
 

@@ -401,6 +401,60 @@ fe_read_trace_linked(Arena *a, const Source *src, FeLink *link)
 	return r->nerrors ? NULL : r->fn;
 }
 
+/* The forward's saved values that its backward reads become outputs of the
+ * forward that write state slots. */
+static void
+link_slots(Func *fwd, const FeLink *l)
+{
+	char nb[16];
+
+	for (uint32_t k = 0; k < l->nslots; k++) {
+		ir_return(fwd, l->slot_val[k], ir_name(fwd, l->slot_val[k], nb));
+		ir_set_ret_slot(fwd, fwd->nrets - 1, (int32_t)k);
+	}
+}
+
+/* a program of one trace, or of a forward and its backward */
+Program *
+fe_read_program(Arena *a, const Source *srcs, int n, const FeSig *sig)
+{
+	Program *p = ir_program_new(a);
+	FeLink link = { 0 };
+	Func *fwd, *bwd;
+
+	link.sig = sig;
+	if (n == 1 && !tr_check_text(&srcs[0]))
+		return NULL;
+	if (n == 1 && fe_is_ir(&srcs[0]))
+		return fe_read_ir_program(a, &srcs[0]);
+	if (n == 1) {
+		if (!(fwd = fe_read_trace_linked(a, &srcs[0], &link)))
+			return NULL;
+		ir_program_add(p, fwd);
+		return p;
+	}
+	link.forward = true;
+	fwd = fe_read_trace_linked(a, &srcs[0], &link);
+	if (!fwd)
+		return NULL;
+	link.forward = false;
+	link.fwd = fwd;
+	if (!(bwd = fe_read_trace_linked(a, &srcs[1], &link)))
+		return NULL;
+	if (!link.read_saved) {
+		fe_error(&srcs[1], 0, 0, "this is not a backward trace: it takes no saved_for_backward collection "
+			"(def backward_fn(saved_for_backward, cotangents):)");
+		return NULL;
+	}
+	link_slots(fwd, &link);
+	fwd->name = "forward";
+	bwd->name = "backward";
+	ir_program_add(p, fwd);
+	ir_program_add(p, bwd);
+	p->nslots = link.nslots;
+	return p;
+}
+
 Func *
 fe_read(Arena *a, const Source *src)
 {

@@ -8,6 +8,7 @@
  *             then the lowering (pass 2); the entry points fe_read_trace, fe_read
  *   lower.c   symbols, statements, subsymbol frames, the return
  *   prims.c   one lowering per known callee: prims.*, torch.*, Tensor.*
+ *   compose.c the prims that lower to several IR ops
  *   args.c    arguments bound to parameters, operands, building instructions
  *   parse.c   one statement's tokens into expressions; type comments
  *   lex.c     one line into tokens; errors; the input's text checks
@@ -153,6 +154,12 @@ typedef struct {
 	int64_t d[IR_MAXRANK];
 } Type;
 
+/* an input the trace updates in place (batch_norm's running statistics):
+ * its new value becomes an output of its own */
+typedef struct {
+	uint32_t param, val;
+} Update;
+
 enum { L_HEADER, L_BODY };
 
 typedef struct {
@@ -205,6 +212,10 @@ typedef struct {
 	const char *callee;   /* its callee */
 	uint32_t ccol;        /* its callee's column */
 	Sym *num;             /* a lowering whose result is a Python number sets it here */
+	uint32_t multi[4];    /* a lowering with several results sets them here */
+	int nmulti;
+	Update *updates;      /* inputs updated in place, in order */
+	uint32_t nupdates, capupdates;
 	Map reported;         /* callees that could not be lowered, said once */
 	bool backward;        /* the trace takes collections (saved_for_backward, cotangents) */
 	uint32_t ncoll;       /* collection parameters so far */
@@ -268,6 +279,7 @@ void tr_parse_type(Reader *r, uint32_t line, const TypeCmt *tc, Type *t, uint32_
 /* ---- lower.c ---- */
 Sym *tr_lookup(Reader *r, const Expr *e);
 Sym *tr_sym(Reader *r, const char *name);
+void tr_update(Reader *r, uint32_t input, uint32_t val);
 void tr_add_params(Reader *r);
 void tr_lower_body(Reader *r);
 
@@ -293,6 +305,13 @@ void tr_shape_arg(Reader *r, const Expr *e, bool infer, Ints *s);
 int64_t tr_norm_dim(Reader *r, const Expr *e, int64_t d, int rank);
 void tr_dims_arg(Reader *r, const Expr *e, int rank, Ints *d);
 void tr_drop_dims(Type *t, const Ints *d);
+
+/* ---- compose.c ---- */
+uint32_t tr_lower_var_mean(Reader *r, const Expr *c, Op op);
+uint32_t tr_lower_var(Reader *r, const Expr *c, Op op);
+uint32_t tr_lower_batch_norm(Reader *r, const Expr *c, Op op);
+uint32_t tr_lower_embedding(Reader *r, const Expr *c, Op op);
+uint32_t tr_lower_embedding_backward(Reader *r, const Expr *c, Op op);
 
 /* ---- prims.c ---- */
 Lower tr_find_known(const char *name, Op *op);

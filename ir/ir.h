@@ -68,7 +68,7 @@ int dt_lookup(const char *s, size_t n, int which); /* which: 0 ir, 1 thunder, 2 
 /* ---- ops ---- */
 
 typedef enum { OC_CONVERT, OC_UNARY, OC_BINARY, OC_COMPARE, OC_WHERE, OC_REDUCE,
-	OC_SHAPE, OC_CAT, OC_CLONE, OC_FULL, OC_GEMM } OpClass;
+	OC_SHAPE, OC_CAT, OC_CLONE, OC_FULL, OC_GEMM, OC_GATHER, OC_PAD, OC_BITCAST, OC_IOTA } OpClass;
 typedef enum { TC_FLOAT, TC_NUM, TC_INT, TC_ANY, TC_BOOL } TypeClass;
 
 typedef enum {
@@ -84,6 +84,7 @@ typedef struct {
 	OpClass cls;
 	TypeClass tc;
 	const char *prim;     /* Thunder prims.X spelling, "" if none */
+	const char *libdevice; /* __nv_X / __nv_Xf computes it, "" if none */
 } OpInfo;
 
 extern const OpInfo ir_ops[OP_COUNT];
@@ -193,6 +194,7 @@ bool ir_check_instr(Func *fn, const Instr *in, char *err, size_t errlen);
 /* ---- print.c ---- */
 
 void ir_print(FILE *f, Func *fn);
+void ir_print_program(FILE *f, const Program *p);
 void ir_print_type(FILE *f, Func *fn, uint32_t v);
 
 /* ---- numeric.c: PyTorch-exact scalar conversions ---- */
