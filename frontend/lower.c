@@ -978,7 +978,8 @@ add_param(Reader *r, uint32_t i)
 	Type t;
 
 	if (r->params[i].star || (tc->present && tc->len == 10 && !memcmp(tc->text, "Collection", 10)) ||
-	    (!tc->present && unpacked(r, r->params[i].s))) {
+	    (!tc->present && (unpacked(r, r->params[i].s) || !strcmp(r->params[i].s, "saved_for_backward") ||
+	    !strcmp(r->params[i].s, "cotangents")))) {
 		collection_param(r, i);
 		return;
 	}
