@@ -227,6 +227,7 @@ typedef struct {
 	Map reported;         /* callees that could not be lowered, said once */
 	bool backward;        /* the trace takes collections (saved_for_backward, cotangents) */
 	uint32_t ncoll;       /* collection parameters so far */
+	bool lost;            /* an output was left undefined by an error */
 } Reader;
 
 #define GROW(r, arr, cap, need) \
