@@ -69,6 +69,8 @@ materialized(Func *fn, uint32_t v)
 
 	if (!in || in->op == OP_SCALED_MM)
 		return true;
+	if (in->kernel < 0)
+		die("value %u is in no kernel: the memory plan wants lowered IR (pass_lowered)", v);
 	for (uint32_t j = 0; j < fn->kernels[in->kernel].nouts; j++)
 		if (fn->argv[fn->kernels[in->kernel].outs + j] == v)
 			return true;

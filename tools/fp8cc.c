@@ -35,8 +35,9 @@ static const char usage[] =
 	"(--special mixes in NaN, inf, -0, subnormal, fp8-boundary and huge values);\n"
 	"--save-inputs writes the inputs it used.\n"
 	"--passes runs just the named passes in order (canonicalize, transposes,\n"
-	"layouts, ranges, fuse); --passes= runs none. --time prints where the\n"
-	"compile time goes, in milliseconds, to standard error.\n";
+	"layouts, ranges, fuse); --passes= runs none. A list for plan, llvm or ptx\n"
+	"output must leave the program lowered: it ends with layouts,fuse. --time\n"
+	"prints where the compile time goes, in milliseconds, to standard error.\n";
 
 static int
 usage_error(const char *fmt, const char *arg)
@@ -252,6 +253,23 @@ gemms_ok(Func *fn, const Source *src)
 	return true;
 }
 
+/* the backend takes only lowered IR: a --passes list that leaves it not is a
+ * usage error; the whole pipeline always lowers */
+static int
+lowered(Func *fn, const Options *o)
+{
+	char err[512];
+
+	if (pass_lowered(fn, err, sizeof err))
+		return 0;
+	if (!o->passes.only)
+		die("the pipeline left the program unlowered: %s", err);
+	fprintf(stderr, "fp8cc: --passes=%s leaves the program unlowered for --emit=%s: %s\n"
+		"fp8cc: a list for plan, llvm or ptx output ends with layouts,fuse\n",
+		o->passes.only, o->emit ? o->emit : "ptx", err);
+	return 2;
+}
+
 static int
 emit(Func *fn, const Options *o)
 {
@@ -302,7 +320,7 @@ main(int argc, char **argv)
 			rc = interpret(fn, &o);
 		else if (o.emit && (!strcmp(o.emit, "ir") || !strcmp(o.emit, "dot")))
 			rc = emit(fn, &o);
-		else
+		else if (!(rc = lowered(fn, &o)))
 			rc = gemms_ok(fn, &src) ? emit(fn, &o) : 1;
 		if (o.time)
 			fprintf(stderr, "fp8cc: time: total %.2f ms\n", now_ms() - t0);
