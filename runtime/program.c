@@ -123,7 +123,7 @@ static fp8rt_status check_params(fp8rt_program *p, const RtLaunch *l, CUfunction
         if (r != CUDA_SUCCESS && !drv.cuFuncGetParamCount)
             return wrong_count(p, l, i, line);   /* no count: the first failure is the end */
         if (r != CUDA_SUCCESS)
-            return RT_FAILED(drv.cuFuncGetParamInfo(fn, i, &off, &size), r);
+            return rt_fail_call(ctx, 0, r, "drv.cuFuncGetParamInfo(fn, i, &off, &size)", __FILE__, __LINE__);
         if (size != sizeof(CUdeviceptr))
             return rt_err(ctx, FP8RT_BAD_PROGRAM,
                           "%s:%d: launch %s: kernel parameter %zu is %zu bytes, the plan passes an 8-byte pointer",

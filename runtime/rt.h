@@ -93,7 +93,7 @@ fp8rt_status rt_leave(fp8rt_context *ctx, fp8rt_status st);
     do {                                                                                             \
         int rc_ = (int)(call);                                                                       \
         if (rc_ != 0) {                                                                              \
-            st = RT_FAILED(call, rc_);                                                               \
+            st = RT_FAILED(call, #call, rc_);                                                        \
             goto fail;                                                                               \
         }                                                                                            \
     } while (0)
@@ -105,11 +105,11 @@ fp8rt_status rt_leave(fp8rt_context *ctx, fp8rt_status st);
     do {                                                                                             \
         int rc_ = (int)(call);                                                                       \
         if (rc_ != 0 && st == FP8RT_OK)                                                              \
-            st = RT_FAILED(call, rc_);                                                               \
+            st = RT_FAILED(call, #call, rc_);                                                        \
     } while (0)
 
-#define RT_FAILED(call, rc)                                                                          \
-    rt_fail_call(ctx, _Generic((call), CUresult: 0, cublasStatus_t: 1), rc, #call, __FILE__, __LINE__)
+#define RT_FAILED(call, text, rc)                                                                    \
+    rt_fail_call(ctx, _Generic((call), CUresult: 0, cublasStatus_t: 1), rc, text, __FILE__, __LINE__)
 
 /* ---- gemm.c --------------------------------------------------------------- */
 

@@ -56,7 +56,7 @@ static struct {
 } seen[MAXNAMES];
 static int nseen;
 static long ncalls, fail_at = -1, fail_from = -1;
-static const char *last_failed;
+static const char *last_failed, *first_failed;
 
 /* Every entry calls this first (the mock cuBLASLt too): the call is counted
  * under its name; nonzero means it is to fail. */
@@ -73,6 +73,8 @@ API int mockcuda_fault(const char *name)
         seen[i].calls++;
         seen[i].failed += fail;
     }
+    if (fail && !first_failed)
+        first_failed = name;
     if (fail)
         last_failed = name;
     return fail;
@@ -84,13 +86,14 @@ API void mockcuda_fail_call(long n, int persist)
 {
     fail_at = n >= 0 && !persist ? ncalls + n : -1;
     fail_from = n >= 0 && persist ? ncalls + n : -1;
-    last_failed = NULL;
+    last_failed = first_failed = NULL;
 }
 
-/* Calls made so far; the name of the last call made to fail (NULL: none
- * since mockcuda_fail_call). */
+/* Calls made so far; the names of the last and the first call made to fail
+ * since mockcuda_fail_call (NULL: none). */
 API long mockcuda_calls(void) { return ncalls; }
 API const char *mockcuda_failed(void) { return last_failed; }
+API const char *mockcuda_first_failed(void) { return first_failed; }
 
 /* How often the entry of this name was called, and made to fail. */
 API int mockcuda_count(const char *name, int *failed)
@@ -488,7 +491,7 @@ API CUresult CUDAAPI cuMemAlloc(CUdeviceptr *p, size_t bytes)
     if (fail_alloc_after > 0)
         fail_alloc_after--;
     void *m = aligned_alloc(256, (bytes + 255) & ~(size_t)255);
-    memset(m, 0xab, bytes);
+    memset(m, 0xab, bytes < (1u << 20) ? bytes : (1u << 20));   /* cuBLASLt's 32 MiB: its start */
     *p = (CUdeviceptr)(uintptr_t)m;
     live.allocs++;
     return CUDA_SUCCESS;
