@@ -45,12 +45,12 @@ depths(Func *fn)
 	return dep;
 }
 
-/* record kernel k's inputs and outputs, in order of first appearance */
-void
-pass_kernel_io(Func *fn, uint32_t k)
+/* record kernel k's inputs and outputs, in order of first appearance;
+ * inside is zeroed scratch of one entry per value, left zeroed */
+static void
+kernel_io(Func *fn, uint32_t k, const uint32_t *uses, uint32_t *inside)
 {
 	Kernel *kn = &fn->kernels[k];
-	uint32_t *uses = ir_uses(fn), *inside = arena_alloc(fn->arena, (fn->nvals + 1) * sizeof *inside);
 	uint32_t last = kn->first + kn->count;
 
 	kn->ins = fn->nargv;
@@ -81,6 +81,48 @@ pass_kernel_io(Func *fn, uint32_t k)
 			kn->nouts++;
 		}
 	}
+	for (uint32_t i = kn->first; i < last; i++) {
+		inside[fn->ins[i].res] = 0;
+		for (uint32_t j = 0; j < fn->ins[i].nargs; j++)
+			inside[ir_args(fn, &fn->ins[i])[j]] = 0;
+	}
+}
+
+/* every kernel's inputs and outputs */
+static void
+kernels_io(Func *fn)
+{
+	uint32_t *uses = ir_uses(fn), *inside = arena_alloc(fn->arena, (fn->nvals + 1) * sizeof *inside);
+
+	for (uint32_t k = 0; k < fn->nkernels; k++)
+		kernel_io(fn, k, uses, inside);
+}
+
+/* where an instruction goes: slot 2l for level l's kernel, 2l+1 for the
+ * GEMMs of depth l+1 that follow it */
+static uint32_t
+slot(const Instr *in, const uint32_t *dep)
+{
+	return in->op == OP_SCALED_MM ? 2 * dep[in->res] - 1 : 2 * dep[in->res];
+}
+
+/* the instructions by slot, in their order within each: order[start[s] ..
+ * start[s+1]) (a counting sort, so the pass stays linear in the program) */
+static uint32_t *
+by_slot(Func *fn, const uint32_t *dep, uint32_t nslots, uint32_t **start)
+{
+	uint32_t *order = arena_alloc(fn->arena, (fn->nins + 1) * sizeof *order);
+	uint32_t *at = arena_alloc(fn->arena, (nslots + 1) * sizeof *at);
+
+	for (uint32_t i = 0; i < fn->nins; i++)
+		at[slot(&fn->ins[i], dep) + 1]++;
+	for (uint32_t s = 1; s <= nslots; s++)
+		at[s] += at[s - 1];
+	*start = arena_alloc(fn->arena, (nslots + 1) * sizeof **start);
+	memcpy(*start, at, (nslots + 1) * sizeof *at);
+	for (uint32_t i = 0; i < fn->nins; i++)
+		order[at[slot(&fn->ins[i], dep)]++] = i;
+	return order;
 }
 
 static void
@@ -100,31 +142,26 @@ add_kernel(Func *fn, uint32_t first)
 Func *
 pass_fuse(Func *fn, int opt)
 {
-	uint32_t *dep = depths(fn), maxd = 0, *map, first;
+	uint32_t *dep = depths(fn), maxd = 0, *map, first, *order, *start;
 	Func *d = ir_rewrite_begin(fn, &map);
 
 	for (uint32_t i = 0; i < fn->nins; i++)
 		if (dep[fn->ins[i].res] > maxd)
 			maxd = dep[fn->ins[i].res];
+	order = by_slot(fn, dep, 2 * maxd + 2, &start);
 	for (uint32_t level = 0; level <= maxd; level++) {
 		first = d->nins;
-		for (uint32_t i = 0; i < fn->nins; i++) {
-			const Instr *in = &fn->ins[i];
-
-			if (in->op == OP_SCALED_MM || dep[in->res] != level)
-				continue;
-			ir_copy_instr(d, fn, in, map);
+		for (uint32_t j = start[2 * level]; j < start[2 * level + 1]; j++) {
+			ir_copy_instr(d, fn, &fn->ins[order[j]], map);
 			if (opt < 2)
 				add_kernel(d, d->nins - 1);
 		}
 		if (opt >= 2)
 			add_kernel(d, first);
-		for (uint32_t i = 0; i < fn->nins; i++)
-			if (fn->ins[i].op == OP_SCALED_MM && dep[fn->ins[i].res] == level + 1)
-				ir_copy_instr(d, fn, &fn->ins[i], map);
+		for (uint32_t j = start[2 * level + 1]; j < start[2 * level + 2]; j++)
+			ir_copy_instr(d, fn, &fn->ins[order[j]], map);
 	}
 	ir_rewrite_end(d, fn, map);
-	for (uint32_t k = 0; k < d->nkernels; k++)
-		pass_kernel_io(d, k);
+	kernels_io(d);
 	return d;
 }

@@ -117,24 +117,24 @@ has_layout(Func *fn, uint32_t v, const int64_t *want)
 		memcmp(&fn->ints[fn->vals[v].layout], want, 2 * sizeof *want) == 0;
 }
 
-/* true if every use of v is as a GEMM's b operand, and v is no output, input
- * or GEMM result (cuBLASLt writes those row-major) */
-static bool
-only_gemm_b(Func *fn, uint32_t v)
+/* per value: true if every use of it is as a GEMM's b operand, and it is no
+ * output, input or GEMM result (cuBLASLt writes those row-major) */
+static bool *
+only_gemm_b(Func *fn)
 {
-	if (fn->vals[v].def == IR_NONE || ir_def(fn, v)->op == OP_SCALED_MM)
-		return false;
+	bool *other = arena_alloc(fn->arena, fn->nvals + 1), *only = arena_alloc(fn->arena, fn->nvals + 1);
+
 	for (uint32_t i = 0; i < fn->nrets; i++)
-		if (fn->rets[i] == v)
-			return false;
+		other[fn->rets[i]] = true;
 	for (uint32_t i = 0; i < fn->nins; i++) {
 		const Instr *in = &fn->ins[i];
 
 		for (uint32_t j = 0; j < in->nargs; j++)
-			if (ir_args(fn, in)[j] == v && (in->op != OP_SCALED_MM || j != 1))
-				return false;
+			other[ir_args(fn, in)[j]] |= in->op != OP_SCALED_MM || j != 1;
 	}
-	return true;
+	for (uint32_t i = 0; i < fn->nins; i++)
+		only[fn->ins[i].res] = fn->ins[i].op != OP_SCALED_MM && !other[fn->ins[i].res];
+	return only;
 }
 
 /* a copy of value v (new id nv) in layout (NULL: row-major), made once and shared */
@@ -153,12 +153,13 @@ copy_of(Func *d, uint32_t v, uint32_t nv, const int64_t *layout, uint32_t *copy)
 /* a GEMM with its a operand row-major and its b operand in layout {1,0};
  * cuBLASLt writes its result row-major */
 static void
-legal_gemm(Func *fn, Func *d, const Instr *in, uint32_t *map, uint32_t *copy_a, uint32_t *copy_b)
+legal_gemm(Func *fn, Func *d, const Instr *in, uint32_t *map, const bool *only_b, uint32_t *copy_a,
+	uint32_t *copy_b)
 {
 	uint32_t a = ir_args(fn, in)[0], b = ir_args(fn, in)[1], na = map[a], nb = map[b], r;
 
 	if (!has_layout(d, nb, colmajor)) {
-		if (only_gemm_b(fn, b))
+		if (only_b[b])
 			d->vals[nb].layout = ir_push_ints(d, colmajor, 2);
 		else   /* only the b operand reads the copy */
 			nb = copy_of(d, b, nb, colmajor, copy_b);
@@ -175,6 +176,7 @@ Func *
 pass_layouts(Func *fn)
 {
 	uint32_t *map, *copy_a, *copy_b;
+	bool *only_b = only_gemm_b(fn);
 	Func *d = ir_rewrite_begin(fn, &map);
 
 	copy_a = arena_alloc(fn->arena, (fn->nvals + 1) * sizeof *copy_a);
@@ -183,7 +185,7 @@ pass_layouts(Func *fn)
 		const Instr *in = &fn->ins[i];
 
 		if (in->op == OP_SCALED_MM)
-			legal_gemm(fn, d, in, map, copy_a, copy_b);
+			legal_gemm(fn, d, in, map, only_b, copy_a, copy_b);
 		else
 			ir_copy_instr(d, fn, in, map);
 	}

@@ -56,7 +56,6 @@ Func *pass_transposes(Func *fn);
 Func *pass_layouts(Func *fn);
 Func *pass_ranges(Func *fn);
 Func *pass_fuse(Func *fn, int opt);
-void pass_kernel_io(Func *fn, uint32_t k);
 
 /* run the pipeline; returns the final function (passes may rebuild it) */
 Func *pass_pipeline(Func *fn, const PassOptions *opt);
