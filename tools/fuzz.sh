@@ -50,8 +50,11 @@ campaign() {  # HARNESS SECONDS
 	rc=$?
 	set -e
 	runs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log" | tail -1)
-	echo "$(date -u +%F) $(git rev-parse --short HEAD) $h ${secs}s ${runs:-?} executions rc=$rc" >> "$out/campaigns.log"
-	echo "fuzz-$h: ${runs:-?} executions in $secs s"
+	rate=$(sed -n 's/^stat::average_exec_per_sec: *//p' "$log" | tail -1)
+	took=$(( ${runs:-0} / (${rate:-0} > 0 ? ${rate:-1} : 1) ))
+	echo "$(date -u +%F) $(git rev-parse --short HEAD) $h ${runs:-?} executions in ${took}s (of ${secs}s) rc=$rc" \
+		>> "$out/campaigns.log"
+	echo "fuzz-$h: ${runs:-?} executions in ${took} s"
 	if [ $rc -ne 0 ]; then
 		tail -40 "$log"
 		echo "fuzz-$h: a finding (exit $rc), in $out/findings/ (whole log: $log);" \
