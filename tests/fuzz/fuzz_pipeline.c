@@ -4,7 +4,9 @@
  * code generation to LLVM IR that LLVM verifies, and the plan text read
  * back by libfp8rt's parser with the program's signature. Small programs
  * are interpreted before the passes and after each level, on normal and on
- * special-value inputs, and every output must agree bit for bit. */
+ * special-value inputs, and every output must agree bit for bit. Then a
+ * --passes list drawn from the input: it must run, and what it leaves
+ * lowered goes through the backend too. */
 #include <string.h>
 
 #include <llvm-c/Analysis.h>
@@ -156,6 +158,25 @@ backend(Func *fn)
 	LLVMContextDispose(cx);
 }
 
+/* a --passes list drawn from h: any list runs with the verifier between
+ * the passes and no internal error; what it leaves lowered goes on to the
+ * backend */
+static void
+any_passes(const Source *src, Arena *a, uint64_t h)
+{
+	char list[80] = "", err[512];
+	int n = 1 + (int)(h % 4);
+	PassOptions po = { .opt = (int)(h / 4 % 3), .verify = true, .only = list };
+	Func *f;
+
+	for (int i = 0; i < n; i++, h /= 5) {
+		strcat(list, i ? "," : "");
+		strcat(list, pass_names[h / 16 % 5]);
+	}
+	if ((f = fe_read(a, src)) && pass_lowered(f = pass_pipeline(f, &po), err, sizeof err))
+		backend(f);
+}
+
 static uint64_t
 hash(const uint8_t *data, size_t size)
 {
@@ -199,6 +220,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	}
 	for (int s = 0; interp && s < 2; s++)
 		outs_free(&ref[s]);
+	any_passes(&src, a, hash(data, size) / 1000);
 done:
 	arena_free(a);
 	fe_unload(&src);
