@@ -32,6 +32,7 @@ typedef struct {
 	uint32_t v;           /* value */
 	LLVMValueRef *coords; /* the coordinates it was computed at (NULL: rank 0) */
 	LLVMValueRef val;
+	uint32_t prev;        /* the value's previous entry, or IR_NONE */
 } Memo;
 
 /* the state of code generation for one module and its current kernel */
@@ -48,10 +49,13 @@ typedef struct Cg {
 	LLVMValueRef *ptr_of;     /* per value: its pointer parameter, or NULL */
 	LLVMValueRef scratch;     /* the scratch parameter */
 	int64_t *storage;         /* per value: scratch offset of a reduction's result, or -1 */
+	uint32_t *phase_of;       /* per value of the current kernel: its phase */
+	bool *is_out;             /* per value of the current kernel: an output of it */
 	uint32_t *avail;          /* per value: the phase its result is available in */
 	LLVMValueRef *uniform;    /* per value: its rank-0 value in the current phase */
 	LLVMBasicBlockRef pre;    /* the current phase's preamble (dominates its loops) */
 	Memo *memo; uint32_t nmemo, capmemo;
+	uint32_t *memo_head;      /* per value: its newest memo entry, or IR_NONE */
 	/* the current loop's iteration space, to spot accesses at its own index */
 	uint32_t space;           /* a value with the loop's dims and memory order */
 	LLVMValueRef *space_coords, space_lin;

@@ -408,15 +408,17 @@ compute(Cg *c, const Instr *in, LLVMValueRef *co)
 	die("%s cannot be computed in a kernel here", ir_ops[in->op].name);
 }
 
+/* The memo: what was computed at which coordinates, newest first per value
+ * (memo_head chains a value's entries, so a lookup sees only its own). */
 static LLVMValueRef
 memo_find(Cg *c, uint32_t v, LLVMValueRef *co)
 {
 	int rank = c->fn->vals[v].rank;
 
-	for (uint32_t i = c->nmemo; i-- > 0;) {
+	for (uint32_t i = c->memo_head[v]; i != IR_NONE; i = c->memo[i].prev) {
 		Memo *m = &c->memo[i];
 
-		if (m->v == v && (m->coords == co || !memcmp(m->coords, co, (size_t)rank * sizeof *co)))
+		if (m->coords == co || !memcmp(m->coords, co, (size_t)rank * sizeof *co))
 			return m->val;
 	}
 	return NULL;
@@ -426,7 +428,19 @@ static void
 memo_add(Cg *c, uint32_t v, LLVMValueRef *co, LLVMValueRef x)
 {
 	arena_grow(c->fn->arena, (void **)&c->memo, &c->capmemo, c->nmemo + 1, sizeof *c->memo);
-	c->memo[c->nmemo++] = (Memo){ v, co, x };
+	c->memo[c->nmemo] = (Memo){ v, co, x, c->memo_head[v] };
+	c->memo_head[v] = c->nmemo++;
+}
+
+/* forget the entries from n on */
+static void
+memo_truncate(Cg *c, uint32_t n)
+{
+	while (c->nmemo > n) {
+		const Memo *m = &c->memo[--c->nmemo];
+
+		c->memo_head[m->v] = m->prev;
+	}
 }
 
 /* where a reduction's result lives: its output, or its place in scratch */
@@ -531,7 +545,7 @@ loop_end(Cg *c, Loop *l)
 	LLVMBuildStore(c->b, LLVMBuildAdd(c->b, l->i, l->step, ""), l->iv);
 	LLVMBuildBr(c->b, l->head);
 	LLVMPositionBuilderAtEnd(c->b, l->exit);
-	c->nmemo = l->nmemo;   /* what the body computed does not dominate the exit */
+	memo_truncate(c, l->nmemo);   /* what the body computed does not dominate the exit */
 }
 
 /* if (cond) { ... }: returns the join block; the builder is in the then-block */
@@ -820,8 +834,8 @@ analyze(Cg *c, KPlan *kp)
 	const Kernel *k = &fn->kernels[c->k];
 	int64_t off = 16;   /* barrier arrivals, generation, readers */
 
-	kp->phase = arena_alloc(fn->arena, (fn->nvals + 1) * sizeof *kp->phase);
-	kp->out = arena_alloc(fn->arena, fn->nvals + 1);
+	kp->phase = c->phase_of;
+	kp->out = c->is_out;
 	kp->nphases = 1;
 	for (uint32_t j = 0; j < k->nouts; j++)
 		kp->out[fn->argv[k->outs + j]] = true;
@@ -1286,6 +1300,30 @@ needs_wide_index(Func *fn, const Kernel *k)
 	return false;
 }
 
+/* clear what the kernel left per value, touching only its own values (a
+ * memset of every value per kernel costs time quadratic in the program) */
+static void
+kernel_done(Cg *c)
+{
+	Func *fn = c->fn;
+	const Kernel *k = &fn->kernels[c->k];
+
+	memo_truncate(c, 0);
+	for (uint32_t i = k->first; i < k->first + k->count; i++) {
+		uint32_t v = fn->ins[i].res;
+
+		c->uniform[v] = NULL;
+		c->ptr_of[v] = NULL;
+		c->is_out[v] = false;
+	}
+	for (uint32_t j = 0; j < k->nins; j++) {
+		uint32_t v = fn->argv[k->ins + j];
+
+		c->uniform[v] = NULL;
+		c->ptr_of[v] = NULL;
+	}
+}
+
 static void
 kernel(Cg *c, uint32_t kidx, Launch *l)
 {
@@ -1294,10 +1332,7 @@ kernel(Cg *c, uint32_t kidx, Launch *l)
 	uint32_t blocks = 1, b;
 
 	c->k = kidx;
-	c->nmemo = 0;
 	c->ity = needs_wide_index(fn, &fn->kernels[kidx]) ? c->i64 : c->i32;
-	memset(c->uniform, 0, (fn->nvals + 1) * sizeof *c->uniform);
-	memset(c->ptr_of, 0, (fn->nvals + 1) * sizeof *c->ptr_of);
 	analyze(c, &kp);
 	signature(c, &kp);
 	LLVMPositionBuilderAtEnd(c->b, block(c, "entry"));
@@ -1314,6 +1349,7 @@ kernel(Cg *c, uint32_t kidx, Launch *l)
 	*l = (Launch){ blocks > BE_MAXGRID ? BE_MAXGRID : blocks, BE_BLOCK, 0, kp.nphases > 1, kp.nphases, IR_NONE };
 	if (kp.scratch)
 		l->scratch = plan_add_scratch(fn, c->plan, kp.scratch);
+	kernel_done(c);
 }
 
 void
@@ -1336,6 +1372,11 @@ be_codegen(Func *fn, Plan *plan, LLVMModuleRef mod, Launch *launches)
 	c.uniform = arena_alloc(fn->arena, (fn->nvals + 1) * sizeof *c.uniform);
 	c.storage = arena_alloc(fn->arena, (fn->nvals + 1) * sizeof *c.storage);
 	c.avail = arena_alloc(fn->arena, (fn->nvals + 1) * sizeof *c.avail);
+	c.phase_of = arena_alloc(fn->arena, (fn->nvals + 1) * sizeof *c.phase_of);
+	c.is_out = arena_alloc(fn->arena, fn->nvals + 1);
+	c.memo_head = arena_alloc(fn->arena, (fn->nvals + 1) * sizeof *c.memo_head);
+	for (uint32_t v = 0; v <= fn->nvals; v++)
+		c.memo_head[v] = IR_NONE;
 	for (uint32_t k = 0; k < fn->nkernels; k++)
 		kernel(&c, k, &launches[k]);
 	LLVMDisposeBuilder(c.b);

@@ -56,10 +56,11 @@ be_libdevice(Cg *c, const char *name, LLVMTypeRef t, LLVMValueRef *args, int nar
 LLVMValueRef
 be_constant(Cg *c, double v, DType t)
 {
+	/* integers: the interpreter's rule for a full (saturate, NaN, wrap) */
 	if (t == DT_B8)
 		return LLVMConstInt(c->i1, v != 0, 0);
 	if (dt_isint(t))
-		return LLVMConstInt(be_type(c, t), (unsigned long long)(long long)v, 1);
+		return LLVMConstInt(be_type(c, t), (unsigned long long)ir_float_to_int(v, DT_F64, t), 1);
 	if (dt_isfp8(t)) {
 		float f = (float)v;
 		return LLVMConstInt(c->i8, t == DT_F8E4M3FN ? f32_to_e4m3fn(f) : f32_to_e5m2(f), 0);

@@ -491,6 +491,23 @@ kernel(P *p)
 	return true;
 }
 
+/* the NAME after "as": digits may come first (84, 84_1: the names of
+ * outputs whose value is known by its id) */
+static bool
+out_name(P *p, const char **name)
+{
+	const char *s = p->t.s;
+
+	while (isname((unsigned char)*s))
+		s++;
+	if (s == p->t.s || (p->t.kind != T_NAME && p->t.kind != T_NUM))
+		return err(p, &p->t, "expected an output name");
+	*name = arena_strndup(p->fn->arena, p->t.s, (size_t)(s - p->t.s));
+	p->p = s;
+	next(p);
+	return true;
+}
+
 /* ret := "return" [out {"," out}]; out := ref ["as" NAME] [saved] */
 static bool
 ret(P *p)
@@ -505,10 +522,8 @@ ret(P *p)
 		name = NULL;
 		if (is(p, "as")) {
 			next(p);
-			if (p->t.kind != T_NAME)
-				return err(p, &p->t, "expected an output name");
-			name = arena_strndup(p->fn->arena, p->t.s, p->t.n);
-			next(p);
+			if (!out_name(p, &name))
+				return false;
 		}
 		ir_return(p->fn, id, name);
 		if (!saved(p, &p->fn->rslot[p->fn->nrets - 1]))

@@ -131,8 +131,8 @@ ir_full(Func *fn, double v, DType t, int rank, const int64_t *dims)
 	return r;
 }
 
-void
-ir_return(Func *fn, uint32_t v, const char *name)
+static void
+add_ret(Func *fn, uint32_t v, const char *name)
 {
 	uint32_t cap = fn->caprets, cap2 = fn->caprets;
 
@@ -142,6 +142,31 @@ ir_return(Func *fn, uint32_t v, const char *name)
 	fn->retnames[fn->nrets] = name ? arena_strndup(fn->arena, name, strlen(name)) : NULL;
 	fn->rslot[fn->nrets] = -1;
 	fn->rets[fn->nrets++] = v;
+}
+
+static bool
+retname_used(Func *fn, const char *name)
+{
+	char nb[16];
+
+	for (uint32_t i = 0; i < fn->nrets; i++)
+		if (!strcmp(ir_retname(fn, i, nb), name))
+			return true;
+	return false;
+}
+
+/* Outputs have distinct names (the runtime and safetensors find them by
+ * name): one already taken — a value returned twice, or two outputs named
+ * alike — becomes NAME_1, NAME_2, ... */
+void
+ir_return(Func *fn, uint32_t v, const char *name)
+{
+	char nb[16];
+	const char *want = name ? name : ir_name(fn, v, nb), *n = want;
+
+	for (uint32_t k = 1; retname_used(fn, n); k++)
+		n = arena_printf(fn->arena, "%s_%u", want, k);
+	add_ret(fn, v, n == want ? name : n);
 }
 
 const char *
@@ -248,10 +273,13 @@ ir_copy_instr(Func *dst, Func *src, const Instr *in, uint32_t *map)
 void
 ir_rewrite_end(Func *dst, Func *src, const uint32_t *map)
 {
+	char nb[16];
+
+	/* outputs keep their names, also those of values known by their id */
 	for (uint32_t i = 0; i < src->nrets; i++) {
 		if (map[src->rets[i]] == IR_NONE)
 			die("returned value has no mapping");
-		ir_return(dst, map[src->rets[i]], src->retnames[i] ? src->retnames[i] : src->vals[src->rets[i]].name);
+		add_ret(dst, map[src->rets[i]], ir_retname(src, i, nb));
 		dst->rslot[i] = src->rslot[i];
 	}
 }

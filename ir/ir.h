@@ -157,7 +157,8 @@ uint32_t ir_param(Func *fn, const char *name, DType t, int rank, const int64_t *
 uint32_t ir_instr(Func *fn, Op op, const uint32_t *args, int nargs,
 	const int64_t *attr, int nattr, DType t, int rank, const int64_t *dims);
 uint32_t ir_full(Func *fn, double v, DType t, int rank, const int64_t *dims);
-/* append an output; name NULL: it is named after the value */
+/* append an output; name NULL: it is named after the value. A name an
+ * earlier output has gets a suffix: NAME_1, NAME_2, ... */
 void ir_return(Func *fn, uint32_t v, const char *name);
 const char *ir_retname(Func *fn, uint32_t i, char buf[16]);
 void ir_set_param_slot(Func *fn, uint32_t i, int32_t slot);

@@ -26,11 +26,12 @@ scalar_of(const Tensor *t)
 	return dt_isint(t->dtype) || t->dtype == DT_B8 ? (double)tensor_geti(t, 0) : tensor_getf(t, 0);
 }
 
+/* a constant's value as the interpreter's full stores it */
 static void
 set_scalar(Tensor *t, double v)
 {
 	if (dt_isint(t->dtype) || t->dtype == DT_B8)
-		tensor_seti(t, 0, (int64_t)v);
+		tensor_seti(t, 0, ir_float_to_int(v, DT_F64, t->dtype));
 	else
 		tensor_setf(t, 0, v);
 }

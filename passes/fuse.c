@@ -7,7 +7,9 @@
  * quantization together), and a reduction whose result is broadcast back over
  * the data it reduced stays in the same kernel: the backend splits such a
  * kernel into phases with a grid-wide barrier between them. Constants go to
- * the kernel of their first user.
+ * the kernel of their first user. A level whose kernel would take more
+ * parameters (values read and written) than PTX allows is cut, in order,
+ * into kernels that each fit.
  *
  * With opt < 2 each instruction is a kernel of its own.
  * The function is rebuilt in schedule order: kernel 0, the GEMMs of depth 1,
@@ -15,6 +17,19 @@
 #include <string.h>
 
 #include "passes.h"
+
+/* PTX before ISA 8.1 takes 4352 bytes of kernel parameters: 544 pointers,
+ * one of them the scratch buffer's */
+#define MAXPARAMS 543
+
+/* the parameters of the kernel being filled, as instructions join it */
+typedef struct {
+	uint32_t *last;       /* per value: the place of its last use (UINT32_MAX: returned) */
+	uint32_t *defined;    /* per value: the kernel that defines it, + 1 */
+	uint32_t *read;       /* per value: the kernel that reads it from outside, + 1 */
+	uint32_t id;          /* the kernel being filled, + 1 */
+	uint32_t nin, nout;   /* its inputs; its values used after the place reached */
+} Params;
 
 static uint32_t *
 depths(Func *fn)
@@ -45,12 +60,12 @@ depths(Func *fn)
 	return dep;
 }
 
-/* record kernel k's inputs and outputs, in order of first appearance */
-void
-pass_kernel_io(Func *fn, uint32_t k)
+/* record kernel k's inputs and outputs, in order of first appearance;
+ * inside is zeroed scratch of one entry per value, left zeroed */
+static void
+kernel_io(Func *fn, uint32_t k, const uint32_t *uses, uint32_t *inside)
 {
 	Kernel *kn = &fn->kernels[k];
-	uint32_t *uses = ir_uses(fn), *inside = arena_alloc(fn->arena, (fn->nvals + 1) * sizeof *inside);
 	uint32_t last = kn->first + kn->count;
 
 	kn->ins = fn->nargv;
@@ -81,6 +96,48 @@ pass_kernel_io(Func *fn, uint32_t k)
 			kn->nouts++;
 		}
 	}
+	for (uint32_t i = kn->first; i < last; i++) {
+		inside[fn->ins[i].res] = 0;
+		for (uint32_t j = 0; j < fn->ins[i].nargs; j++)
+			inside[ir_args(fn, &fn->ins[i])[j]] = 0;
+	}
+}
+
+/* every kernel's inputs and outputs */
+static void
+kernels_io(Func *fn)
+{
+	uint32_t *uses = ir_uses(fn), *inside = arena_alloc(fn->arena, (fn->nvals + 1) * sizeof *inside);
+
+	for (uint32_t k = 0; k < fn->nkernels; k++)
+		kernel_io(fn, k, uses, inside);
+}
+
+/* where an instruction goes: slot 2l for level l's kernel, 2l+1 for the
+ * GEMMs of depth l+1 that follow it */
+static uint32_t
+slot(const Instr *in, const uint32_t *dep)
+{
+	return op_gemm((Op)in->op) ? 2 * dep[in->res] - 1 : 2 * dep[in->res];
+}
+
+/* the instructions by slot, in their order within each: order[start[s] ..
+ * start[s+1]) (a counting sort, so the pass stays linear in the program) */
+static uint32_t *
+by_slot(Func *fn, const uint32_t *dep, uint32_t nslots, uint32_t **start)
+{
+	uint32_t *order = arena_alloc(fn->arena, (fn->nins + 1) * sizeof *order);
+	uint32_t *at = arena_alloc(fn->arena, (nslots + 1) * sizeof *at);
+
+	for (uint32_t i = 0; i < fn->nins; i++)
+		at[slot(&fn->ins[i], dep) + 1]++;
+	for (uint32_t s = 1; s <= nslots; s++)
+		at[s] += at[s - 1];
+	*start = arena_alloc(fn->arena, (nslots + 1) * sizeof **start);
+	memcpy(*start, at, (nslots + 1) * sizeof *at);
+	for (uint32_t i = 0; i < fn->nins; i++)
+		order[at[slot(&fn->ins[i], dep)]++] = i;
+	return order;
 }
 
 static void
@@ -97,34 +154,113 @@ add_kernel(Func *fn, uint32_t first)
 	fn->kernels[fn->nkernels++] = k;
 }
 
+/* the place of each value's last use in the new order */
+static uint32_t *
+last_uses(Func *fn, const uint32_t *order)
+{
+	uint32_t *last = arena_alloc(fn->arena, (fn->nvals + 1) * sizeof *last);
+
+	for (uint32_t j = 0; j < fn->nins; j++) {
+		const Instr *in = &fn->ins[order[j]];
+
+		for (uint32_t k = 0; k < in->nargs; k++)
+			last[ir_args(fn, in)[k]] = j;
+	}
+	for (uint32_t i = 0; i < fn->nrets; i++)
+		last[fn->rets[i]] = UINT32_MAX;
+	return last;
+}
+
+static bool
+seen_before(Func *fn, const Instr *in, uint32_t k)
+{
+	for (uint32_t m = 0; m < k; m++)
+		if (ir_args(fn, in)[m] == ir_args(fn, in)[k])
+			return true;
+	return false;
+}
+
+/* the kernel's parameters if the instruction at place j joined it */
+static uint32_t
+params_with(Func *fn, const Params *p, const Instr *in, uint32_t j)
+{
+	uint32_t n = p->nin + p->nout + (p->last[in->res] > j);
+
+	for (uint32_t k = 0; k < in->nargs; k++) {
+		uint32_t a = ir_args(fn, in)[k];
+
+		if (seen_before(fn, in, k))
+			continue;
+		if (p->defined[a] == p->id)
+			n -= p->last[a] == j;   /* its last use: not needed after the kernel */
+		else
+			n += p->read[a] != p->id;
+	}
+	return n;
+}
+
+static void
+join(Func *fn, Params *p, const Instr *in, uint32_t j)
+{
+	for (uint32_t k = 0; k < in->nargs; k++) {
+		uint32_t a = ir_args(fn, in)[k];
+
+		if (seen_before(fn, in, k))
+			continue;
+		if (p->defined[a] == p->id) {
+			p->nout -= p->last[a] == j;
+		} else if (p->read[a] != p->id) {
+			p->read[a] = p->id;
+			p->nin++;
+		}
+	}
+	p->defined[in->res] = p->id;
+	p->nout += p->last[in->res] > j;
+}
+
+static void
+next_kernel(Params *p)
+{
+	p->id++;
+	p->nin = p->nout = 0;
+}
+
 Func *
 pass_fuse(Func *fn, int opt)
 {
-	uint32_t *dep = depths(fn), maxd = 0, *map, first;
+	uint32_t *dep = depths(fn), maxd = 0, *map, first, *order, *start;
+	Params p = { 0 };
 	Func *d = ir_rewrite_begin(fn, &map);
 
 	for (uint32_t i = 0; i < fn->nins; i++)
 		if (dep[fn->ins[i].res] > maxd)
 			maxd = dep[fn->ins[i].res];
+	order = by_slot(fn, dep, 2 * maxd + 2, &start);
+	p.last = last_uses(fn, order);
+	p.defined = arena_alloc(fn->arena, (fn->nvals + 1) * sizeof *p.defined);
+	p.read = arena_alloc(fn->arena, (fn->nvals + 1) * sizeof *p.read);
 	for (uint32_t level = 0; level <= maxd; level++) {
 		first = d->nins;
-		for (uint32_t i = 0; i < fn->nins; i++) {
-			const Instr *in = &fn->ins[i];
+		next_kernel(&p);
+		for (uint32_t j = start[2 * level]; j < start[2 * level + 1]; j++) {
+			const Instr *in = &fn->ins[order[j]];
 
-			if (op_gemm((Op)in->op) || dep[in->res] != level)
-				continue;
+			if (opt >= 2 && d->nins > first && params_with(fn, &p, in, j) > MAXPARAMS) {
+				add_kernel(d, first);   /* full: the level goes on in a new kernel */
+				first = d->nins;
+				next_kernel(&p);
+			}
+			join(fn, &p, in, j);
 			ir_copy_instr(d, fn, in, map);
 			if (opt < 2)
 				add_kernel(d, d->nins - 1);
 		}
 		if (opt >= 2)
 			add_kernel(d, first);
-		for (uint32_t i = 0; i < fn->nins; i++)
-			if (op_gemm((Op)fn->ins[i].op) && dep[fn->ins[i].res] == level + 1)
-				ir_copy_instr(d, fn, &fn->ins[i], map);
+		for (uint32_t j = start[2 * level + 1]; j < start[2 * level + 2]; j++)
+			ir_copy_instr(d, fn, &fn->ins[order[j]], map);
 	}
 	ir_rewrite_end(d, fn, map);
-	for (uint32_t k = 0; k < d->nkernels; k++)
-		pass_kernel_io(d, k);
+	kernels_io(d);
 	return d;
 }

@@ -11,7 +11,9 @@
  * transpose before it becomes index arithmetic in the producing kernel). One
  * that is also needed row-major (a program output, an `a` operand) or that is
  * a program input gets a clone in layout {1,0}; fusion puts that clone in
- * the producing kernel, which then writes both layouts. */
+ * the producing kernel, which then writes both layouts. An a operand that
+ * is not row-major gets a row-major clone the same way, and a GEMM's result
+ * is row-major whatever the input said: cuBLASLt writes it so. */
 #include <string.h>
 
 #include "passes.h"
@@ -153,51 +155,97 @@ has_layout(Func *fn, uint32_t v, const int64_t *want)
 		memcmp(&fn->ints[fn->vals[v].layout], want, 2 * sizeof *want) == 0;
 }
 
-/* true if every use of v is as a GEMM's b operand, and v is no output, input
- * or GEMM result (cuBLASLt writes those row-major) */
-static bool
-only_gemm_b(Func *fn, uint32_t v)
+/* per value: true if every use of it is as a GEMM's b operand, and it is no
+ * output, input or GEMM result (cuBLASLt writes those row-major) */
+static bool *
+only_gemm_b(Func *fn)
 {
-	if (fn->vals[v].def == IR_NONE || op_gemm((Op)ir_def(fn, v)->op))
-		return false;
+	bool *other = arena_alloc(fn->arena, fn->nvals + 1), *only = arena_alloc(fn->arena, fn->nvals + 1);
+
 	for (uint32_t i = 0; i < fn->nrets; i++)
-		if (fn->rets[i] == v)
-			return false;
+		other[fn->rets[i]] = true;
 	for (uint32_t i = 0; i < fn->nins; i++) {
 		const Instr *in = &fn->ins[i];
 
 		for (uint32_t j = 0; j < in->nargs; j++)
-			if (ir_args(fn, in)[j] == v && (in->op != OP_SCALED_MM || j != 1))
-				return false;
+			other[ir_args(fn, in)[j]] |= in->op != OP_SCALED_MM || j != 1;
 	}
-	return true;
+	for (uint32_t i = 0; i < fn->nins; i++)
+		only[fn->ins[i].res] = !op_gemm((Op)fn->ins[i].op) && !other[fn->ins[i].res];
+	return only;
+}
+
+/* a copy of value v (new id nv) in layout (NULL: row-major), made once and shared */
+static uint32_t
+copy_of(Func *d, uint32_t v, uint32_t nv, const int64_t *layout, uint32_t *copy)
+{
+	if (!copy[v]) {
+		copy[v] = ir_instr(d, OP_CLONE, &nv, 1, NULL, 0, (DType)d->vals[nv].dtype, 2,
+			ir_dims(d, nv)) + 1;
+		if (layout)
+			d->vals[copy[v] - 1].layout = ir_push_ints(d, layout, 2);
+	}
+	return copy[v] - 1;
+}
+
+/* a GEMM with its a operand row-major and its b operand in layout {1,0};
+ * cuBLASLt writes its result row-major */
+static void
+legal_gemm(Func *fn, Func *d, const Instr *in, uint32_t *map, const bool *only_b, uint32_t *copy_a,
+	uint32_t *copy_b)
+{
+	uint32_t a = ir_args(fn, in)[0], b = ir_args(fn, in)[1], na = map[a], nb = map[b], r;
+
+	if (!has_layout(d, nb, colmajor)) {
+		if (only_b[b])
+			d->vals[nb].layout = ir_push_ints(d, colmajor, 2);
+		else   /* only the b operand reads the copy */
+			nb = copy_of(d, b, nb, colmajor, copy_b);
+	}
+	if (!ir_is_rowmajor(d, na))
+		na = copy_of(d, a, na, NULL, copy_a);
+	r = ir_copy_instr(d, fn, in, map);
+	d->argv[d->ins[d->nins - 1].args] = na;
+	d->argv[d->ins[d->nins - 1].args + 1] = nb;
+	d->vals[r].layout = IR_NONE;
+}
+
+/* a matmul with row-major operands: cuBLASLt reads what its trans flags say
+ * of them, and writes its result row-major */
+static void
+legal_matmul(Func *fn, Func *d, const Instr *in, uint32_t *map, uint32_t *copy)
+{
+	uint32_t a[2], r;
+
+	for (int j = 0; j < 2; j++) {
+		a[j] = map[ir_args(fn, in)[j]];
+		if (!ir_is_rowmajor(d, a[j]))
+			a[j] = copy_of(d, ir_args(fn, in)[j], a[j], NULL, copy);
+	}
+	r = ir_copy_instr(d, fn, in, map);
+	d->argv[d->ins[d->nins - 1].args] = a[0];
+	d->argv[d->ins[d->nins - 1].args + 1] = a[1];
+	d->vals[r].layout = IR_NONE;
 }
 
 Func *
 pass_layouts(Func *fn)
 {
-	uint32_t *map, *copy = arena_alloc(fn->arena, (fn->nvals + 1) * sizeof *copy);
+	uint32_t *map, *copy_a, *copy_b;
+	bool *only_b = only_gemm_b(fn);
 	Func *d = ir_rewrite_begin(fn, &map);
 
+	copy_a = arena_alloc(fn->arena, (fn->nvals + 1) * sizeof *copy_a);
+	copy_b = arena_alloc(fn->arena, (fn->nvals + 1) * sizeof *copy_b);
 	for (uint32_t i = 0; i < fn->nins; i++) {
 		const Instr *in = &fn->ins[i];
-		uint32_t b = in->op == OP_SCALED_MM ? ir_args(fn, in)[1] : IR_NONE, nb;
 
-		if (b == IR_NONE || has_layout(d, map[b], colmajor)) {
+		if (in->op == OP_SCALED_MM)
+			legal_gemm(fn, d, in, map, only_b, copy_a, copy_b);
+		else if (in->op == OP_MATMUL)
+			legal_matmul(fn, d, in, map, copy_a);
+		else
 			ir_copy_instr(d, fn, in, map);
-			continue;
-		}
-		nb = map[b];
-		if (only_gemm_b(fn, b)) {
-			d->vals[nb].layout = ir_push_ints(d, colmajor, 2);
-		} else if (!copy[b]) {   /* one copy in layout {1,0}, shared by every GEMM */
-			copy[b] = ir_instr(d, OP_CLONE, &nb, 1, NULL, 0, (DType)d->vals[nb].dtype, 2,
-				ir_dims(d, nb)) + 1;
-			d->vals[copy[b] - 1].layout = ir_push_ints(d, colmajor, 2);
-		}
-		ir_copy_instr(d, fn, in, map);
-		if (copy[b])   /* only the b operand reads the copy */
-			d->argv[d->ins[d->nins - 1].args + 1] = copy[b] - 1;
 	}
 	ir_rewrite_end(d, fn, map);
 	return d;

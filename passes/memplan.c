@@ -62,59 +62,77 @@ lifetimes(Func *fn, Plan *p, uint32_t *def, uint32_t *last)
 		}
 }
 
+/* per value: a kernel writes it for another step (one of its outputs) */
+static bool *
+kernel_outputs(Func *fn)
+{
+	bool *out = arena_alloc(fn->arena, fn->nvals + 1);
+
+	for (uint32_t k = 0; k < fn->nkernels; k++)
+		for (uint32_t j = 0; j < fn->kernels[k].nouts; j++)
+			out[fn->argv[fn->kernels[k].outs + j]] = true;
+	return out;
+}
+
 static bool
-materialized(Func *fn, uint32_t v)
+materialized(Func *fn, const bool *kout, uint32_t v)
 {
 	const Instr *in = ir_def(fn, v);
 
 	if (!in || op_gemm((Op)in->op))
 		return true;
-	for (uint32_t j = 0; j < fn->kernels[in->kernel].nouts; j++)
-		if (fn->argv[fn->kernels[in->kernel].outs + j] == v)
-			return true;
-	return false;
+	if (in->kernel < 0)
+		die("value %u is in no kernel: the memory plan wants lowered IR (pass_lowered)", v);
+	return kout[v];
 }
 
-/* lowest offset where [off, off+size) overlaps no buffer live at step s */
+/* the lowest offset in {0} ∪ {ends of live buffers} where [off, off+size)
+ * overlaps none of the buffers live[0..n), sorted by offset: one pass */
 static int64_t
-first_fit(Plan *p, const uint32_t *bufend, uint32_t s, int64_t size)
+first_fit(Plan *p, const uint32_t *live, uint32_t n, int64_t size)
 {
 	int64_t off = 0;
-	bool moved = true;
 
-	while (moved) {
-		moved = false;
-		for (uint32_t b = 0; b < p->nbufs; b++) {
-			const PlanBuf *pb = &p->bufs[b];
+	for (uint32_t i = 0; i < n; i++) {
+		const PlanBuf *pb = &p->bufs[live[i]];
 
-			if (bufend[b] < s)   /* dead before this step */
-				continue;
-			if (off < pb->offset + pb->bytes && pb->offset < off + size) {
-				off = pb->offset + pb->bytes;
-				moved = true;
-			}
-		}
+		if (off < pb->offset + pb->bytes && pb->offset < off + size)
+			off = pb->offset + pb->bytes;
 	}
 	return off;
 }
 
+/* Values are placed in program order, so the steps that write them never
+ * go back: a buffer dead before one step is dead for every later one, and
+ * leaves the list of live buffers (kept sorted by offset) for good. */
 static void
 place(Func *fn, Plan *p, const uint32_t *def, const uint32_t *last)
 {
 	uint32_t *bufend = arena_alloc(fn->arena, (fn->nvals + 1) * sizeof *bufend);
+	uint32_t *live = arena_alloc(fn->arena, (fn->nvals + 1) * sizeof *live), nlive = 0, n;
+	bool *kout = kernel_outputs(fn);
 
 	for (uint32_t i = 0; i < fn->nins; i++) {
-		uint32_t v = fn->ins[i].res;
-		int64_t size;
+		uint32_t v = fn->ins[i].res, b = p->nbufs;
+		int64_t size, off;
 
-		if (p->loc[v].kind != LOC_NONE || !materialized(fn, v))
+		if (p->loc[v].kind != LOC_NONE || !materialized(fn, kout, v))
 			continue;
+		n = 0;
+		for (uint32_t j = 0; j < nlive; j++)
+			if (bufend[live[j]] >= def[v])
+				live[n++] = live[j];
+		nlive = n;
 		size = bytes_of(fn, v);
-		p->loc[v] = (Loc){ LOC_BUF, p->nbufs };
-		bufend[p->nbufs] = last[v] == IR_NONE ? def[v] : last[v];
-		add_buf(fn, p, (PlanBuf){ v, first_fit(p, bufend, def[v], size), size, false });
-		if (p->bufs[p->nbufs - 1].offset + size > p->workspace)
-			p->workspace = p->bufs[p->nbufs - 1].offset + size;
+		off = first_fit(p, live, nlive, size);
+		p->loc[v] = (Loc){ LOC_BUF, b };
+		bufend[b] = last[v] == IR_NONE ? def[v] : last[v];
+		add_buf(fn, p, (PlanBuf){ v, off, size, false });
+		for (n = nlive++; n > 0 && p->bufs[live[n - 1]].offset > off; n--)
+			live[n] = live[n - 1];
+		live[n] = b;
+		if (off + size > p->workspace)
+			p->workspace = off + size;
 	}
 }
 

@@ -58,10 +58,13 @@ Func *pass_transposes(Func *fn);
 Func *pass_layouts(Func *fn);
 Func *pass_ranges(Func *fn);
 Func *pass_fuse(Func *fn, int opt);
-void pass_kernel_io(Func *fn, uint32_t k);
 
 /* run the pipeline; returns the final function (passes may rebuild it) */
 Func *pass_pipeline(Func *fn, const PassOptions *opt);
+/* true if fn is what the backend takes: every instruction but GEMMs in a
+ * kernel, every GEMM outside one with a row-major, b in layout {1,0} and a
+ * row-major result; else the first one that is not, in err */
+bool pass_lowered(Func *fn, char *err, size_t errlen);
 /* true if every name in the comma-separated list is a pass */
 bool pass_list_ok(const char *list, const char **bad, size_t *badlen);
 /* names of the passes, NULL-terminated, for --print-after */

@@ -3,7 +3,9 @@
  *   -O0  layouts, fuse (one kernel per op)
  *   -O1  canonicalize, transposes, ranges, layouts, fuse (one kernel per op)
  *   -O2  canonicalize, transposes, canonicalize, ranges, layouts, fuse
- * layouts is a legalization: cuBLASLt takes its b operand only as (N,K).
+ * layouts and fuse legalize: cuBLASLt takes its b operand only as (N,K), and
+ * the backend runs nothing outside a kernel but GEMMs. pass_lowered says
+ * whether a function is in that form (a --passes list may leave it not).
  */
 #include <stdlib.h>
 #include <string.h>
@@ -84,4 +86,40 @@ pass_pipeline(Func *fn, const PassOptions *o)
 	/* GEMM operand layouts are what cuBLASLt accepts: needed at every level */
 	fn = after(pass_layouts(fn), "layouts", o);
 	return after(pass_fuse(fn, o->opt), "fuse", o);
+}
+
+/* the reason fn is not what the backend takes, or NULL */
+static const char *
+not_lowered(Func *fn, const Instr *in)
+{
+	const uint32_t *a = ir_args(fn, in);
+	static const int64_t colmajor[2] = { 1, 0 };
+
+	if (in->op != OP_SCALED_MM)
+		return in->kernel < 0 ? "is in no kernel (the fuse pass makes them)" : NULL;
+	if (in->kernel >= 0)
+		return "is inside a kernel (cuBLASLt runs it)";
+	if (fn->vals[a[1]].layout == IR_NONE ||
+	    memcmp(&fn->ints[fn->vals[a[1]].layout], colmajor, sizeof colmajor) != 0)
+		return "has a b operand not in layout {1,0} (the layouts pass gives it one)";
+	if (!ir_is_rowmajor(fn, a[0]) || !ir_is_rowmajor(fn, in->res))
+		return "has an a operand or result that is not row-major (the layouts pass makes them so)";
+	return NULL;
+}
+
+bool
+pass_lowered(Func *fn, char *err, size_t errlen)
+{
+	char nb[16];
+
+	for (uint32_t i = 0; i < fn->nins; i++) {
+		const Instr *in = &fn->ins[i];
+		const char *why = not_lowered(fn, in);
+
+		if (why) {
+			snprintf(err, errlen, "%%%s = %s %s", ir_name(fn, in->res, nb), ir_ops[in->op].name, why);
+			return false;
+		}
+	}
+	return true;
 }

@@ -2,10 +2,11 @@
  *
  * libfp8rt does not link libcuda: it dlopens libcuda.so.1 (or the file named
  * by FP8RT_LIBCUDA) once per process, looks up every entry in RT_DRIVER_FUNCS
- * under the versioned name cuda.h gives it, and calls cuInit. A missing
- * library, a missing entry, the toolkit's stub (cuInit answers
- * CUDA_ERROR_STUB_LIBRARY) or a driver older than the toolkit give
- * FP8RT_NO_DRIVER; no device gives FP8RT_NO_DEVICE. The library is never
+ * under the versioned name cuda.h gives it (and the optional ones where the
+ * driver has them: cuFuncGetParamInfo, cuFuncGetParamCount), and calls
+ * cuInit. A missing library, a missing entry, the toolkit's stub (cuInit
+ * answers CUDA_ERROR_STUB_LIBRARY), a failed version query or a driver older
+ * than 12.0 give FP8RT_NO_DRIVER; no device gives FP8RT_NO_DEVICE. The library is never
  * unloaded: the driver lives as long as the process.
  */
 #include <dlfcn.h>
@@ -64,6 +65,7 @@ static fp8rt_status load_symbols(void *lib, const char *path)
     RT_DRIVER_FUNCS(LOAD)
 #undef LOAD
     *(void **)&drv.cuFuncGetParamInfo = dlsym(lib, "cuFuncGetParamInfo");
+    *(void **)&drv.cuFuncGetParamCount = dlsym(lib, "cuFuncGetParamCount");
     return FP8RT_OK;
 }
 
@@ -93,7 +95,12 @@ static void init_once(void)
         return;
     }
     int version = 0;
-    if (drv.cuDriverGetVersion(&version) == CUDA_SUCCESS && version < 12000) {
+    if ((r = drv.cuDriverGetVersion(&version)) != CUDA_SUCCESS) {
+        char what[256];
+        rt_cu_describe(r, what, sizeof what);
+        snprintf(init_err, sizeof init_err, "cuDriverGetVersion with %s failed: %s", path, what);
+        init_status = FP8RT_NO_DRIVER;
+    } else if (version < 12000) {
         snprintf(init_err, sizeof init_err, "the CUDA driver is version %d.%d; libfp8rt needs 12.0 or newer",
                  version / 1000, version % 1000 / 10);
         init_status = FP8RT_NO_DRIVER;

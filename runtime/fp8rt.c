@@ -122,11 +122,11 @@ fail:
     return st;
 }
 
-void rt_leave(fp8rt_context *ctx)
+fp8rt_status rt_leave(fp8rt_context *ctx, fp8rt_status st)
 {
     CUcontext popped;
-    (void)ctx;
-    drv.cuCtxPopCurrent(&popped);
+    RELEASE(drv.cuCtxPopCurrent(&popped));
+    return st;
 }
 
 /* ---- contexts ----------------------------------------------------------- */
@@ -158,17 +158,16 @@ fail:
     return st;
 }
 
-static void release_resources(fp8rt_context *ctx)
+/* Everything is released; returns st, or the first failure when st is OK. */
+static fp8rt_status release_resources(fp8rt_context *ctx, fp8rt_status st)
 {
     while (ctx->programs)
-        rt_program_free(ctx->programs);
-    rt_gemm_cache_free(ctx);
-    if (ctx->lt_ws)
-        drv.cuMemFree(ctx->lt_ws);
-    if (ctx->lt)
-        cublasLtDestroy(ctx->lt);
+        st = rt_program_free(ctx->programs, st);
+    st = rt_lt_free(ctx, st);
     if (ctx->capture)
-        drv.cuStreamDestroy(ctx->capture);
+        RELEASE(drv.cuStreamDestroy(ctx->capture));
+    ctx->capture = NULL;
+    return st;
 }
 
 static fp8rt_status create(int device, fp8rt_context *ctx)
@@ -181,18 +180,14 @@ static fp8rt_status create(int device, fp8rt_context *ctx)
     ctx->device = device;
     CHECK(drv.cuDeviceGet(&ctx->dev, device));
     CHECK(drv.cuDevicePrimaryCtxRetain(&ctx->cu, ctx->dev));
-    if ((st = rt_enter(ctx)) != FP8RT_OK) {
-        drv.cuDevicePrimaryCtxRelease(ctx->dev);
-        ctx->cu = NULL;
-        return st;
+    if ((st = rt_enter(ctx)) == FP8RT_OK) {
+        if ((st = query_device(ctx)) == FP8RT_OK)
+            st = create_resources(ctx);
+        st = rt_leave(ctx, st);
     }
-    if ((st = query_device(ctx)) == FP8RT_OK)
-        st = create_resources(ctx);
-    if (st != FP8RT_OK)
-        release_resources(ctx);
-    rt_leave(ctx);
     if (st != FP8RT_OK) {
-        drv.cuDevicePrimaryCtxRelease(ctx->dev);
+        st = release_resources(ctx, st);
+        RELEASE(drv.cuDevicePrimaryCtxRelease(ctx->dev));
         ctx->cu = NULL;
     }
 fail:
@@ -219,20 +214,21 @@ fp8rt_status fp8rt_context_create(int device, fp8rt_context **out)
     return FP8RT_OK;
 }
 
+/* Everything is released, also when a call fails (the driver takes the
+ * context from the objects); the status is the first failure. */
 fp8rt_status fp8rt_context_destroy(fp8rt_context *ctx)
 {
     if (!ctx)
         return FP8RT_OK;
     fp8rt_status st = rt_enter(ctx);
-    if (st == FP8RT_OK) {
-        CUresult r = drv.cuCtxSynchronize();
-        release_resources(ctx);
-        rt_leave(ctx);
-        if (r != CUDA_SUCCESS)
-            st = rt_fail_call(NULL, 0, r, "cuCtxSynchronize()", __FILE__, __LINE__);
-    }
-    drv.cuDevicePrimaryCtxRelease(ctx->dev);
-    free(ctx);
+    int entered = st == FP8RT_OK;
+    if (entered)
+        RELEASE(drv.cuCtxSynchronize());
+    st = release_resources(ctx, st);
+    if (entered)
+        st = rt_leave(ctx, st);
+    RELEASE(drv.cuDevicePrimaryCtxRelease(ctx->dev));
+    free(ctx);   /* a failure's message stays in fp8rt_last_error(NULL) */
     return st;
 }
 
@@ -258,23 +254,20 @@ fp8rt_status fp8rt_malloc(fp8rt_context *ctx, size_t bytes, void **dptr)
     CHECK(drv.cuMemAlloc(&p, bytes ? bytes : 1));
     *dptr = (void *)(uintptr_t)p;
 fail:
-    rt_leave(ctx);
-    return st;
+    return rt_leave(ctx, st);
 }
 
+/* The memory is freed also when entering the context fails. */
 fp8rt_status fp8rt_free(fp8rt_context *ctx, void *dptr)
 {
-    fp8rt_status st;
     if (!ctx)
         return rt_err(ctx, FP8RT_INVALID_ARGUMENT, "fp8rt_free: ctx is NULL");
     if (!dptr)
         return FP8RT_OK;
-    if ((st = rt_enter(ctx)) != FP8RT_OK)
-        return st;
-    CHECK(drv.cuMemFree((CUdeviceptr)(uintptr_t)dptr));
-fail:
-    rt_leave(ctx);
-    return st;
+    fp8rt_status st = rt_enter(ctx);
+    int entered = st == FP8RT_OK;
+    RELEASE(drv.cuMemFree((CUdeviceptr)(uintptr_t)dptr));
+    return entered ? rt_leave(ctx, st) : st;
 }
 
 /* dir: 0 host to device, 1 device to host, 2 memset */
@@ -297,8 +290,7 @@ static fp8rt_status transfer(fp8rt_context *ctx, int dir, void *dst, const void 
         CHECK(drv.cuCtxSynchronize());
     }
 fail:
-    rt_leave(ctx);
-    return st;
+    return rt_leave(ctx, st);
 }
 
 fp8rt_status fp8rt_memcpy_htod(fp8rt_context *ctx, void *dst, const void *src, size_t bytes)
@@ -328,6 +320,5 @@ fp8rt_status fp8rt_synchronize(fp8rt_context *ctx, void *stream)
     else
         CHECK(drv.cuCtxSynchronize());
 fail:
-    rt_leave(ctx);
-    return st;
+    return rt_leave(ctx, st);
 }

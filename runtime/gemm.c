@@ -113,25 +113,34 @@ static GemmKey key_of(const RtGemmCall *g)
     return k;
 }
 
-static void entry_free(RtGemmEntry *e)
+static fp8rt_status entry_free(fp8rt_context *ctx, RtGemmEntry *e, fp8rt_status st)
 {
     if (e->desc)
-        cublasLtMatmulDescDestroy(e->desc);
+        RELEASE(cublasLtMatmulDescDestroy(e->desc));
     if (e->la)
-        cublasLtMatrixLayoutDestroy(e->la);
+        RELEASE(cublasLtMatrixLayoutDestroy(e->la));
     if (e->lb)
-        cublasLtMatrixLayoutDestroy(e->lb);
+        RELEASE(cublasLtMatrixLayoutDestroy(e->lb));
     if (e->ld)
-        cublasLtMatrixLayoutDestroy(e->ld);
+        RELEASE(cublasLtMatrixLayoutDestroy(e->ld));
+    memset(e, 0, sizeof *e);
+    return st;
 }
 
-void rt_gemm_cache_free(fp8rt_context *ctx)
+fp8rt_status rt_lt_free(fp8rt_context *ctx, fp8rt_status st)
 {
     for (int i = 0; i < ctx->ngemms; i++)
-        entry_free(&ctx->gemms[i]);
+        st = entry_free(ctx, &ctx->gemms[i], st);
     free(ctx->gemms);
     ctx->gemms = NULL;
     ctx->ngemms = ctx->capgemms = 0;
+    if (ctx->lt_ws)
+        RELEASE(drv.cuMemFree(ctx->lt_ws));
+    if (ctx->lt)
+        RELEASE(cublasLtDestroy(ctx->lt));
+    ctx->lt_ws = 0;
+    ctx->lt = NULL;
+    return st;
 }
 
 #define SET_DESC(attr, v) CHECK(cublasLtMatmulDescSetAttribute(e->desc, attr, &(v), sizeof(v)))
@@ -188,7 +197,7 @@ static fp8rt_status choose_algo(fp8rt_context *ctx, RtGemmEntry *e)
     e->algo = result.algo;
 fail:
     if (pref)
-        cublasLtMatmulPreferenceDestroy(pref);
+        RELEASE(cublasLtMatmulPreferenceDestroy(pref));
     return st;
 }
 
@@ -202,7 +211,7 @@ fp8rt_status rt_lt_init(fp8rt_context *ctx)
     return FP8RT_OK;
 fail:
     if (ctx->lt_ws)
-        drv.cuMemFree(ctx->lt_ws);
+        RELEASE(drv.cuMemFree(ctx->lt_ws));
     ctx->lt_ws = 0;
     ctx->lt = NULL;
     return st;
@@ -234,10 +243,8 @@ static fp8rt_status lookup(fp8rt_context *ctx, const RtGemmCall *g, RtGemmEntry 
     st = make_descriptors(ctx, e);
     if (st == FP8RT_OK)
         st = choose_algo(ctx, e);
-    if (st != FP8RT_OK) {
-        entry_free(e);
-        return st;
-    }
+    if (st != FP8RT_OK)
+        return entry_free(ctx, e, st);
     ctx->ngemms++;
     *out = e;
     return FP8RT_OK;
@@ -315,6 +322,5 @@ fp8rt_status fp8rt_scaled_mm(fp8rt_context *ctx, const fp8rt_scaled_mm_args *arg
     st = first_use(ctx, (CUstream)stream);
     if (st == FP8RT_OK)
         st = rt_gemm_enqueue(ctx, &g, (CUstream)stream);
-    rt_leave(ctx);
-    return st;
+    return rt_leave(ctx, st);
 }

@@ -436,17 +436,20 @@ static fp8rt_status parse_target(Parser *p, const Str *w, int nw)
         return fail(p, "'target' wants one word (target sm_90)");
     Str s = w[1];
     size_t i = 3;
-    int sm = 0;
+    int64_t sm;
     if (s.n < 5 || s.n >= sizeof pl->target || memcmp(s.p, "sm_", 3) != 0)
         return fail(p, "bad target '%.*s' (sm_89, sm_90, sm_90a, sm_100, ...)", W(s));
     while (i < s.n && s.p[i] >= '0' && s.p[i] <= '9')
-        sm = sm * 10 + (s.p[i++] - '0');
-    char suffix = i < s.n ? s.p[i++] : 0;
-    if (i != s.n || sm < 10 || (suffix && suffix != 'a' && suffix != 'f'))
+        i++;
+    char suffix = i < s.n ? s.p[i] : 0;
+    if (i + (suffix != 0) != s.n || (suffix && suffix != 'a' && suffix != 'f'))
         return fail(p, "bad target '%.*s' (sm_89, sm_90, sm_90a, sm_100, ...)", W(s));
+    fp8rt_status st = parse_int(p, (Str){s.p + 3, i - 3}, 10, 9999, "target sm", &sm);
+    if (st)
+        return st;
     memcpy(pl->target, s.p, s.n);
     pl->target[s.n] = 0;
-    pl->sm = sm;
+    pl->sm = (int)sm;
     pl->sm_suffix = suffix;
     return FP8RT_OK;
 }

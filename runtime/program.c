@@ -97,26 +97,40 @@ static fp8rt_status jit(fp8rt_program *p, const char *ptx)
     return st;
 }
 
-/* Parameter count check, where the driver can tell (12.4+): one 8-byte
- * pointer per reference. */
+static fp8rt_status wrong_count(fp8rt_program *p, const RtLaunch *l, size_t n, int line)
+{
+    return rt_err(p->ctx, FP8RT_BAD_PROGRAM, "%s:%d: launch %s passes %d arguments but the kernel takes %zu", p->name,
+                  line, l->kernel, l->nargs, n);
+}
+
+/* The kernel takes what the launch passes, one 8-byte pointer per
+ * reference, where the driver can tell: the count from cuFuncGetParamCount
+ * (13.2+), the sizes from cuFuncGetParamInfo (12.4+). Parameters are asked
+ * for only below the count (with no count, below the plan's), never past
+ * the kernel's last one: compute-sanitizer's memcheck reports such a query. */
 static fp8rt_status check_params(fp8rt_program *p, const RtLaunch *l, CUfunction fn, int line)
 {
-    size_t off, size;
-    if (!drv.cuFuncGetParamInfo)
-        return FP8RT_OK;
-    for (int i = 0; i < l->nargs; i++) {
-        if (drv.cuFuncGetParamInfo(fn, (size_t)i, &off, &size) != CUDA_SUCCESS)
-            return rt_err(p->ctx, FP8RT_BAD_PROGRAM, "%s:%d: launch %s passes %d arguments but the kernel takes %d",
-                          p->name, line, l->kernel, l->nargs, i);
+    fp8rt_context *ctx = p->ctx;
+    fp8rt_status st = FP8RT_OK;
+    size_t n = (size_t)l->nargs, off, size;
+    if (drv.cuFuncGetParamCount) {
+        CHECK(drv.cuFuncGetParamCount(fn, &n));
+        if (n != (size_t)l->nargs)
+            return wrong_count(p, l, n, line);
+    }
+    for (size_t i = 0; drv.cuFuncGetParamInfo && i < n; i++) {
+        CUresult r = drv.cuFuncGetParamInfo(fn, i, &off, &size);
+        if (r != CUDA_SUCCESS && !drv.cuFuncGetParamCount)
+            return wrong_count(p, l, i, line);   /* no count: the first failure is the end */
+        if (r != CUDA_SUCCESS)
+            return rt_fail_call(ctx, 0, r, "drv.cuFuncGetParamInfo(fn, i, &off, &size)", __FILE__, __LINE__);
         if (size != sizeof(CUdeviceptr))
-            return rt_err(p->ctx, FP8RT_BAD_PROGRAM,
-                          "%s:%d: launch %s: kernel parameter %d is %zu bytes, the plan passes an 8-byte pointer",
+            return rt_err(ctx, FP8RT_BAD_PROGRAM,
+                          "%s:%d: launch %s: kernel parameter %zu is %zu bytes, the plan passes an 8-byte pointer",
                           p->name, line, l->kernel, i, size);
     }
-    if (drv.cuFuncGetParamInfo(fn, (size_t)l->nargs, &off, &size) == CUDA_SUCCESS)
-        return rt_err(p->ctx, FP8RT_BAD_PROGRAM, "%s:%d: launch %s passes %d arguments but the kernel takes more",
-                      p->name, line, l->kernel, l->nargs);
-    return FP8RT_OK;
+fail:
+    return st;
 }
 
 /* Block and shared-memory limits, and the grid: grid=0 is as many blocks as
@@ -202,19 +216,21 @@ fail:
     return st;
 }
 
-static void graphs_free(fp8rt_program *p)
+static fp8rt_status graphs_free(fp8rt_program *p, fp8rt_status st)
 {
+    fp8rt_context *ctx = p->ctx;
     for (int i = 0; i < RT_GRAPHS; i++) {
         if (p->graph[i].exec)
-            drv.cuGraphExecDestroy(p->graph[i].exec);
+            RELEASE(drv.cuGraphExecDestroy(p->graph[i].exec));
         p->graph[i].exec = NULL;
         p->graph[i].used = 0;
     }
+    return st;
 }
 
 /* Frees a program (its context pushed by the caller, or not needed: the
  * driver calls take the context from the objects). */
-void rt_program_free(fp8rt_program *p)
+fp8rt_status rt_program_free(fp8rt_program *p, fp8rt_status st)
 {
     fp8rt_context *ctx = p->ctx;
     if (p->prev)
@@ -223,13 +239,13 @@ void rt_program_free(fp8rt_program *p)
         ctx->programs = p->next;
     if (p->next)
         p->next->prev = p->prev;
-    graphs_free(p);
+    st = graphs_free(p, st);
     for (int i = 0; i < RT_GRAPHS; i++)
         free(p->graph[i].ptrs);
     if (p->ws)
-        drv.cuMemFree(p->ws);
+        RELEASE(drv.cuMemFree(p->ws));
     if (p->module)
-        drv.cuModuleUnload(p->module);
+        RELEASE(drv.cuModuleUnload(p->module));
     rt_plan_free(&p->plan);
     free(p->launch);
     free(p->argv);
@@ -237,6 +253,7 @@ void rt_program_free(fp8rt_program *p)
     free(p->ptrs);
     free(p->name);
     free(p);
+    return st;
 }
 
 static fp8rt_status alloc_host(fp8rt_program *p)
@@ -296,17 +313,16 @@ fp8rt_status fp8rt_program_load_data(fp8rt_context *ctx, const void *data, size_
     if (st != FP8RT_OK) {
         rt_err(ctx, st, "%s", msg);
     } else if ((st = rt_enter(ctx)) == FP8RT_OK) {
-        st = load(p, text);
-        rt_leave(ctx);
+        if ((st = load(p, text)) != FP8RT_OK) {
+            rt_program_free(p, st);
+            p = NULL;
+        }
+        st = rt_leave(ctx, st);
     }
     free(text);
     if (st != FP8RT_OK) {
-        if (rt_enter(ctx) == FP8RT_OK) {
-            rt_program_free(p);
-            rt_leave(ctx);
-        } else {
-            rt_program_free(p);
-        }
+        if (p)   /* not loaded, or loaded but the context not left */
+            rt_program_free(p, st);
         return st;
     }
     p->next = ctx->programs;
@@ -386,10 +402,9 @@ fp8rt_status fp8rt_program_destroy(fp8rt_program *p)
         return FP8RT_OK;
     fp8rt_context *ctx = p->ctx;
     fp8rt_status st = rt_enter(ctx);
-    rt_program_free(p);
-    if (st == FP8RT_OK)
-        rt_leave(ctx);
-    return st;
+    if (st != FP8RT_OK)   /* freed all the same */
+        return rt_program_free(p, st);
+    return rt_leave(ctx, rt_program_free(p, FP8RT_OK));
 }
 
 /* ---- signature ------------------------------------------------------------- */
@@ -441,8 +456,7 @@ fp8rt_status fp8rt_program_set_graphs(fp8rt_program *p, int enable)
         fp8rt_status st = rt_enter(p->ctx);
         if (st != FP8RT_OK)
             return st;
-        graphs_free(p);
-        rt_leave(p->ctx);
+        return rt_leave(p->ctx, graphs_free(p, FP8RT_OK));
     }
     return FP8RT_OK;
 }
@@ -625,34 +639,31 @@ static Graph *find_graph(fp8rt_program *p)
 static fp8rt_status capture(fp8rt_program *p, Graph **out)
 {
     fp8rt_context *ctx = p->ctx;
-    fp8rt_status st;
+    fp8rt_status st = FP8RT_OK;
     CUgraph graph = NULL;
     Graph *g = &p->graph[0];
     for (int i = 1; i < RT_GRAPHS; i++)
         if (p->graph[i].used < g->used)
             g = &p->graph[i];
-    if (g->exec) {
-        drv.cuGraphExecDestroy(g->exec);
-        g->exec = NULL;
-    }
-    if ((st = prepare_gemms(p)) != FP8RT_OK)
-        return st;
+    if (g->exec)
+        RELEASE(drv.cuGraphExecDestroy(g->exec));
+    g->exec = NULL;
+    if (st != FP8RT_OK || (st = prepare_gemms(p)) != FP8RT_OK)
+        goto fail;
     CHECK(drv.cuStreamBeginCapture(ctx->capture, CU_STREAM_CAPTURE_MODE_THREAD_LOCAL));
     st = enqueue_plan(p, ctx->capture);
-    CUresult r = drv.cuStreamEndCapture(ctx->capture, &graph);
+    RELEASE(drv.cuStreamEndCapture(ctx->capture, &graph));   /* ends the capture, failed or not */
     if (st != FP8RT_OK)
         goto fail;
-    if (r != CUDA_SUCCESS) {
-        st = rt_fail_call(ctx, 0, r, "cuStreamEndCapture(ctx->capture, &graph)", __FILE__, __LINE__);
-        goto fail;
-    }
     CHECK(drv.cuGraphInstantiate(&g->exec, graph, 0));
     memcpy(g->ptrs, p->ptrs, (size_t)(p->plan.nin + p->plan.nout) * sizeof *p->ptrs);
     *out = g;
 fail:
     if (graph)
-        drv.cuGraphDestroy(graph);
+        RELEASE(drv.cuGraphDestroy(graph));
     if (st != FP8RT_OK) {
+        if (g->exec)
+            RELEASE(drv.cuGraphExecDestroy(g->exec));
         g->exec = NULL;
         rt_err(ctx, st, "%s: capturing the plan into a CUDA graph failed (fp8rt_program_set_graphs(prog, 0) "
                         "runs without graphs): %s", p->name, fp8rt_last_error(ctx));
@@ -697,9 +708,7 @@ fp8rt_status fp8rt_run(fp8rt_program *p, const fp8rt_tensor *in, int nin, const 
         return st;
     if ((st = rt_enter(p->ctx)) != FP8RT_OK)
         return st;
-    st = run(p, (CUstream)stream);
-    rt_leave(p->ctx);
-    return st;
+    return rt_leave(p->ctx, run(p, (CUstream)stream));
 }
 
 /* ---- timing -------------------------------------------------------------------- */
@@ -743,8 +752,7 @@ fp8rt_status fp8rt_time_runs(fp8rt_program *p, const fp8rt_tensor *in, int nin, 
 fail:
     for (int i = 0; i < 2 * iters; i++)
         if (ev[i])
-            drv.cuEventDestroy(ev[i]);
+            RELEASE(drv.cuEventDestroy(ev[i]));
     free(ev);
-    rt_leave(ctx);
-    return st;
+    return rt_leave(ctx, st);
 }

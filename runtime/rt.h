@@ -38,10 +38,14 @@
     X(cuGraphLaunch) X(cuGraphDestroy) X(cuGraphExecDestroy) X(cuEventCreate) X(cuEventRecord)  \
     X(cuEventSynchronize) X(cuEventElapsedTime) X(cuEventDestroy)
 
+/* cuFuncGetParamCount: driver 13.2+, newer than the CUDA 13.0 headers */
+typedef CUresult CUDAAPI RtFuncGetParamCount(CUfunction func, size_t *count);
+
 #define RT_DRIVER_FIELD(f) __typeof__(f) *f;
 typedef struct {
     RT_DRIVER_FUNCS(RT_DRIVER_FIELD)
     __typeof__(cuFuncGetParamInfo) *cuFuncGetParamInfo; /* optional: driver 12.4+ */
+    RtFuncGetParamCount *cuFuncGetParamCount;           /* optional: driver 13.2+ */
 } RtDriver;
 
 extern RtDriver drv;
@@ -76,9 +80,10 @@ fp8rt_status rt_err(fp8rt_context *ctx, fp8rt_status st, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 /* Record a failed CUDA (lib 0) or cuBLASLt (lib 1) call: where, what, why. */
 fp8rt_status rt_fail_call(fp8rt_context *ctx, int lib, int code, const char *call, const char *file, int line);
-/* Push ctx's CUDA context on this thread / pop it. */
+/* Push ctx's CUDA context on this thread / pop it. rt_leave returns st, or
+ * the pop's failure when st is FP8RT_OK. */
 fp8rt_status rt_enter(fp8rt_context *ctx);
-void rt_leave(fp8rt_context *ctx);
+fp8rt_status rt_leave(fp8rt_context *ctx, fp8rt_status st);
 
 /* The one checking macro: every CUDA Driver and cuBLASLt call goes through
  * it. On failure it records file:line, the call and the error's name and
@@ -88,11 +93,23 @@ void rt_leave(fp8rt_context *ctx);
     do {                                                                                             \
         int rc_ = (int)(call);                                                                       \
         if (rc_ != 0) {                                                                              \
-            st = rt_fail_call(ctx, _Generic((call), CUresult: 0, cublasStatus_t: 1), rc_, #call,      \
-                              __FILE__, __LINE__);                                                   \
+            st = RT_FAILED(call, #call, rc_);                                                        \
             goto fail;                                                                               \
         }                                                                                            \
     } while (0)
+
+/* Its form for releases (free, unload, destroy): it goes on past a failure,
+ * which becomes `st` unless an earlier failure is there, so everything is
+ * released and the first failure reported. */
+#define RELEASE(call)                                                                                \
+    do {                                                                                             \
+        int rc_ = (int)(call);                                                                       \
+        if (rc_ != 0 && st == FP8RT_OK)                                                              \
+            st = RT_FAILED(call, #call, rc_);                                                        \
+    } while (0)
+
+#define RT_FAILED(call, text, rc)                                                                    \
+    rt_fail_call(ctx, _Generic((call), CUresult: 0, cublasStatus_t: 1), rc, text, __FILE__, __LINE__)
 
 /* ---- gemm.c --------------------------------------------------------------- */
 
@@ -106,6 +123,10 @@ typedef struct {
 
 /* Create the context's cuBLASLt handle and workspace, once. */
 fp8rt_status rt_lt_init(fp8rt_context *ctx);
+/* Release the handle, the workspace and the prepared GEMMs. Like every
+ * rt_*_free: everything is released, and the result is st, or the first
+ * release that failed when st is FP8RT_OK. */
+fp8rt_status rt_lt_free(fp8rt_context *ctx, fp8rt_status st);
 /* Check everything about a call before it runs (no CUDA calls). */
 fp8rt_status rt_gemm_check(fp8rt_context *ctx, const RtGemmCall *g);
 /* Make sure a prepared GEMM (descriptors + algorithm) exists for this call's
@@ -113,10 +134,10 @@ fp8rt_status rt_gemm_check(fp8rt_context *ctx, const RtGemmCall *g);
 fp8rt_status rt_gemm_prepare(fp8rt_context *ctx, const RtGemmCall *g);
 /* Enqueue it on stream (prepares first if needed). */
 fp8rt_status rt_gemm_enqueue(fp8rt_context *ctx, const RtGemmCall *g, CUstream stream);
-void rt_gemm_cache_free(fp8rt_context *ctx);
 
 /* ---- program.c ------------------------------------------------------------ */
 
-void rt_program_free(fp8rt_program *prog);
+/* Free a program (st as for rt_lt_free). */
+fp8rt_status rt_program_free(fp8rt_program *prog, fp8rt_status st);
 
 #endif /* FP8RT_RT_H */

@@ -4,8 +4,10 @@
 #   tools/dev.sh example   set up, build, and compile the bundled seed trace to
 #                          build/fused.ptx: prints the optimized IR and the plan
 #   tools/dev.sh test      set up, build (warnings are errors), run every suite
-#                          with ctest, then the unit and text tests again under
-#                          AddressSanitizer and UndefinedBehaviorSanitizer
+#                          with ctest, then the unit, text, runtime and fuzz-corpus
+#                          tests again under AddressSanitizer, UndefinedBehaviorSanitizer
+#                          (float-cast-overflow included) and LeakSanitizer, then
+#                          each fuzz harness for 45 s (tools/fuzz.sh ci)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 jobs=$(nproc 2>/dev/null || echo 2)
@@ -37,7 +39,9 @@ test)
 	build/tests/rt_tests --verbose 2>&1 | grep -E '^\[SKIP\]' | sed 's/: no CUDA device: .*/: skipped, no CUDA device/' || true
 	build/tests/rt_tests --verbose 2>&1 | grep -m1 -o 'no CUDA device: .*' || echo "a GPU is present: none skipped"
 	build build-asan -DFP8CC_SANITIZE=ON -DCMAKE_BUILD_TYPE=Debug
-	(cd build-asan && ASAN_OPTIONS=detect_leaks=1 ctest --output-on-failure -R '^(unit|lit|safetensors)$')
+	(cd build-asan && ASAN_OPTIONS=detect_leaks=1 ctest --output-on-failure -R '^(unit|lit|safetensors|runtime.*|fuzz-.*)$')
+	echo "== fuzzing: each harness of tests/fuzz for 45 s (tools/fuzz.sh)"
+	tools/fuzz.sh ci 45
 	;;
 *)
 	echo "usage: tools/dev.sh example|test" >&2

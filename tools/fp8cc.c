@@ -41,8 +41,9 @@ static const char usage[] =
 	"(--special mixes in NaN, inf, -0, subnormal, fp8-boundary and huge values);\n"
 	"--save-inputs writes the inputs it used.\n"
 	"--passes runs just the named passes in order (canonicalize, transposes,\n"
-	"layouts, ranges, fuse); --passes= runs none. --time prints where the\n"
-	"compile time goes, in milliseconds, to standard error.\n";
+	"layouts, ranges, fuse); --passes= runs none. A list for plan, llvm or ptx\n"
+	"output must leave the program lowered: it ends with layouts,fuse. --time\n"
+	"prints where the compile time goes, in milliseconds, to standard error.\n";
 
 static int
 usage_error(const char *fmt, const char *arg)
@@ -342,6 +343,23 @@ gemms_ok(Func *fn, const Source *src)
 	return true;
 }
 
+/* the backend takes only lowered IR: a --passes list that leaves it not is a
+ * usage error; the whole pipeline always lowers */
+static int
+lowered(Func *fn, const Options *o)
+{
+	char err[512];
+
+	if (pass_lowered(fn, err, sizeof err))
+		return 0;
+	if (!o->passes.only)
+		die("the pipeline left the program unlowered: %s", err);
+	fprintf(stderr, "fp8cc: --passes=%s leaves the program unlowered for --emit=%s: %s\n"
+		"fp8cc: a list for plan, llvm or ptx output ends with layouts,fuse\n",
+		o->passes.only, o->emit ? o->emit : "ptx", err);
+	return 2;
+}
+
 static int
 emit(const Program *prog, const Options *o)
 {
@@ -396,18 +414,24 @@ read_signature(Arena *a, const char *path, FeSig *sig)
 	return true;
 }
 
-/* the passes over every function, and the program's GEMMs checked */
-static bool
+/* the passes over every function, and for the backend the program lowered
+ * and its GEMMs checked; the exit status so far */
+static int
 optimize(Program *prog, const Options *o, const Source *srcs)
 {
+	int rc;
+
 	for (uint32_t i = 0; i < prog->nfns; i++)
 		prog->fns[i] = pass_pipeline(prog->fns[i], &o->passes);
 	if (o->interpret || (o->emit && (!strcmp(o->emit, "ir") || !strcmp(o->emit, "dot"))))
-		return true;
-	for (uint32_t i = 0; i < prog->nfns; i++)
+		return 0;
+	for (uint32_t i = 0; i < prog->nfns; i++) {
+		if ((rc = lowered(prog->fns[i], o)))
+			return rc;
 		if (!gemms_ok(prog->fns[i], &srcs[o->ninput == 2 ? i : 0]))
-			return false;
-	return true;
+			return 1;
+	}
+	return 0;
 }
 
 int
@@ -435,7 +459,7 @@ main(int argc, char **argv)
 	t1 = now_ms();
 	if (!prog)
 		goto done;
-	if (!optimize(prog, &o, src))
+	if ((rc = optimize(prog, &o, src)))
 		goto done;
 	t2 = now_ms();
 	if (o.time)

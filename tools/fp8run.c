@@ -2,13 +2,16 @@
  *
  *   fp8run fused.ptx --inputs IN.safetensors -o OUT.safetensors
  *          [--device N] [--iters N] [--warmup N] [--no-graph]
+ *   fp8run fused.ptx --check
  *
  * Loads the program with libfp8rt, binds each program input to the tensor of
  * the same name in IN (dtype and shape must match), copies them to the
  * device, runs the plan once, and writes every output under the program's
  * name for it to OUT. With --iters N it then times N more runs (after
  * --warmup runs, 3 by default) with CUDA events and prints the median and the
- * minimum in microseconds. Exit status: 0 ok, 1 error, 2 usage.
+ * minimum in microseconds. --check only reads the program's plan, as loading
+ * would, without a device (fp8rt_program_check). Exit status: 0 ok, 1 error,
+ * 2 usage.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -19,7 +22,7 @@
 
 typedef struct {
     const char *program, *inputs, *output;
-    int device, iters, warmup, graphs;
+    int device, iters, warmup, graphs, check;
 } Options;
 
 /* Device tensors of one side of the signature. */
@@ -52,7 +55,8 @@ static void usage(const char *why)
     if (why)
         fprintf(stderr, "fp8run: %s\n", why);
     fprintf(stderr, "usage: fp8run PROGRAM.ptx --inputs IN.safetensors -o OUT.safetensors\n"
-                    "              [--device N] [--iters N] [--warmup N] [--no-graph]\n");
+                    "              [--device N] [--iters N] [--warmup N] [--no-graph]\n"
+                    "       fp8run PROGRAM.ptx --check\n");
     exit(2);
 }
 
@@ -70,7 +74,7 @@ static int parse_count(const char *s, const char *opt, int min)
 
 static Options parse_args(int argc, char **argv)
 {
-    Options o = {NULL, NULL, NULL, 0, 0, 3, 1};
+    Options o = {NULL, NULL, NULL, 0, 0, 3, 1, 0};
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *next = i + 1 < argc ? argv[i + 1] : NULL;
         if (!strcmp(a, "--inputs") || !strcmp(a, "-i")) {
@@ -89,6 +93,8 @@ static Options parse_args(int argc, char **argv)
             o.warmup = parse_count(next, a, 0), i++;
         } else if (!strcmp(a, "--no-graph")) {
             o.graphs = 0;
+        } else if (!strcmp(a, "--check")) {
+            o.check = 1;
         } else if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
             usage(NULL);
         } else if (a[0] == '-' && a[1]) {
@@ -103,7 +109,7 @@ static Options parse_args(int argc, char **argv)
     }
     if (!o.program)
         usage("no program given");
-    if (!o.output && !o.iters)
+    if (!o.output && !o.iters && !o.check)
         usage("nothing to do: give -o OUT.safetensors (or --iters N)");
     return o;
 }
@@ -271,9 +277,38 @@ done:
     return rc;
 }
 
+/* The plan read and checked as loading would, without a device. */
+static int check(const char *path)
+{
+    FILE *f = fopen(path, "rb");
+    char *text = NULL;
+    size_t n = 0, cap = 0;
+    int rc = 0;
+    if (!f)
+        return fail("checking", "cannot open the program");
+    for (size_t got = 1; got;) {
+        if (n == cap) {
+            char *nt = realloc(text, cap = cap ? 2 * cap : 1 << 16);
+            if (!nt) {
+                rc = fail("checking", "out of memory");
+                break;
+            }
+            text = nt;
+        }
+        n += got = fread(text + n, 1, cap - n, f);
+    }
+    fclose(f);
+    if (rc == 0 && fp8rt_program_check(text, n, path) != FP8RT_OK)
+        rc = fail("checking", fp8rt_last_error(NULL));
+    free(text);
+    return rc;
+}
+
 int main(int argc, char **argv)
 {
     Options o = parse_args(argc, argv);
+    if (o.check)
+        return check(o.program);
     fp8rt_context *ctx = NULL;
     StFile in = {0, NULL};
     char err[512];

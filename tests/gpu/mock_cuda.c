@@ -7,11 +7,22 @@
  * shows), kernels are emulated on the host by name (k0 and k1 of
  * test_data.c), a stream being captured records operations into a graph that
  * cuGraphLaunch replays, and every object is counted so a test can check that
- * the runtime released everything (mockcuda_live). cuBLASLt is not mocked:
- * programs with a gemm step cannot load here.
+ * the runtime released everything (mockcuda_live). cuBLASLt is mocked by
+ * mock_cublaslt.c (in the fault tests' executable), which enqueues its GEMMs
+ * here as host operations (mockcuda_host_op).
  *
  * Fault injection: mockcuda_fail_alloc_after(n) makes cuMemAlloc fail with
- * CUDA_ERROR_OUT_OF_MEMORY after n more successful calls.
+ * CUDA_ERROR_OUT_OF_MEMORY after n more successful calls. mockcuda_fail_call
+ * makes the n-th call from now, of any entry here or of the mock cuBLASLt,
+ * fail with CUDA_ERROR_UNKNOWN (or every call from it on). A failed call that
+ * creates, creates nothing; one that releases (free, unload, destroy, pop,
+ * end a capture) releases all the same, as a real driver reporting a sticky
+ * error does; a failed launch into a capture invalidates it. Every call is
+ * counted by name (mockcuda_count), so a test can see it made each one fail.
+ * cuFuncGetParamInfo counts the queries past a kernel's last parameter
+ * (compute-sanitizer's memcheck reports those on a real driver).
+ * Built with MOCK_OLD_DRIVER it has no cuFuncGetParamCount (drivers before
+ * 13.2).
  */
 #include <cuda.h>
 #include <stdio.h>
@@ -28,8 +39,86 @@ static struct {
 } live;
 static int fail_alloc_after = -1;
 static int initialized;
+static int probes_past_end;
 
 API void mockcuda_fail_alloc_after(int n) { fail_alloc_after = n; }
+
+/* cuFuncGetParamInfo queries past a kernel's last parameter so far. */
+API int mockcuda_param_probes_past_end(void) { return probes_past_end; }
+
+/* ---- fault injection ------------------------------------------------------ */
+
+#define MAXNAMES 96
+
+static struct {
+    const char *name;
+    int calls, failed;
+} seen[MAXNAMES];
+static int nseen;
+static long ncalls, fail_at = -1, fail_from = -1;
+static const char *last_failed, *first_failed;
+
+/* Every entry calls this first (the mock cuBLASLt too): the call is counted
+ * under its name; nonzero means it is to fail. */
+API int mockcuda_fault(const char *name)
+{
+    int i = 0;
+    while (i < nseen && strcmp(seen[i].name, name) != 0)
+        i++;
+    if (i == nseen && nseen < MAXNAMES)
+        seen[nseen++].name = name;
+    long n = ncalls++;
+    int fail = n == fail_at || (fail_from >= 0 && n >= fail_from);
+    if (i < nseen) {
+        seen[i].calls++;
+        seen[i].failed += fail;
+    }
+    if (fail && !first_failed)
+        first_failed = name;
+    if (fail)
+        last_failed = name;
+    return fail;
+}
+
+/* The n-th call from now fails (n = 0: the next one); with persist, every
+ * call from it on. n < 0: none. */
+API void mockcuda_fail_call(long n, int persist)
+{
+    fail_at = n >= 0 && !persist ? ncalls + n : -1;
+    fail_from = n >= 0 && persist ? ncalls + n : -1;
+    last_failed = first_failed = NULL;
+}
+
+/* Calls made so far; the names of the last and the first call made to fail
+ * since mockcuda_fail_call (NULL: none). */
+API long mockcuda_calls(void) { return ncalls; }
+API const char *mockcuda_failed(void) { return last_failed; }
+API const char *mockcuda_first_failed(void) { return first_failed; }
+
+/* How often the entry of this name was called, and made to fail. */
+API int mockcuda_count(const char *name, int *failed)
+{
+    for (int i = 0; i < nseen; i++)
+        if (!strcmp(seen[i].name, name)) {
+            if (failed)
+                *failed = seen[i].failed;
+            return seen[i].calls;
+        }
+    if (failed)
+        *failed = 0;
+    return 0;
+}
+
+#define INJECTED CUDA_ERROR_UNKNOWN
+/* the entry's first line: an injected failure returns at once */
+#define FAULT()                          \
+    do {                                 \
+        if (mockcuda_fault(__func__))    \
+            return INJECTED;             \
+    } while (0)
+/* for releases: the failure is returned after the work is done */
+#define FAULT_AFTER() int failed_ = mockcuda_fault(__func__)
+#define DONE() return failed_ ? INJECTED : CUDA_SUCCESS
 
 /* Objects still alive: allocations, modules, streams, graphs, graph execs,
  * events, primary-context retains and pushed contexts, in that order. */
@@ -79,12 +168,16 @@ struct CUmod_st {
 
 /* ---- streams and graphs --------------------------------------------------- */
 
+typedef void (*HostOp)(const void *arg);
+
 typedef struct {
-    int kind;              /* 0 kernel, 1 copy */
+    int kind;              /* 0 kernel, 1 copy, 2 host operation */
     HostKernel fn;
     CUdeviceptr args[16];
     CUdeviceptr dst, src;
     size_t bytes;
+    HostOp host;
+    _Alignas(16) unsigned char arg[256];
 } Op;
 
 struct CUgraph_st {
@@ -109,8 +202,10 @@ static void run_op(const Op *op)
 {
     if (op->kind == 0)
         op->fn((CUdeviceptr *)op->args);
-    else
+    else if (op->kind == 1)
         memmove((void *)(uintptr_t)op->dst, (const void *)(uintptr_t)op->src, op->bytes);
+    else
+        op->host(op->arg);
 }
 
 /* Run now, or record when the stream is being captured. */
@@ -129,6 +224,27 @@ static CUresult submit(CUstream s, const Op *op)
     return CUDA_SUCCESS;
 }
 
+/* An injected failure of work enqueued into a capture invalidates it. */
+static CUresult enqueue_fault(const char *name, CUstream s)
+{
+    if (!mockcuda_fault(name))
+        return CUDA_SUCCESS;
+    if (s && s->capturing)
+        s->invalid = 1;
+    return INJECTED;
+}
+
+/* fn(arg) on the stream, in order with its other work (the mock cuBLASLt's
+ * GEMMs); n bytes of arg are copied. */
+API CUresult mockcuda_host_op(CUstream s, HostOp fn, const void *arg, size_t n)
+{
+    Op op = {.kind = 2, .host = fn};
+    if (n > sizeof op.arg)
+        return CUDA_ERROR_INVALID_VALUE;
+    memcpy(op.arg, arg, n);
+    return submit(s, &op);
+}
+
 /* ---- the driver API --------------------------------------------------------- */
 
 #define NEED_INIT()                         \
@@ -140,24 +256,28 @@ static CUresult submit(CUstream s, const Op *op)
 API CUresult CUDAAPI cuInit(unsigned int flags)
 {
     (void)flags;
+    FAULT();
     initialized = 1;
     return CUDA_SUCCESS;
 }
 
 API CUresult CUDAAPI cuDriverGetVersion(int *v)
 {
+    FAULT();
     *v = 13000;
     return CUDA_SUCCESS;
 }
 
 API CUresult CUDAAPI cuGetErrorName(CUresult e, const char **s)
 {
+    FAULT();
     switch (e) {
     case CUDA_ERROR_OUT_OF_MEMORY: *s = "CUDA_ERROR_OUT_OF_MEMORY"; break;
     case CUDA_ERROR_INVALID_PTX: *s = "CUDA_ERROR_INVALID_PTX"; break;
     case CUDA_ERROR_NOT_FOUND: *s = "CUDA_ERROR_NOT_FOUND"; break;
     case CUDA_ERROR_INVALID_VALUE: *s = "CUDA_ERROR_INVALID_VALUE"; break;
     case CUDA_ERROR_COOPERATIVE_LAUNCH_TOO_LARGE: *s = "CUDA_ERROR_COOPERATIVE_LAUNCH_TOO_LARGE"; break;
+    case CUDA_ERROR_UNKNOWN: *s = "CUDA_ERROR_UNKNOWN"; break;
     default: *s = "CUDA_ERROR_MOCK"; break;
     }
     return CUDA_SUCCESS;
@@ -165,13 +285,15 @@ API CUresult CUDAAPI cuGetErrorName(CUresult e, const char **s)
 
 API CUresult CUDAAPI cuGetErrorString(CUresult e, const char **s)
 {
-    *s = e == CUDA_ERROR_OUT_OF_MEMORY ? "out of memory" : "mock error";
+    FAULT();
+    *s = e == CUDA_ERROR_OUT_OF_MEMORY ? "out of memory" : e == INJECTED ? "injected by the mock" : "mock error";
     return CUDA_SUCCESS;
 }
 
 API CUresult CUDAAPI cuDeviceGetCount(int *n)
 {
     NEED_INIT();
+    FAULT();
     *n = 1;
     return CUDA_SUCCESS;
 }
@@ -179,6 +301,7 @@ API CUresult CUDAAPI cuDeviceGetCount(int *n)
 API CUresult CUDAAPI cuDeviceGet(CUdevice *d, int ordinal)
 {
     NEED_INIT();
+    FAULT();
     *d = ordinal;
     return ordinal == 0 ? CUDA_SUCCESS : CUDA_ERROR_INVALID_DEVICE;
 }
@@ -186,6 +309,7 @@ API CUresult CUDAAPI cuDeviceGet(CUdevice *d, int ordinal)
 API CUresult CUDAAPI cuDeviceGetName(char *name, int len, CUdevice d)
 {
     (void)d;
+    FAULT();
     snprintf(name, (size_t)len, "Mock H200");
     return CUDA_SUCCESS;
 }
@@ -193,6 +317,7 @@ API CUresult CUDAAPI cuDeviceGetName(char *name, int len, CUdevice d)
 API CUresult CUDAAPI cuDeviceGetAttribute(int *v, CUdevice_attribute a, CUdevice d)
 {
     (void)d;
+    FAULT();
     switch (a) {
     case CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR: *v = 9; break;
     case CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR: *v = 0; break;
@@ -207,6 +332,7 @@ API CUresult CUDAAPI cuDeviceGetAttribute(int *v, CUdevice_attribute a, CUdevice
 API CUresult CUDAAPI cuDeviceTotalMem(size_t *bytes, CUdevice d)
 {
     (void)d;
+    FAULT();
     *bytes = (size_t)141 << 30;
     return CUDA_SUCCESS;
 }
@@ -214,6 +340,7 @@ API CUresult CUDAAPI cuDeviceTotalMem(size_t *bytes, CUdevice d)
 API CUresult CUDAAPI cuDevicePrimaryCtxRetain(CUcontext *c, CUdevice d)
 {
     (void)d;
+    FAULT();
     *c = (CUcontext)(uintptr_t)0x1000;
     live.retained++;
     return CUDA_SUCCESS;
@@ -222,28 +349,32 @@ API CUresult CUDAAPI cuDevicePrimaryCtxRetain(CUcontext *c, CUdevice d)
 API CUresult CUDAAPI cuDevicePrimaryCtxRelease(CUdevice d)
 {
     (void)d;
+    FAULT_AFTER();
     live.retained--;
-    return CUDA_SUCCESS;
+    DONE();
 }
 
 API CUresult CUDAAPI cuCtxPushCurrent(CUcontext c)
 {
     (void)c;
+    FAULT();
     live.pushed++;
     return CUDA_SUCCESS;
 }
 
 API CUresult CUDAAPI cuCtxPopCurrent(CUcontext *c)
 {
+    FAULT_AFTER();
     *c = (CUcontext)(uintptr_t)0x1000;
     if (live.pushed == 0)
         return CUDA_ERROR_INVALID_CONTEXT;
     live.pushed--;
-    return CUDA_SUCCESS;
+    DONE();
 }
 
 API CUresult CUDAAPI cuCtxSynchronize(void)
 {
+    FAULT();
     return live.pushed ? CUDA_SUCCESS : CUDA_ERROR_INVALID_CONTEXT;
 }
 
@@ -253,6 +384,7 @@ API CUresult CUDAAPI cuModuleLoadDataEx(CUmodule *m, const void *image, unsigned
     const char *ptx = image;
     char *elog = NULL;
     size_t elen = 0;
+    FAULT();
     for (unsigned i = 0; i < n; i++) {
         if (opt[i] == CU_JIT_ERROR_LOG_BUFFER)
             elog = val[i];
@@ -282,13 +414,15 @@ API CUresult CUDAAPI cuModuleLoadDataEx(CUmodule *m, const void *image, unsigned
 
 API CUresult CUDAAPI cuModuleUnload(CUmodule m)
 {
+    FAULT_AFTER();
     free(m);
     live.modules--;
-    return CUDA_SUCCESS;
+    DONE();
 }
 
 API CUresult CUDAAPI cuModuleGetFunction(CUfunction *f, CUmodule m, const char *name)
 {
+    FAULT();
     for (int i = 0; i < m->n; i++)
         if (!strcmp(m->names[i], name)) {
             *f = &m->fn[i];
@@ -299,15 +433,28 @@ API CUresult CUDAAPI cuModuleGetFunction(CUfunction *f, CUmodule m, const char *
 
 API CUresult CUDAAPI cuFuncGetParamInfo(CUfunction f, size_t i, size_t *off, size_t *size)
 {
-    if (i >= (size_t)kernels[f->kernel].nparams)
+    FAULT();
+    if (i >= (size_t)kernels[f->kernel].nparams) {
+        probes_past_end++;
         return CUDA_ERROR_INVALID_VALUE;
+    }
     *off = 8 * i;
     *size = 8;
     return CUDA_SUCCESS;
 }
 
+#ifndef MOCK_OLD_DRIVER
+API CUresult CUDAAPI cuFuncGetParamCount(CUfunction f, size_t *n)
+{
+    FAULT();
+    *n = (size_t)kernels[f->kernel].nparams;
+    return CUDA_SUCCESS;
+}
+#endif
+
 API CUresult CUDAAPI cuFuncGetAttribute(int *v, CUfunction_attribute a, CUfunction f)
 {
+    FAULT();
     switch (a) {
     case CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK: *v = 1024; break;
     case CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES: *v = f->max_dyn_smem; break;
@@ -318,6 +465,7 @@ API CUresult CUDAAPI cuFuncGetAttribute(int *v, CUfunction_attribute a, CUfuncti
 
 API CUresult CUDAAPI cuFuncSetAttribute(CUfunction f, CUfunction_attribute a, int v)
 {
+    FAULT();
     if (a == CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES) {
         if (v > 232448)
             return CUDA_ERROR_INVALID_VALUE;
@@ -329,6 +477,7 @@ API CUresult CUDAAPI cuFuncSetAttribute(CUfunction f, CUfunction_attribute a, in
 API CUresult CUDAAPI cuOccupancyMaxActiveBlocksPerMultiprocessor(int *n, CUfunction f, int block, size_t smem)
 {
     (void)f;
+    FAULT();
     *n = smem > 232448 ? 0 : 2048 / block;
     return CUDA_SUCCESS;
 }
@@ -336,12 +485,13 @@ API CUresult CUDAAPI cuOccupancyMaxActiveBlocksPerMultiprocessor(int *n, CUfunct
 API CUresult CUDAAPI cuMemAlloc(CUdeviceptr *p, size_t bytes)
 {
     NEED_INIT();
+    FAULT();
     if (fail_alloc_after == 0)
         return CUDA_ERROR_OUT_OF_MEMORY;
     if (fail_alloc_after > 0)
         fail_alloc_after--;
     void *m = aligned_alloc(256, (bytes + 255) & ~(size_t)255);
-    memset(m, 0xab, bytes);
+    memset(m, 0xab, bytes < (1u << 20) ? bytes : (1u << 20));   /* cuBLASLt's 32 MiB: its start */
     *p = (CUdeviceptr)(uintptr_t)m;
     live.allocs++;
     return CUDA_SUCCESS;
@@ -349,37 +499,48 @@ API CUresult CUDAAPI cuMemAlloc(CUdeviceptr *p, size_t bytes)
 
 API CUresult CUDAAPI cuMemFree(CUdeviceptr p)
 {
+    FAULT_AFTER();
     free((void *)(uintptr_t)p);
     live.allocs--;
-    return CUDA_SUCCESS;
+    DONE();
 }
 
 API CUresult CUDAAPI cuMemsetD8(CUdeviceptr p, unsigned char v, size_t n)
 {
+    FAULT();
     memset((void *)(uintptr_t)p, v, n);
     return CUDA_SUCCESS;
 }
 
 API CUresult CUDAAPI cuMemcpyHtoD(CUdeviceptr dst, const void *src, size_t n)
 {
+    FAULT();
     memcpy((void *)(uintptr_t)dst, src, n);
     return CUDA_SUCCESS;
 }
 
 API CUresult CUDAAPI cuMemcpyDtoH(void *dst, CUdeviceptr src, size_t n)
 {
+    FAULT();
     memcpy(dst, (const void *)(uintptr_t)src, n);
     return CUDA_SUCCESS;
 }
 
 API CUresult CUDAAPI cuMemcpyDtoDAsync(CUdeviceptr dst, CUdeviceptr src, size_t n, CUstream s)
 {
+    CUresult r = enqueue_fault(__func__, s);
+    if (r)
+        return r;
     Op op = {.kind = 1, .dst = dst, .src = src, .bytes = n};
     return submit(s, &op);
 }
 
-static CUresult launch(CUfunction f, unsigned grid, unsigned block, unsigned smem, CUstream s, void **params)
+static CUresult launch(const char *name, CUfunction f, unsigned grid, unsigned block, unsigned smem, CUstream s,
+                       void **params)
 {
+    CUresult r = enqueue_fault(name, s);
+    if (r)
+        return r;
     if (!grid || !block || block > 1024 || (int)smem > f->max_dyn_smem) {
         if (s && s->capturing)
             s->invalid = 1;
@@ -395,7 +556,7 @@ API CUresult CUDAAPI cuLaunchKernel(CUfunction f, unsigned gx, unsigned gy, unsi
                                     unsigned bz, unsigned smem, CUstream s, void **params, void **extra)
 {
     (void)gy, (void)gz, (void)by, (void)bz, (void)extra;
-    return launch(f, gx, bx, smem, s, params);
+    return launch(__func__, f, gx, bx, smem, s, params);
 }
 
 API CUresult CUDAAPI cuLaunchCooperativeKernel(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx,
@@ -404,12 +565,13 @@ API CUresult CUDAAPI cuLaunchCooperativeKernel(CUfunction f, unsigned gx, unsign
     (void)gy, (void)gz, (void)by, (void)bz;
     if (gx > (2048 / bx) * 132u)
         return CUDA_ERROR_COOPERATIVE_LAUNCH_TOO_LARGE;
-    return launch(f, gx, bx, smem, s, params);
+    return launch(__func__, f, gx, bx, smem, s, params);
 }
 
 API CUresult CUDAAPI cuStreamCreate(CUstream *s, unsigned int flags)
 {
     (void)flags;
+    FAULT();
     *s = calloc(1, sizeof **s);
     live.streams++;
     return CUDA_SUCCESS;
@@ -417,19 +579,22 @@ API CUresult CUDAAPI cuStreamCreate(CUstream *s, unsigned int flags)
 
 API CUresult CUDAAPI cuStreamDestroy(CUstream s)
 {
+    FAULT_AFTER();
     free(s);
     live.streams--;
-    return CUDA_SUCCESS;
+    DONE();
 }
 
 API CUresult CUDAAPI cuStreamSynchronize(CUstream s)
 {
     (void)s;
+    FAULT();
     return CUDA_SUCCESS;
 }
 
 API CUresult CUDAAPI cuStreamIsCapturing(CUstream s, CUstreamCaptureStatus *st)
 {
+    FAULT();
     *st = s && s->capturing ? CU_STREAM_CAPTURE_STATUS_ACTIVE : CU_STREAM_CAPTURE_STATUS_NONE;
     return CUDA_SUCCESS;
 }
@@ -437,6 +602,7 @@ API CUresult CUDAAPI cuStreamIsCapturing(CUstream s, CUstreamCaptureStatus *st)
 API CUresult CUDAAPI cuStreamBeginCapture(CUstream s, CUstreamCaptureMode mode)
 {
     (void)mode;
+    FAULT();
     if (!s || s->capturing)
         return CUDA_ERROR_ILLEGAL_STATE;
     s->capturing = 1;
@@ -446,23 +612,31 @@ API CUresult CUDAAPI cuStreamBeginCapture(CUstream s, CUstreamCaptureMode mode)
     return CUDA_SUCCESS;
 }
 
-API CUresult CUDAAPI cuGraphDestroy(CUgraph g)
+static void graph_free(CUgraph g)
 {
     free(g->ops);
     free(g);
     live.graphs--;
-    return CUDA_SUCCESS;
 }
 
+API CUresult CUDAAPI cuGraphDestroy(CUgraph g)
+{
+    FAULT_AFTER();
+    graph_free(g);
+    DONE();
+}
+
+/* An injected failure ends the capture all the same and makes no graph. */
 API CUresult CUDAAPI cuStreamEndCapture(CUstream s, CUgraph *g)
 {
+    FAULT_AFTER();
     if (!s->capturing)
         return CUDA_ERROR_ILLEGAL_STATE;
     s->capturing = 0;
-    if (s->invalid) {
-        cuGraphDestroy(s->graph);
+    if (s->invalid || failed_) {
+        graph_free(s->graph);
         *g = NULL;
-        return CUDA_ERROR_STREAM_CAPTURE_INVALIDATED;
+        return failed_ ? INJECTED : CUDA_ERROR_STREAM_CAPTURE_INVALIDATED;
     }
     *g = s->graph;
     return CUDA_SUCCESS;
@@ -471,6 +645,7 @@ API CUresult CUDAAPI cuStreamEndCapture(CUstream s, CUgraph *g)
 API CUresult CUDAAPI cuGraphInstantiate(CUgraphExec *e, CUgraph g, unsigned long long flags)
 {
     (void)flags;
+    FAULT();
     struct CUgraphExec_st *x = calloc(1, sizeof *x);
     x->g.n = g->n;
     x->g.ops = malloc((size_t)(g->n ? g->n : 1) * sizeof *g->ops);
@@ -482,6 +657,7 @@ API CUresult CUDAAPI cuGraphInstantiate(CUgraphExec *e, CUgraph g, unsigned long
 
 API CUresult CUDAAPI cuGraphLaunch(CUgraphExec e, CUstream s)
 {
+    FAULT();
     for (int i = 0; i < e->g.n; i++)
         submit(s, &e->g.ops[i]);
     return CUDA_SUCCESS;
@@ -489,15 +665,17 @@ API CUresult CUDAAPI cuGraphLaunch(CUgraphExec e, CUstream s)
 
 API CUresult CUDAAPI cuGraphExecDestroy(CUgraphExec e)
 {
+    FAULT_AFTER();
     free(e->g.ops);
     free(e);
     live.execs--;
-    return CUDA_SUCCESS;
+    DONE();
 }
 
 API CUresult CUDAAPI cuEventCreate(CUevent *e, unsigned int flags)
 {
     (void)flags;
+    FAULT();
     *e = calloc(1, sizeof **e);
     live.events++;
     return CUDA_SUCCESS;
@@ -507,6 +685,7 @@ API CUresult CUDAAPI cuEventRecord(CUevent e, CUstream s)
 {
     struct timespec ts;
     (void)s;
+    FAULT();
     clock_gettime(CLOCK_MONOTONIC, &ts);
     e->t = (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec * 1e-6;
     return CUDA_SUCCESS;
@@ -515,11 +694,13 @@ API CUresult CUDAAPI cuEventRecord(CUevent e, CUstream s)
 API CUresult CUDAAPI cuEventSynchronize(CUevent e)
 {
     (void)e;
+    FAULT();
     return CUDA_SUCCESS;
 }
 
 API CUresult CUDAAPI cuEventElapsedTime(float *ms, CUevent a, CUevent b)
 {
+    FAULT();
     *ms = (float)(b->t - a->t);
     if (*ms <= 0)
         *ms = 1e-4f;
@@ -528,7 +709,8 @@ API CUresult CUDAAPI cuEventElapsedTime(float *ms, CUevent a, CUevent b)
 
 API CUresult CUDAAPI cuEventDestroy(CUevent e)
 {
+    FAULT_AFTER();
     free(e);
     live.events--;
-    return CUDA_SUCCESS;
+    DONE();
 }

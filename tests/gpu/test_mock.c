@@ -267,7 +267,7 @@ Test(mock, load_failures_release_everything)
     t[1] = test_program_ptx(15, "launch k0 grid=0 block=256 smem=0 coop=0 args=in:0,buf:0,buf:1");
     load_fails(ctx, t[1], FP8RT_BAD_PROGRAM, "bad.ptx:15: launch k0 passes 3 arguments but the kernel takes 2");
     t[2] = test_program_ptx(15, "launch k0 grid=0 block=256 smem=0 coop=0 args=in:0");
-    load_fails(ctx, t[2], FP8RT_BAD_PROGRAM, "bad.ptx:15: launch k0 passes 1 arguments but the kernel takes more");
+    load_fails(ctx, t[2], FP8RT_BAD_PROGRAM, "bad.ptx:15: launch k0 passes 1 arguments but the kernel takes 2");
     t[3] = NULL;   /* an oversized cooperative grid is no error: the runtime cuts it (program tests) */
     t[4] = test_program_ptx(16, "launch k1 grid=2 block=128 smem=300000 coop=1 args=buf:0,buf:1,out:0");
     load_fails(ctx, t[4], FP8RT_BAD_PROGRAM, "smem=300000 plus 0 static bytes exceeds the device's 232448 bytes");
@@ -298,6 +298,44 @@ Test(mock, load_failures_release_everything)
     free(a), free(b);
     CHECK_OK(fp8rt_context_destroy(ctx), NULL);
     assert_live(0, 0, 0, 0, 0, "after destroy");
+}
+
+/* Loading asks the driver for each kernel's parameters without a query past
+ * its last one (compute-sanitizer's memcheck reports those): the count
+ * comes from cuFuncGetParamCount. */
+Test(mock, param_queries_stay_inside_the_kernel)
+{
+    fp8rt_context *ctx = mock_context();
+    int (*probes)(void) = (int (*)(void))(uintptr_t)sym("mockcuda_param_probes_past_end");
+    fp8rt_program *p = load(ctx);
+    cr_assert_eq(probes(), 0, "loading queried %d parameters past a kernel's last", probes());
+    fp8rt_program_destroy(p);
+    fp8rt_context_destroy(ctx);
+}
+
+/* A driver before 13.2 has no cuFuncGetParamCount: the sizes of the
+ * parameters the plan passes are checked, none past the kernel's last, and
+ * a launch passing more than the kernel takes is still an error. */
+Test(mock_old_driver, param_queries_stay_inside_the_kernel)
+{
+    fp8rt_context *ctx = NULL;
+    void *h = dlopen(MOCKCUDA_OLD_PATH, RTLD_NOW);
+    cr_assert(h, "%s", dlerror());
+    cr_assert_null(dlsym(h, "cuFuncGetParamCount"), "the old mock has cuFuncGetParamCount");
+    int (*probes)(void) = (int (*)(void))(uintptr_t)dlsym(h, "mockcuda_param_probes_past_end");
+    setenv("FP8RT_LIBCUDA", MOCKCUDA_OLD_PATH, 1);
+    CHECK_OK(fp8rt_context_create(0, &ctx), NULL);
+    char *ptx = program_text();
+    fp8rt_program *p = NULL;
+    CHECK_OK(fp8rt_program_load_data(ctx, ptx, strlen(ptx), "old.ptx", &p), ctx);
+    cr_assert_eq(probes(), 0, "loading queried %d parameters past a kernel's last", probes());
+    fp8rt_program_destroy(p);
+    char *bad = test_program_ptx(15, "launch k0 grid=0 block=256 smem=0 coop=0 args=in:0,buf:0,buf:1");
+    ASSERT_FAILS(fp8rt_program_load_data(ctx, bad, strlen(bad), "bad.ptx", &p), FP8RT_BAD_PROGRAM, ctx,
+                 "bad.ptx:15: launch k0 passes 3 arguments but the kernel takes 2");
+    free(bad);
+    free(ptx);
+    fp8rt_context_destroy(ctx);
 }
 
 /* Device allocations fail at every point in turn: each failure is

@@ -1587,9 +1587,12 @@ Test(ir_parse, kernel_without_arrow)
 		"expected '->'");
 }
 
+/* a NAME may start with a digit (the name of an output of a value known by
+ * its id), but it is a run of A-Z a-z 0-9 _ . */
 Test(ir_parse, return_as_needs_name)
 {
-	parse_fails("func @f(%x: f32[]) {\n  return %x as 3\n}\n", "expected an output name");
+	parse_fails("func @f(%x: f32[]) {\n  return %x as -3\n}\n", "expected an output name");
+	parse_fails("func @f(%x: f32[]) {\n  return %x as\n}\n", "expected an output name");
 }
 
 Test(ir_parse, missing_type)

@@ -1,0 +1,231 @@
+/* fuzz_pipeline.c — the whole compiler after a successful read (fe_read:
+ * a trace or IR text). At -O0, -O1 and -O2: the passes with the verifier
+ * between them, the result lowered (pass_lowered), the memory plan, kernel
+ * code generation to LLVM IR that LLVM verifies, and the plan text read
+ * back by libfp8rt's parser with the program's signature. Small programs
+ * are interpreted before the passes and after each level, on normal and on
+ * special-value inputs, and every output must agree bit for bit. Then a
+ * --passes list drawn from the input: it must run, and what it leaves
+ * lowered goes through the backend too. */
+#include <string.h>
+
+#include <llvm-c/Analysis.h>
+
+#include "be.h"
+#include "fe.h"
+#include "fuzz.h"
+
+#define MAXELEMS (1 << 16)    /* interpret programs whose values hold this many elements */
+#define MAXMACS (1 << 18)     /* and whose GEMMs this many multiply-adds */
+
+typedef struct {
+	uint32_t n;
+	Tensor **t;
+} Outs;
+
+static bool
+small(Func *fn)
+{
+	int64_t elems = 0;
+
+	for (uint32_t v = 0; v < fn->nvals; v++) {
+		int64_t n = ir_numel(fn, v);
+
+		if (n > MAXELEMS || (elems += n) > MAXELEMS)
+			return false;
+	}
+	for (uint32_t i = 0; i < fn->nins; i++) {
+		const Instr *in = &fn->ins[i];
+		const int64_t *da, *db;
+
+		if (in->op != OP_SCALED_MM)
+			continue;
+		da = ir_dims(fn, ir_args(fn, in)[0]);
+		db = ir_dims(fn, ir_args(fn, in)[1]);
+		if (da[0] * da[1] * db[1] > MAXMACS)
+			return false;
+	}
+	return true;
+}
+
+/* what fp8cc itself rejects before the backend: cuBLASLt's K and N rule */
+static bool
+gemms_ok(Func *fn)
+{
+	for (uint32_t i = 0; i < fn->nins; i++) {
+		const Instr *in = &fn->ins[i];
+
+		if (in->op == OP_SCALED_MM && (ir_dims(fn, ir_args(fn, in)[0])[1] % 16 ||
+		    ir_dims(fn, ir_args(fn, in)[1])[1] % 16))
+			return false;
+	}
+	return true;
+}
+
+static Outs
+interpret(Func *fn, uint64_t seed, bool special)
+{
+	Tensor **ins = calloc(fn->nparams + 1, sizeof *ins);
+	Outs o = { fn->nrets, calloc(fn->nrets + 1, sizeof *o.t) };
+	char err[512];
+
+	if (!ins || !o.t)
+		abort();
+	for (uint32_t p = 0; p < fn->nparams; p++) {
+		uint32_t v = fn->params[p];
+
+		if (!(ins[p] = tensor_new(NULL, (DType)fn->vals[v].dtype, fn->vals[v].rank, ir_dims(fn, v))))
+			abort();
+		if (special)
+			tensor_special(ins[p], seed + p);
+		else
+			tensor_randn(ins[p], seed + p);
+	}
+	if (!ir_interpret(fn, ins, o.t, err, sizeof err))
+		FUZZ_FAIL("the interpreter refused the program's own inputs: %s", err);
+	for (uint32_t p = 0; p < fn->nparams; p++)
+		tensor_free(ins[p]);
+	free(ins);
+	return o;
+}
+
+static void
+outs_free(Outs *o)
+{
+	for (uint32_t i = 0; i < o->n; i++)
+		tensor_free(o->t[i]);
+	free(o->t);
+}
+
+static void
+same_outs(const Outs *a, const Outs *b, int opt)
+{
+	if (a->n != b->n)
+		FUZZ_FAIL("-O%d: %u outputs, %u before the passes", opt, b->n, a->n);
+	for (uint32_t i = 0; i < a->n; i++) {
+		const Tensor *x = a->t[i], *y = b->t[i];
+
+		if (strcmp(x->name, y->name))
+			FUZZ_FAIL("-O%d: output %u is '%s', '%s' before the passes", opt, i, y->name, x->name);
+		if (x->dtype != y->dtype || x->rank != y->rank || memcmp(x->dims, y->dims, sizeof x->dims) ||
+		    memcmp(x->data, y->data, tensor_bytes(x)))
+			FUZZ_FAIL("-O%d: output %u '%s' differs from the interpreter's before the passes",
+				opt, i, x->name);
+	}
+}
+
+/* fuzz_planread.c: libfp8rt's parser on the plan text (plan.h and
+ * passes.h cannot meet in one file) */
+void fuzz_read_plan(const char *text, size_t len, uint32_t nin, const char *const *outs, uint32_t nout);
+
+/* the plan as text, read back by libfp8rt with the program's signature */
+static void
+check_plan(Func *fn, Plan *plan, const Launch *l)
+{
+	char *text = NULL, nb[16];
+	const char **outs = arena_alloc(fn->arena, (fn->nrets + 1) * sizeof *outs);
+	size_t len;
+	FILE *f = open_memstream(&text, &len);
+
+	if (!f)
+		abort();
+	Program prog = { .arena = fn->arena, .fns = &fn, .nfns = 1 };
+
+	be_print_plan_head(f, &prog, "sm_90", "");
+	be_print_plan(f, fn, plan, l, be_plan_version(&prog), "");
+	if (fclose(f))
+		abort();
+	for (uint32_t i = 0; i < fn->nrets; i++)
+		outs[i] = arena_printf(fn->arena, "%s", ir_retname(fn, i, nb));
+	fuzz_read_plan(text, len, fn->nparams, outs, fn->nrets);
+	free(text);
+}
+
+/* memory plan, kernels to LLVM IR that verifies, the plan read back */
+static void
+backend(Func *fn)
+{
+	Plan *plan = pass_memplan(fn);
+	Launch *l = arena_alloc(fn->arena, (fn->nkernels + 1) * sizeof *l);
+	LLVMContextRef cx = LLVMContextCreate();
+	LLVMModuleRef mod = be_module(cx, fn->name);
+	char *msg = NULL;
+
+	be_codegen(fn, plan, mod, l);
+	if (LLVMVerifyModule(mod, LLVMReturnStatusAction, &msg))
+		FUZZ_FAIL("kernel code generation made invalid LLVM IR: %.2000s", msg);
+	LLVMDisposeMessage(msg);
+	if (gemms_ok(fn))
+		check_plan(fn, plan, l);
+	LLVMDisposeModule(mod);
+	LLVMContextDispose(cx);
+}
+
+/* a --passes list drawn from h: any list runs with the verifier between
+ * the passes and no internal error; what it leaves lowered goes on to the
+ * backend */
+static void
+any_passes(const Source *src, Arena *a, uint64_t h)
+{
+	char list[80] = "", err[512];
+	int n = 1 + (int)(h % 4);
+	PassOptions po = { .opt = (int)(h / 4 % 3), .verify = true, .only = list };
+	Func *f;
+
+	for (int i = 0; i < n; i++, h /= 5) {
+		strcat(list, i ? "," : "");
+		strcat(list, pass_names[h / 16 % 5]);
+	}
+	if ((f = fe_read(a, src)) && pass_lowered(f = pass_pipeline(f, &po), err, sizeof err))
+		backend(f);
+}
+
+static uint64_t
+hash(const uint8_t *data, size_t size)
+{
+	uint64_t h = 1469598103934665603ull;
+
+	for (size_t i = 0; i < size; i++)
+		h = (h ^ data[i]) * 1099511628211ull;
+	return h;
+}
+
+int
+LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	Source src = { .path = "fuzz.in", .text = fuzz_text(data, size), .len = size };
+	Arena *a = arena_new();
+	uint64_t seed = hash(data, size) % 1000;
+	Func *fn;
+	Outs ref[2];
+	bool interp;
+	char err[512];
+
+	fe_diag_out = fuzz_devnull();
+	if (!(fn = fe_read(a, &src)))
+		goto done;
+	if ((interp = small(fn)))
+		for (int s = 0; s < 2; s++)
+			ref[s] = interpret(fn, seed, s);
+	for (int opt = 0; opt <= 2; opt++) {
+		PassOptions po = { .opt = opt, .verify = true };
+		Func *f = pass_pipeline(fe_read(a, &src), &po);
+
+		if (!pass_lowered(f, err, sizeof err))
+			FUZZ_FAIL("-O%d leaves the program unlowered: %s", opt, err);
+		for (int s = 0; interp && s < 2; s++) {
+			Outs o = interpret(f, seed, s);
+
+			same_outs(&ref[s], &o, opt);
+			outs_free(&o);
+		}
+		backend(f);
+	}
+	for (int s = 0; interp && s < 2; s++)
+		outs_free(&ref[s]);
+	any_passes(&src, a, hash(data, size) / 1000);
+done:
+	arena_free(a);
+	fe_unload(&src);
+	return 0;
+}

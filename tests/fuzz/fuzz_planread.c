@@ -1,0 +1,24 @@
+/* fuzz_planread.c — the pipeline harness's view of libfp8rt's plan parser:
+ * the plan text fp8cc wrote must read back with the program's signature. */
+#include <string.h>
+
+#include "fuzz.h"
+#include "plan.h"
+
+void fuzz_read_plan(const char *text, size_t len, uint32_t nin, const char *const *outs, uint32_t nout);
+
+void
+fuzz_read_plan(const char *text, size_t len, uint32_t nin, const char *const *outs, uint32_t nout)
+{
+	char err[1024];
+	RtPlan p;
+
+	if (rt_plan_parse_text(text, len, "plan", &p, err, sizeof err) != FP8RT_OK)
+		FUZZ_FAIL("libfp8rt refuses the plan fp8cc wrote: %s\n%.*s", err, (int)len, text);
+	if ((uint32_t)p.nin != nin || (uint32_t)p.nout != nout)
+		FUZZ_FAIL("the plan has %d inputs and %d outputs, the program %u and %u", p.nin, p.nout, nin, nout);
+	for (uint32_t i = 0; i < nout; i++)
+		if (strcmp(p.out[i].name, outs[i]))
+			FUZZ_FAIL("plan output %u is '%s', the program's '%s'", i, p.out[i].name, outs[i]);
+	rt_plan_free(&p);
+}

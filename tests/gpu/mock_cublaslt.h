@@ -1,0 +1,9 @@
+/* mock_cublaslt.h — the fake cuBLASLt of the fault-injection tests
+ * (mock_cublaslt.c). */
+#ifndef FP8RT_MOCK_CUBLASLT_H
+#define FP8RT_MOCK_CUBLASLT_H
+
+/* cuBLASLt objects alive: handles, matmul descriptors, layouts, preferences. */
+void mocklt_live(int out[4]);
+
+#endif
