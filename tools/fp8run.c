@@ -275,7 +275,7 @@ int main(int argc, char **argv)
 {
     Options o = parse_args(argc, argv);
     fp8rt_context *ctx = NULL;
-    StFile in = {0, NULL};
+    StFile in = {0};
     char err[512];
     fp8rt_status st = fp8rt_context_create(o.device, &ctx);
     if (st == FP8RT_NO_DRIVER || st == FP8RT_NO_DEVICE)
