@@ -4,7 +4,8 @@
 #   tools/dev.sh example   set up, build, and compile the bundled seed trace to
 #                          build/fused.ptx: prints the optimized IR and the plan
 #   tools/dev.sh test      set up, build (warnings are errors), run every suite
-#                          with ctest, then the unit and text tests again under
+#                          with ctest, install the build and build examples/c
+#                          against it, then the unit and text tests again under
 #                          AddressSanitizer and UndefinedBehaviorSanitizer
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -33,6 +34,8 @@ test)
 	tools/setup.sh
 	build build
 	(cd build && ctest --output-on-failure)
+	echo "== the installed tree and an application built against it (examples/c):"
+	tests/install/run.sh build
 	echo "== GPU tests (they skip, visibly, where there is no GPU):"
 	build/tests/rt_tests --verbose 2>&1 | grep -E '^\[SKIP\]' | sed 's/: no CUDA device: .*/: skipped, no CUDA device/' || true
 	build/tests/rt_tests --verbose 2>&1 | grep -m1 -o 'no CUDA device: .*' || echo "a GPU is present: none skipped"

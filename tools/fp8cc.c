@@ -12,7 +12,6 @@
 #include "passes.h"
 #include "safetensors.h"
 
-#define FP8CC_VERSION "0.1.0"
 
 typedef struct {
 	const char *input, *output, *inputs, *emit, *gpu, *save_inputs;

@@ -8,6 +8,7 @@
 #include <sys/wait.h>
 
 #include "rt_test.h"
+#include "test_data.h"
 
 #define CUDA_STUB "/usr/local/cuda/lib64/stubs/libcuda.so"
 
@@ -91,6 +92,60 @@ Test(api, check_program_without_device)
     const char *garbage = "just some text\n";
     ASSERT_FAILS(fp8rt_program_check(garbage, strlen(garbage), "g.txt"), FP8RT_BAD_PROGRAM, NULL,
                  "g.txt:1: not an fp8cc PTX file");
+}
+
+/* The header's version is the library's, and the plan versions it reads
+ * include the one fp8cc writes. */
+Test(api, versions)
+{
+    cr_assert_eq(fp8rt_version(), FP8RT_VERSION);
+    cr_assert_eq(FP8RT_VERSION, FP8RT_VERSION_MAJOR * 10000 + FP8RT_VERSION_MINOR * 100 + FP8RT_VERSION_PATCH);
+    int lo = -1, hi = -1;
+    fp8rt_plan_versions(&lo, &hi);
+    cr_assert(lo == 1 && hi == 1, "plan versions %d..%d", lo, hi);
+    fp8rt_plan_versions(NULL, NULL);
+    /* the first one it does not read is refused, as docs/plan.md says */
+    char *ptx = test_program_ptx(1, "fp8cc-plan 2");
+    ASSERT_FAILS(fp8rt_program_check(ptx, strlen(ptx), "v2.ptx"), FP8RT_BAD_PROGRAM, NULL,
+                 "plan version 2; this runtime reads version 1");
+    free(ptx);
+}
+
+/* fp8rt_program_read: the signature and target without a device; a program
+ * that cannot run; the checks and messages of fp8rt_program_check. */
+Test(api, read_program_without_device)
+{
+    char *ptx = test_program_ptx(0, NULL);
+    fp8rt_program *p = NULL;
+    CHECK_OK(fp8rt_program_read(ptx, strlen(ptx), "t.ptx", &p), NULL);
+    int nin = -1, nout = -1;
+    CHECK_OK(fp8rt_program_io_count(p, &nin, &nout), NULL);
+    cr_assert(nin == 6 && nout == 3, "%d inputs, %d outputs", nin, nout);
+    fp8rt_tensor_info info;
+    CHECK_OK(fp8rt_program_input(p, 2, &info), NULL);
+    cr_assert_str_eq(info.name, "w");
+    cr_assert(info.dtype == FP8RT_F8E4M3FN && info.rank == 2 && info.dims[0] == 16 && info.dims[1] == 64);
+    CHECK_OK(fp8rt_program_output(p, 1, &info), NULL);
+    cr_assert_str_eq(info.name, "d");
+    cr_assert_str_eq(fp8rt_program_target(p), "sm_90");
+    cr_assert_null(fp8rt_program_target(NULL));
+    ASSERT_FAILS(fp8rt_run(p, NULL, 0, NULL, 0, NULL), FP8RT_INVALID_ARGUMENT, NULL,
+                 "t.ptx was read without a device");
+    float us[1];
+    ASSERT_FAILS(fp8rt_time_runs(p, NULL, 0, NULL, 0, NULL, 0, 1, us), FP8RT_INVALID_ARGUMENT, NULL,
+                 "fp8rt_time_runs: t.ptx was read without a device");
+    ASSERT_FAILS(fp8rt_program_set_graphs(p, 0), FP8RT_INVALID_ARGUMENT, NULL, "read without a device");
+    CHECK_OK(fp8rt_program_destroy(p), NULL);
+    free(ptx);
+
+    ptx = test_program_ptx(3, "input 0 x f32[1024] extra");
+    p = (fp8rt_program *)1;
+    ASSERT_FAILS(fp8rt_program_read(ptx, strlen(ptx), "bad.ptx", &p), FP8RT_BAD_PROGRAM, NULL, "bad.ptx:3: ");
+    cr_assert_null(p);
+    free(ptx);
+    ASSERT_FAILS(fp8rt_program_read("x", 1, NULL, &p), FP8RT_BAD_PROGRAM, NULL, "<memory>:1: not an fp8cc PTX file");
+    ASSERT_FAILS(fp8rt_program_read(NULL, 1, "x", &p), FP8RT_INVALID_ARGUMENT, NULL, "data is NULL");
+    ASSERT_FAILS(fp8rt_program_read("x", 1, "x", NULL), FP8RT_INVALID_ARGUMENT, NULL, "out is NULL");
 }
 
 /* ---- fp8run ---------------------------------------------------------------- */
