@@ -30,14 +30,11 @@ static bool
 write_ptx(FILE *f, Func *fn, Plan *plan, const Launch *l, LLVMModuleRef mod, const BeOptions *o)
 {
 	char err[1024], *ptx = NULL;
-	double t = now_ms();
 
-	if (!be_compile(mod, o->gpu, &ptx, err, sizeof err)) {
+	if (!be_compile(mod, o, &ptx, err, sizeof err)) {
 		fprintf(stderr, "fp8cc: error: %s: %s\n", o->path, err);
 		return false;
 	}
-	if (o->time)
-		fprintf(stderr, "fp8cc: time: LLVM O3 and PTX %.2f ms\n", now_ms() - t);
 	be_print_plan(f, fn, plan, l, o->gpu, "// ");
 	fputs("// end-plan\n", f);
 	fputs(ptx, f);
@@ -54,24 +51,28 @@ be_emit(Func *fn, const char *kind, const BeOptions *o, FILE *f)
 	Launch *l;
 	char *text, err[1024];
 	bool ok = true;
-	double t = now_ms();
 
 	if (!strcmp(kind, "dot")) {
 		be_print_dot(f, fn);
 		return true;
 	}
+	if (o->phase)
+		o->phase("memplan", NULL);
 	plan = pass_memplan(fn);
+	if (o->print_memplan) {
+		fputs("; plan after memplan (kernels not yet generated)\n", stderr);
+		be_print_plan(stderr, fn, plan, NULL, o->gpu, "");
+	}
 	l = arena_alloc(fn->arena, (fn->nkernels + 1) * sizeof *l);
 	cx = LLVMContextCreate();
 	mod = be_module(cx, fn->name);
-	t = now_ms();
+	if (o->phase)
+		o->phase("codegen", NULL);
 	be_codegen(fn, plan, mod, l);
-	if (o->time)
-		fprintf(stderr, "fp8cc: time: memory plan and kernel codegen %.2f ms\n", now_ms() - t);
 	if (!strcmp(kind, "plan")) {
 		be_print_plan(f, fn, plan, l, o->gpu, "");
 	} else if (!strcmp(kind, "llvm")) {
-		if ((ok = be_optimize(mod, o->gpu, err, sizeof err))) {
+		if ((ok = be_optimize(mod, o, err, sizeof err))) {
 			text = LLVMPrintModuleToString(mod);
 			fputs(text, f);
 			LLVMDisposeMessage(text);

@@ -35,14 +35,16 @@ print_launch(FILE *f, Func *fn, const Plan *p, uint32_t k, const Launch *l, cons
 	const Kernel *kn = &fn->kernels[k];
 	const char *sep = "";
 
-	fprintf(f, "%slaunch %s grid=%u block=%u smem=%u coop=%d args=", pre, kn->name, l->grid,
-		l->block, l->smem, l->coop);
+	fprintf(f, "%slaunch %s ", pre, kn->name);
+	if (l)
+		fprintf(f, "grid=%u block=%u smem=%u coop=%d ", l->grid, l->block, l->smem, l->coop);
+	fputs("args=", f);
 	for (uint32_t j = 0; j < kn->nins + kn->nouts; j++) {
 		fputs(sep, f);
 		print_ref(f, p, fn->argv[(j < kn->nins ? kn->ins + j : kn->outs + j - kn->nins)]);
 		sep = ",";
 	}
-	if (l->scratch != IR_NONE)
+	if (l && l->scratch != IR_NONE)
 		fprintf(f, "%sbuf:%u", sep, l->scratch);
 	fputc('\n', f);
 }
@@ -115,7 +117,7 @@ be_print_plan(FILE *f, Func *fn, Plan *p, const Launch *l, const char *gpu, cons
 		const Step *st = &p->steps[s];
 
 		if (st->kind == STEP_LAUNCH) {
-			print_launch(f, fn, p, st->index, &l[st->index], pre);
+			print_launch(f, fn, p, st->index, l ? &l[st->index] : NULL, pre);
 		} else if (st->kind == STEP_GEMM) {
 			print_gemm(f, fn, p, &fn->ins[st->index], pre);
 		} else {

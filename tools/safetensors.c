@@ -723,6 +723,20 @@ static int wfile(FILE *f, const Buf *h, const StTensor *ts, int n)
 	return 0;
 }
 
+/* Check the tensors and build the header into *h; 0 or -1 with a message. */
+static int prepare(Buf *h, const StTensor *ts, int n, const char *name, char *err, size_t errlen)
+{
+	if (n < 0 || (n && !ts))
+		return fail(err, errlen, name, "bad tensor list (n = %d)", n);
+	if (wcheckall(ts, n, name, err, errlen))
+		return -1;
+	if (whead(h, ts, n)) {
+		free(h->p);
+		return fail(err, errlen, name, "out of memory");
+	}
+	return 0;
+}
+
 int st_write(const char *path, const StTensor *ts, int n, char *err, size_t errlen)
 {
 	Buf h = {NULL, 0, 0, 0};
@@ -731,14 +745,8 @@ int st_write(const char *path, const StTensor *ts, int n, char *err, size_t errl
 
 	if (!path)
 		return fail(err, errlen, "(null)", "no path");
-	if (n < 0 || (n && !ts))
-		return fail(err, errlen, path, "bad tensor list (n = %d)", n);
-	if (wcheckall(ts, n, path, err, errlen))
+	if (prepare(&h, ts, n, path, err, errlen))
 		return -1;
-	if (whead(&h, ts, n)) {
-		free(h.p);
-		return fail(err, errlen, path, "out of memory");
-	}
 	if (!(f = fopen(path, "wb"))) {
 		free(h.p);
 		return fail(err, errlen, path, "cannot create: %s", strerror(errno));
@@ -753,4 +761,26 @@ int st_write(const char *path, const StTensor *ts, int n, char *err, size_t errl
 		return 0;
 	remove(path);
 	return fail(err, errlen, path, "write failed: %s", e ? strerror(e) : "short write");
+}
+
+int st_fwrite(FILE *f, const char *name, const StTensor *ts, int n, char *err, size_t errlen)
+{
+	Buf h = {NULL, 0, 0, 0};
+	int rc, e;
+
+	if (!name)
+		name = "(stream)";
+	if (!f)
+		return fail(err, errlen, name, "no stream");
+	if (prepare(&h, ts, n, name, err, errlen))
+		return -1;
+	errno = 0;
+	rc = wfile(f, &h, ts, n);
+	if (!rc && fflush(f))
+		rc = -1;
+	e = errno;
+	free(h.p);
+	if (!rc)
+		return 0;
+	return fail(err, errlen, name, "write failed: %s", e ? strerror(e) : "short write");
 }

@@ -17,6 +17,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #define ST_MAXRANK 8
 
@@ -77,6 +78,11 @@ int st_read_header(const char *path, StFile *out, char *err, size_t errlen);
  * removes the partial file. */
 int st_write(const char *path, const StTensor *ts, int n, char *err,
              size_t errlen);
+
+/* As st_write, to the open stream f (standard output for `-o -`), named
+ * name in messages; flushes f, and removes nothing on failure. */
+int st_fwrite(FILE *f, const char *name, const StTensor *ts, int n,
+              char *err, size_t errlen);
 
 /* Free everything a reader allocated or mapped and zero *f.
  * Safe on a zeroed StFile and on NULL. */
