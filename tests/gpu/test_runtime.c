@@ -7,6 +7,8 @@
 #include <sys/stat.h>
 #include <sys/wait.h>
 
+#include <jansson.h>
+
 #include "rt_test.h"
 #include "test_data.h"
 
@@ -169,13 +171,83 @@ Test(fp8run, usage_errors_exit_2)
 {
     char out[4096];
     cr_assert_eq(fp8run("", "", out, sizeof out), 2, "%s", out);
-    cr_assert(strstr(out, "usage: fp8run"), "%s", out);
+    cr_assert(strstr(out, "fp8run: no program given\nfp8run: see 'fp8run --help'"), "%s", out);
     cr_assert_eq(fp8run("", "p.ptx --bogus -o o.st", out, sizeof out), 2, "%s", out);
     cr_assert(strstr(out, "unknown option '--bogus'"), "%s", out);
+    cr_assert_eq(fp8run("", "p.ptx -x -o o.st", out, sizeof out), 2, "%s", out);
+    cr_assert(strstr(out, "unknown option '-x'"), "%s", out);
     cr_assert_eq(fp8run("", "p.ptx --iters zero -o o.st", out, sizeof out), 2, "%s", out);
-    cr_assert(strstr(out, "--iters wants an integer"), "%s", out);
+    cr_assert(strstr(out, "--iters wants an integer >= 1, not 'zero'"), "%s", out);
+    cr_assert_eq(fp8run("", "p.ptx --iters=0 -o o.st", out, sizeof out), 2, "%s", out);
+    cr_assert(strstr(out, "--iters wants an integer >= 1, not '0'"), "%s", out);
+    cr_assert_eq(fp8run("", "p.ptx --json=yes", out, sizeof out), 2, "%s", out);
+    cr_assert(strstr(out, "option '--json' takes no value"), "%s", out);
+    cr_assert_eq(fp8run("", "p.ptx --inputs", out, sizeof out), 2, "%s", out);
+    cr_assert(strstr(out, "option '--inputs' needs a value"), "%s", out);
+    cr_assert_eq(fp8run("", "p.ptx q.ptx -o o.st", out, sizeof out), 2, "%s", out);
+    cr_assert(strstr(out, "more than one program given ('q.ptx')"), "%s", out);
+    cr_assert_eq(fp8run("", "p.ptx --json -o -", out, sizeof out), 2, "%s", out);
+    cr_assert(strstr(out, "-o - and --json both want standard output"), "%s", out);
     cr_assert_eq(fp8run("", "p.ptx", out, sizeof out), 2, "%s", out);
     cr_assert(strstr(out, "nothing to do"), "%s", out);
+}
+
+/* --help on standard output, exit 0; --version says both versions. */
+Test(fp8run, help_and_version)
+{
+    char out[4096], want[128];
+    cr_assert_eq(fp8run("", "--help 2>/dev/null", out, sizeof out), 0, "%s", out);
+    cr_assert(!strncmp(out, "usage: fp8run PROGRAM.ptx", 25), "%s", out);
+    cr_assert(strstr(out, "--json"), "%s", out);
+    cr_assert_eq(fp8run("", "-h 2>/dev/null", out, sizeof out), 0, "%s", out);
+    cr_assert(!strncmp(out, "usage: fp8run", 13), "%s", out);
+    cr_assert_eq(fp8run("", "--version", out, sizeof out), 0, "%s", out);
+    snprintf(want, sizeof want, "fp8run %d.%d.%d (libfp8rt %d.%d.%d, plan versions 1..1)\n", FP8RT_VERSION_MAJOR,
+             FP8RT_VERSION_MINOR, FP8RT_VERSION_PATCH, FP8RT_VERSION_MAJOR, FP8RT_VERSION_MINOR, FP8RT_VERSION_PATCH);
+    cr_assert_str_eq(out, want);
+}
+
+/* --json alone prints the signature in the shape fp8cc --emit=signature
+ * has, without a device (the driver path here does not exist). */
+Test(fp8run, json_signature_without_device)
+{
+    char dir[] = "/tmp/fp8run_json_XXXXXX", path[256], args[512], out[16384];
+    cr_assert(mkdtemp(dir));
+    snprintf(path, sizeof path, "%s/prog.ptx", dir);
+    char *ptx = test_program_ptx(0, NULL);
+    FILE *f = fopen(path, "w");
+    cr_assert(f);
+    fputs(ptx, f);
+    fclose(f);
+    free(ptx);
+    snprintf(args, sizeof args, "%s --json 2>&1", path);
+    cr_assert_eq(fp8run("FP8RT_LIBCUDA=/nonexistent/libcuda.so.1", args, out, sizeof out), 0, "%s", out);
+    json_error_t je;
+    json_t *j = json_loads(out, JSON_REJECT_DUPLICATES, &je);
+    cr_assert(j, "not JSON (%s): %s", je.text, out);
+    json_t *sig = json_object_get(j, "signature"), *fn = json_array_get(json_object_get(sig, "functions"), 0);
+    cr_assert_str_eq(json_string_value(json_object_get(sig, "program")), "prog");
+    cr_assert_str_eq(json_string_value(json_object_get(sig, "target")), "sm_90");
+    cr_assert_eq(json_array_size(json_object_get(sig, "functions")), 1);
+    cr_assert(json_is_null(json_object_get(fn, "name")), "plan version 1 names no function");
+    cr_assert(json_is_null(json_object_get(j, "timing")) && json_is_null(json_object_get(j, "device")));
+    json_t *in = json_object_get(fn, "inputs"), *outs = json_object_get(fn, "outputs");
+    cr_assert_eq(json_array_size(in), 6);
+    cr_assert_eq(json_array_size(outs), 3);
+    json_t *w = json_array_get(in, 2), *shape = json_object_get(w, "shape");
+    cr_assert_str_eq(json_string_value(json_object_get(w, "name")), "w");
+    cr_assert_str_eq(json_string_value(json_object_get(w, "dtype")), "f8e4m3fn");
+    cr_assert(json_array_size(shape) == 2 && json_integer_value(json_array_get(shape, 0)) == 16 &&
+              json_integer_value(json_array_get(shape, 1)) == 64);
+    cr_assert_eq(json_array_size(json_object_get(json_array_get(in, 3), "shape")), 0);
+    cr_assert_str_eq(json_string_value(json_object_get(json_array_get(outs, 1), "name")), "d");
+    json_decref(j);
+    /* a file that is not a program: the loader's message, exit 1 */
+    snprintf(args, sizeof args, "%s/nope.ptx --json 2>&1", dir);
+    cr_assert_eq(fp8run("", args, out, sizeof out), 1, "%s", out);
+    cr_assert(strstr(out, "fp8run: reading: cannot read "), "%s", out);
+    snprintf(args, sizeof args, "rm -rf '%s'", dir);
+    cr_assert_eq(system(args), 0);
 }
 
 /* The message a user without a GPU sees (forced here with a driver path that

@@ -51,6 +51,16 @@ prefix=$tmp/shared
 "$prefix/bin/fp8cc" examples/seed_fp8_linear_after.trace -o "$tmp/fused.ptx"
 "$prefix/bin/fp8cc" examples/seed_fp8_linear_after.trace --emit=plan | grep -E '^(target|input|output) ' > "$tmp/want"
 consume shared "$prefix"
+# the installed fp8run reads the same signature, without a GPU, as JSON
+"$prefix/bin/fp8run" "$tmp/fused.ptx" --json | python3 -c '
+import json, sys
+s = json.load(sys.stdin)["signature"]
+print("target", s["target"])
+for kind in ("input", "output"):
+    for i, t in enumerate(s["functions"][0][kind + "s"]):
+        print(kind, i, t["name"], "%s[%s]" % (t["dtype"], ",".join(map(str, t["shape"]))))
+' | diff -u "$tmp/want" - || fail "fp8run --json: not the plan's signature"
+echo "ok   shared: the installed fp8run --json gives the plan's signature"
 
 cmake -S . -B "$tmp/build-static" -DBUILD_SHARED_LIBS=OFF -DFP8CC_COMPILER=OFF -DFP8CC_TESTS=OFF >/dev/null
 cmake --build "$tmp/build-static" -j "$jobs" >/dev/null
