@@ -132,15 +132,62 @@ be_print_plan(FILE *f, Func *fn, Plan *p, const Launch *l, const char *gpu, cons
 
 /* ---- Graphviz: one cluster per kernel, GEMMs as boxes ---- */
 
+static const char *const gemm_operands[] = { "a", "b", "scale_a", "scale_b", "bias" };
+
+/* s inside a double-quoted Graphviz string */
+static void
+dot_str(FILE *f, const char *s)
+{
+	for (; *s; s++) {
+		if (*s == '"' || *s == '\\')
+			fputc('\\', f);
+		fputc(*s, f);
+	}
+}
+
+/* a value as the trace names it; one without a name as the IR text does
+ * (%12), so that it reads as a name and not as a number */
+static void
+dot_name(FILE *f, Func *fn, uint32_t v)
+{
+	char nb[16];
+
+	if (!fn->vals[v].name)
+		fputc('%', f);
+	dot_str(f, ir_name(fn, v, nb));
+}
+
+/* name, then "op [attrs] type"; a constant shows its value */
 static void
 dot_node(FILE *f, Func *fn, uint32_t v, const char *indent)
 {
-	char nb[16];
 	const Instr *in = ir_def(fn, v);
+	const int64_t *attr = in ? ir_attr(fn, in) : NULL;
 
-	fprintf(f, "%sv%u [label=\"%s\\n%s ", indent, v, ir_name(fn, v, nb), in ? ir_ops[in->op].name : "input");
+	fprintf(f, "%sv%u [label=\"", indent, v);
+	dot_name(f, fn, v);
+	fprintf(f, "\\n%s ", in ? ir_ops[in->op].name : "input");
+	if (in && in->op == OP_FULL) {
+		ir_print_double(f, in->fval);
+		fputc(' ', f);
+	}
+	for (uint32_t i = 0; in && i < in->nattr; i++)
+		fprintf(f, "%s%lld%s", i ? "," : "[", (long long)attr[i], i + 1 == in->nattr ? "] " : "");
 	print_type(f, fn, v);
-	fprintf(f, "\"%s];\n", !in ? " shape=invhouse" : in->op == OP_SCALED_MM ? " shape=box style=filled fillcolor=lightblue" : "");
+	fprintf(f, "\"%s];\n", !in ? " shape=invhouse" : in->op == OP_SCALED_MM ?
+		" shape=box style=filled fillcolor=lightblue" : in->op == OP_FULL ? " shape=plaintext" : "");
+}
+
+/* the edges into instruction i; a GEMM's say which operand they are */
+static void
+dot_edges(FILE *f, Func *fn, const Instr *in)
+{
+	for (uint32_t j = 0; j < in->nargs; j++) {
+		fprintf(f, "  v%u -> v%u", ir_args(fn, in)[j], in->res);
+		if (in->op == OP_SCALED_MM && j < sizeof gemm_operands / sizeof gemm_operands[0])
+			fprintf(f, " [label=\"%s\"]", gemm_operands[j]);
+		fputs(";\n", f);
+	}
 }
 
 void
@@ -148,7 +195,9 @@ be_print_dot(FILE *f, Func *fn)
 {
 	char nb[16];
 
-	fprintf(f, "digraph \"%s\" {\n  rankdir=TB;\n  node [shape=ellipse fontsize=10];\n", fn->name);
+	fputs("digraph \"", f);
+	dot_str(f, fn->name);
+	fputs("\" {\n  rankdir=TB;\n  node [shape=ellipse fontsize=10];\n  edge [fontsize=9];\n", f);
 	for (uint32_t i = 0; i < fn->nparams; i++)
 		dot_node(f, fn, fn->params[i], "  ");
 	for (uint32_t i = 0; i < fn->nins; i++) {
@@ -166,10 +215,11 @@ be_print_dot(FILE *f, Func *fn)
 		}
 	}
 	for (uint32_t i = 0; i < fn->nins; i++)
-		for (uint32_t j = 0; j < fn->ins[i].nargs; j++)
-			fprintf(f, "  v%u -> v%u;\n", ir_args(fn, &fn->ins[i])[j], fn->ins[i].res);
-	for (uint32_t i = 0; i < fn->nrets; i++)
-		fprintf(f, "  out%u [label=\"%s\" shape=house];\n  v%u -> out%u;\n", i, ir_retname(fn, i, nb),
-			fn->rets[i], i);
+		dot_edges(f, fn, &fn->ins[i]);
+	for (uint32_t i = 0; i < fn->nrets; i++) {
+		fprintf(f, "  out%u [label=\"", i);
+		dot_str(f, ir_retname(fn, i, nb));
+		fprintf(f, "\" shape=house];\n  v%u -> out%u;\n", fn->rets[i], i);
+	}
 	fputs("}\n", f);
 }

@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # Install what fp8cc needs to build and test on Debian 12, idempotently:
-# LLVM 22 (C API, NVPTX, lit, FileCheck), criterion, jansson, cmake, a C compiler.
+# LLVM 22 (C API, NVPTX, lit, FileCheck), criterion, jansson, Graphviz (the
+# --emit=dot test renders with dot), pkg-config (the install test), cmake, a C compiler.
 # The CUDA 13 toolkit is expected at /usr/local/cuda (CUDA_ROOT to change it).
 set -euo pipefail
-pkgs=(llvm-22-dev llvm-22-tools libcriterion-dev libjansson-dev cmake make gcc python3)
+pkgs=(llvm-22-dev llvm-22-tools libcriterion-dev libjansson-dev graphviz pkg-config cmake make gcc python3)
 missing=()
 for p in "${pkgs[@]}"; do
 	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
