@@ -408,7 +408,7 @@ tick(void *arg)
 			pthread_mutex_unlock(&ph.lock);
 			return NULL;
 		}
-		if (ph.always || now_ms() - ph.t0 >= 1000)
+		if (ph.name && (ph.always || now_ms() - ph.t0 >= 1000))
 			draw();
 		pthread_mutex_unlock(&ph.lock);
 	}
