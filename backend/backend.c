@@ -26,8 +26,17 @@ be_llvm_version(void)
 	return buf;
 }
 
+/* the plan of every function, behind pre */
+static void
+print_plans(FILE *f, const Program *prog, Plan **plans, Launch **l, const char *gpu, const char *pre)
+{
+	be_print_plan_head(f, prog, gpu, pre);
+	for (uint32_t i = 0; i < prog->nfns; i++)
+		be_print_plan(f, prog->fns[i], plans[i], l[i], be_plan_version(prog), pre);
+}
+
 static bool
-write_ptx(FILE *f, Func *fn, Plan *plan, const Launch *l, LLVMModuleRef mod, const BeOptions *o)
+write_ptx(FILE *f, const Program *prog, Plan **plans, Launch **l, LLVMModuleRef mod, const BeOptions *o)
 {
 	char err[1024], *ptx = NULL;
 
@@ -35,42 +44,64 @@ write_ptx(FILE *f, Func *fn, Plan *plan, const Launch *l, LLVMModuleRef mod, con
 		fprintf(stderr, "fp8cc: error: %s: %s\n", o->path, err);
 		return false;
 	}
-	be_print_plan(f, fn, plan, l, o->gpu, "// ");
+	print_plans(f, prog, plans, l, o->gpu, "// ");
 	fputs("// end-plan\n", f);
 	fputs(ptx, f);
 	free(ptx);
 	return true;
 }
 
+/* In a program of several functions, kernels are named after their
+ * function: forward_k0, backward_k0. */
+static void
+name_kernels(const Program *prog)
+{
+	for (uint32_t i = 0; prog->nfns > 1 && i < prog->nfns; i++)
+		for (uint32_t k = 0; k < prog->fns[i]->nkernels; k++)
+			prog->fns[i]->kernels[k].name = arena_printf(prog->arena, "%s_%s", prog->fns[i]->name,
+				prog->fns[i]->kernels[k].name);
+}
+
 bool
-be_emit(Func *fn, const char *kind, const BeOptions *o, FILE *f)
+be_emit(const Program *prog, const char *kind, const BeOptions *o, FILE *f)
 {
 	LLVMContextRef cx;
 	LLVMModuleRef mod;
-	Plan *plan;
-	Launch *l;
+	Plan **plans;
+	Launch **l;
 	char *text, err[1024];
 	bool ok = true;
 
 	if (!strcmp(kind, "dot")) {
-		be_print_dot(f, fn);
+		for (uint32_t i = 0; i < prog->nfns; i++)
+			be_print_dot(f, prog->fns[i]);
 		return true;
 	}
+	plans = arena_alloc(prog->arena, (prog->nfns + 1) * sizeof *plans);
+	l = arena_alloc(prog->arena, (prog->nfns + 1) * sizeof *l);
+	name_kernels(prog);
 	if (o->phase)
 		o->phase("memplan", NULL);
-	plan = pass_memplan(fn);
-	if (o->print_memplan) {
-		fputs("; plan after memplan (kernels not yet generated)\n", stderr);
-		be_print_plan(stderr, fn, plan, NULL, o->gpu, "");
+	for (uint32_t i = 0; i < prog->nfns; i++) {
+		Func *fn = prog->fns[i];
+
+		plans[i] = pass_memplan(fn);
+		l[i] = arena_alloc(fn->arena, (fn->nkernels + 1) * sizeof *l[i]);
+		if (o->print_memplan) {
+			fprintf(stderr, "; plan after memplan of %s (kernels not yet generated)\n", fn->name);
+			if (i == 0)
+				be_print_plan_head(stderr, prog, o->gpu, "");
+			be_print_plan(stderr, fn, plans[i], NULL, be_plan_version(prog), "");
+		}
 	}
-	l = arena_alloc(fn->arena, (fn->nkernels + 1) * sizeof *l);
 	cx = LLVMContextCreate();
-	mod = be_module(cx, fn->name);
+	mod = be_module(cx, prog->fns[0]->name);
 	if (o->phase)
 		o->phase("codegen", NULL);
-	be_codegen(fn, plan, mod, l);
+	for (uint32_t i = 0; i < prog->nfns; i++)
+		be_codegen(prog->fns[i], plans[i], mod, l[i]);
 	if (!strcmp(kind, "plan")) {
-		be_print_plan(f, fn, plan, l, o->gpu, "");
+		print_plans(f, prog, plans, l, o->gpu, "");
 	} else if (!strcmp(kind, "llvm")) {
 		if ((ok = be_optimize(mod, o, err, sizeof err))) {
 			text = LLVMPrintModuleToString(mod);
@@ -80,7 +111,7 @@ be_emit(Func *fn, const char *kind, const BeOptions *o, FILE *f)
 			fprintf(stderr, "fp8cc: error: %s: %s\n", o->path, err);
 		}
 	} else {
-		ok = write_ptx(f, fn, plan, l, mod, o);
+		ok = write_ptx(f, prog, plans, l, mod, o);
 	}
 	LLVMDisposeModule(mod);
 	LLVMContextDispose(cx);

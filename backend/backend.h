@@ -14,7 +14,8 @@ typedef struct {
 
 bool be_target_ok(const char *gpu);
 const char *be_llvm_version(void);
-/* write kind ("plan", "dot", "llvm", "ptx") of fn to f; false with a message */
-bool be_emit(Func *fn, const char *kind, const BeOptions *opt, FILE *f);
+/* write kind ("plan", "dot", "llvm", "ptx") of the program to f; false with
+ * a message */
+bool be_emit(const Program *prog, const char *kind, const BeOptions *opt, FILE *f);
 
 #endif

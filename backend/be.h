@@ -77,8 +77,12 @@ LLVMModuleRef be_module(LLVMContextRef cx, const char *name);
 
 /* ---- plan.c ---- */
 
-/* l NULL: before codegen, launches without their geometry or scratch */
-void be_print_plan(FILE *f, Func *fn, Plan *p, const Launch *l, const char *gpu, const char *prefix);
+int be_plan_version(const Program *prog);
+/* the plan's first lines: version, target, state slots */
+void be_print_plan_head(FILE *f, const Program *prog, const char *gpu, const char *prefix);
+/* one function's part; l NULL: before codegen, launches without their
+ * geometry or scratch */
+void be_print_plan(FILE *f, Func *fn, Plan *p, const Launch *l, int version, const char *prefix);
 void be_print_dot(FILE *f, Func *fn);
 
 #endif

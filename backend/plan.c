@@ -6,7 +6,7 @@
 static void
 print_loc(FILE *f, Loc l)
 {
-	static const char *const kind[] = { "none", "in", "out", "buf" };
+	static const char *const kind[] = { "none", "in", "out", "buf", "st" };
 
 	fprintf(f, "%s:%u", kind[l.kind], l.idx);
 }
@@ -94,19 +94,51 @@ print_buffer(FILE *f, Func *fn, const PlanBuf *b, uint32_t i, const char *pre)
 	fprintf(f, " offset=%lld bytes=%lld%s\n", (long long)b->offset, (long long)b->bytes, b->zero ? " zero" : "");
 }
 
+/* Version 1 for a program of one function that saves nothing: its lines
+ * come first. Version 2 names the state slots, then each function. */
 void
-be_print_plan(FILE *f, Func *fn, Plan *p, const Launch *l, const char *gpu, const char *pre)
+be_print_plan_head(FILE *f, const Program *prog, const char *gpu, const char *pre)
 {
 	char nb[16];
 
-	fprintf(f, "%sfp8cc-plan 1\n%starget %s\n", pre, pre, gpu);
-	for (uint32_t i = 0; i < fn->nparams; i++) {
-		fprintf(f, "%sinput %u %s ", pre, i, ir_name(fn, fn->params[i], nb));
+	fprintf(f, "%sfp8cc-plan %d\n%starget %s\n", pre, be_plan_version(prog), pre, gpu);
+	for (uint32_t fi = 0; fi < prog->nfns; fi++) {
+		Func *fn = prog->fns[fi];
+
+		for (uint32_t i = 0; i < fn->nrets; i++) {
+			if (fn->rslot[i] < 0)
+				continue;
+			fprintf(f, "%sstate %d %s ", pre, fn->rslot[i], ir_retname(fn, i, nb));
+			print_type(f, fn, fn->rets[i]);
+			fputc('\n', f);
+		}
+	}
+}
+
+int
+be_plan_version(const Program *prog)
+{
+	return prog->nfns == 1 && prog->nslots == 0 ? 1 : 2;
+}
+
+void
+be_print_plan(FILE *f, Func *fn, Plan *p, const Launch *l, int version, const char *pre)
+{
+	char nb[16];
+
+	if (version > 1)
+		fprintf(f, "%sfunction %s\n", pre, fn->name);
+	for (uint32_t i = 0, n = 0; i < fn->nparams; i++) {
+		if (fn->pslot[i] >= 0)
+			continue;
+		fprintf(f, "%sinput %u %s ", pre, n++, ir_name(fn, fn->params[i], nb));
 		print_type(f, fn, fn->params[i]);
 		fputc('\n', f);
 	}
-	for (uint32_t i = 0; i < fn->nrets; i++) {
-		fprintf(f, "%soutput %u %s ", pre, i, ir_retname(fn, i, nb));
+	for (uint32_t i = 0, n = 0; i < fn->nrets; i++) {
+		if (fn->rslot[i] >= 0)
+			continue;
+		fprintf(f, "%soutput %u %s ", pre, n++, ir_retname(fn, i, nb));
 		print_type(f, fn, fn->rets[i]);
 		fputc('\n', f);
 	}

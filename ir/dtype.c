@@ -10,7 +10,7 @@ const DTypeInfo ir_dtypes[DT_COUNT] = {
 };
 
 const OpInfo ir_ops[OP_COUNT] = {
-#define OP(id, name, mina, maxa, cls, tc, prim) { name, mina, maxa, cls, tc, prim },
+#define OP(id, name, mina, maxa, cls, tc, prim, lib) { name, mina, maxa, cls, tc, prim, lib },
 #include "ops.def"
 #undef OP
 };

@@ -131,6 +131,8 @@ ir_print(FILE *f, Func *fn)
 		print_ref(f, fn, fn->params[i]);
 		fputs(": ", f);
 		ir_print_type(f, fn, fn->params[i]);
+		if (fn->pslot[i] >= 0)
+			fprintf(f, " saved %d", fn->pslot[i]);
 	}
 	fputs(") {\n", f);
 	for (uint32_t i = 0; i < fn->nins; i++) {
@@ -149,6 +151,18 @@ ir_print(FILE *f, Func *fn)
 		print_ref(f, fn, fn->rets[i]);
 		if (fn->retnames[i] && strcmp(fn->retnames[i], ir_name(fn, fn->rets[i], nb)) != 0)
 			fprintf(f, " as %s", fn->retnames[i]);
+		if (fn->rslot[i] >= 0)
+			fprintf(f, " saved %d", fn->rslot[i]);
 	}
 	fputs("\n}\n", f);
+}
+
+void
+ir_print_program(FILE *f, const Program *p)
+{
+	for (uint32_t i = 0; i < p->nfns; i++) {
+		if (i)
+			fputc('\n', f);
+		ir_print(f, p->fns[i]);
+	}
 }

@@ -4,8 +4,8 @@
  * libfp8cc.
  *
  * Options are parsed with getopt_long into one Options struct; the inputs
- * (positional arguments) are collected in an array, so more of them can be
- * given meaning later. The compile is one flat list of phases, each told to
+ * (positional arguments) are collected in an array: one trace (or IR), or a
+ * forward trace and its backward, compiled into one program. The compile is one flat list of phases, each told to
  * phase(), which -v and --time report and the progress line shows.
  *
  * Exit status: 0 success, 1 an error in the input, 2 a usage error. */
@@ -25,6 +25,7 @@
 #include "signature.h"
 
 #define MAXFILES 8            /* positional inputs the parser collects */
+#define MAXPROGRAM 2          /* inputs one program is read from: a forward and its backward */
 
 enum { PROGRESS_NEVER, PROGRESS_AUTO, PROGRESS_ALWAYS };
 
@@ -37,6 +38,7 @@ typedef struct {
 	const char *cuda_path;        /* --cuda-path */
 	const char *inputs;           /* --inputs IN.safetensors (interpreter) */
 	const char *save_inputs;      /* --save-inputs FILE (interpreter) */
+	const char *signature;        /* --signature FILE: the types of inputs the traces leave untyped */
 	PassOptions passes;
 	bool interpret, special;
 	bool report;                  /* -v, --verbose, --time */
@@ -45,11 +47,17 @@ typedef struct {
 } Options;
 
 static const char usage[] =
-	"usage: fp8cc INPUT [-o FILE] [--emit=KIND] [-O0|-O1|-O2|-O3] [--gpu=sm_90]\n"
-	"       fp8cc INPUT --interpret [--inputs IN.safetensors] -o OUT.safetensors\n"
+	"usage: fp8cc INPUT [BACKWARD] [-o FILE] [--emit=KIND] [-O0|-O1|-O2|-O3] [--gpu=sm_90]\n"
+	"       fp8cc INPUT [BACKWARD] --interpret [--inputs IN.safetensors] -o OUT.safetensors\n"
 	"\n"
 	"INPUT is a Lightning Thunder trace or fp8cc IR text; - reads standard input.\n"
+	"With BACKWARD, INPUT is a forward trace and BACKWARD its backward: one program\n"
+	"of two functions whose saved tensors stay on the GPU between the calls.\n"
 	"\n"
+	"Input:\n"
+	"  --signature=FILE        the dtypes and shapes of inputs the trace does not type\n"
+	"                          (*args, collections), by name or position, from the\n"
+	"                          header of a safetensors file (its data may be absent)\n"
 	"Output:\n"
 	"  -o FILE                 write FILE; - is standard output. Without -o, PTX goes\n"
 	"                          to INPUT with its extension replaced by .ptx (standard\n"
@@ -89,7 +97,7 @@ static const char usage[] =
 /* ---- options ---- */
 
 enum {
-	OPT_EMIT = 256, OPT_GPU, OPT_CUDA_PATH, OPT_PASSES, OPT_PRINT_AFTER, OPT_PRINT_AFTER_ALL,
+	OPT_EMIT = 256, OPT_GPU, OPT_CUDA_PATH, OPT_SIGNATURE, OPT_PASSES, OPT_PRINT_AFTER, OPT_PRINT_AFTER_ALL,
 	OPT_TIME, OPT_PROGRESS, OPT_INTERPRET, OPT_INPUTS, OPT_SEED, OPT_SPECIAL, OPT_SAVE_INPUTS,
 	OPT_VERSION,
 };
@@ -100,6 +108,7 @@ static const struct option longopts[] = {
 	{ "gpu", required_argument, NULL, OPT_GPU },
 	{ "offload-arch", required_argument, NULL, OPT_GPU },
 	{ "cuda-path", required_argument, NULL, OPT_CUDA_PATH },
+	{ "signature", required_argument, NULL, OPT_SIGNATURE },
 	{ "passes", required_argument, NULL, OPT_PASSES },
 	{ "print-after", required_argument, NULL, OPT_PRINT_AFTER },
 	{ "print-after-all", no_argument, NULL, OPT_PRINT_AFTER_ALL },
@@ -236,6 +245,7 @@ option(int c, const char *arg, Options *o)
 	case OPT_EMIT: o->emit = arg; break;
 	case OPT_GPU: o->gpu = arg; break;
 	case OPT_CUDA_PATH: o->cuda_path = arg; break;
+	case OPT_SIGNATURE: o->signature = arg; break;
 	case OPT_PASSES: o->passes.only = arg; break;
 	case OPT_PRINT_AFTER: o->passes.print_after = arg; break;
 	case OPT_PRINT_AFTER_ALL: o->passes.print_after_all = true; break;
@@ -282,8 +292,9 @@ check_args(Options *o)
 
 	if (o->nfiles == 0)
 		return usage_error("no input (a trace or IR file; - reads standard input)");
-	if (o->nfiles > 1)
-		return usage_error("more than one input ('%s'); fp8cc compiles one program", o->files[1]);
+	if (o->nfiles > MAXPROGRAM)
+		return usage_error("more than two inputs ('%s'); fp8cc compiles a trace, or a forward and its "
+			"backward", o->files[MAXPROGRAM]);
 	if (o->interpret && !o->output)
 		return usage_error("--interpret needs -o OUT.safetensors (- for standard output)");
 	if (o->emit && !in_list(o->emit, emit_kinds))
@@ -457,56 +468,76 @@ phases_end(void)
 		fprintf(stderr, "fp8cc: %-10s %9.2f ms\n", "total", now_ms() - ph.t0);
 }
 
-/* "1 kernel, 1 GEMM" of the fused program: what the passes made, and
- * part of the progress line from here on */
+/* "1 kernel, 1 GEMM" of the fused program, every function together: what
+ * the passes made, and part of the progress line from here on */
 static void
-count_kernels(Func *fn)
+count_kernels(const Program *prog)
 {
-	uint32_t gemms = 0;
+	uint32_t kernels = 0, gemms = 0;
 
-	for (uint32_t i = 0; i < fn->nins; i++)
-		gemms += fn->ins[i].op == OP_SCALED_MM;
+	for (uint32_t f = 0; f < prog->nfns; f++) {
+		kernels += prog->fns[f]->nkernels;
+		for (uint32_t i = 0; i < prog->fns[f]->nins; i++)
+			gemms += prog->fns[f]->ins[i].op == OP_SCALED_MM;
+	}
 	pthread_mutex_lock(&ph.lock);
-	snprintf(ph.kernels, sizeof ph.kernels, "%u kernel%s, %u GEMM%s", fn->nkernels,
-		fn->nkernels == 1 ? "" : "s", gemms, gemms == 1 ? "" : "s");
+	snprintf(ph.kernels, sizeof ph.kernels, "%u kernel%s, %u GEMM%s", kernels, kernels == 1 ? "" : "s",
+		gemms, gemms == 1 ? "" : "s");
 	snprintf(ph.detail, sizeof ph.detail, "%s", ph.kernels);
 	pthread_mutex_unlock(&ph.lock);
 }
 
 /* ---- the interpreter ---- */
 
-/* one input tensor: from the file when it has the name, else seeded random */
-static Tensor *
-load_input(Func *fn, uint32_t p, const StFile *st, const Options *o, char *err, size_t errlen)
+/* the name a tensor of function f has in files: its own in a program of
+ * one function, "FUNCTION/NAME" in one of several */
+static const char *
+file_name(const Program *prog, uint32_t f, const char *name, char *buf, size_t n)
 {
+	if (prog->nfns == 1)
+		return name;
+	snprintf(buf, n, "%s/%s", prog->fns[f]->name, name);
+	return buf;
+}
+
+/* one input tensor: from the file under its name (FUNCTION/NAME or NAME),
+ * else seeded random, with a warning that names it */
+static Tensor *
+load_input(const Program *prog, uint32_t f, uint32_t p, const StFile *st, const Options *o, char *err,
+	size_t errlen)
+{
+	Func *fn = prog->fns[f];
 	uint32_t v = fn->params[p];
 	const Value *val = &fn->vals[v];
-	char nb[16];
-	const char *name = ir_name(fn, v, nb);
-	const StTensor *s = st ? st_find(st, name) : NULL;
-	Tensor *t = tensor_new(name, (DType)val->dtype, val->rank, ir_dims(fn, v));
+	char nb[16], qb[256];
+	const char *name = ir_name(fn, v, nb), *qname = file_name(prog, f, name, qb, sizeof qb);
+	const StTensor *s = st ? st_find(st, qname) : NULL;
+	uint64_t seed = o->seed + p + 1000 * f;
+	Tensor *t;
 
-	if (!t) {
-		snprintf(err, errlen, "input '%s': out of memory", name);
+	if (!s && st)
+		s = st_find(st, name);
+	if (!(t = tensor_new(qname, (DType)val->dtype, val->rank, ir_dims(fn, v)))) {
+		snprintf(err, errlen, "input '%s': out of memory", qname);
 		return NULL;
 	}
 	if (!s) {
 		if (o->inputs)
-			say("fp8cc: warning: input '%s' is not in %s; drawing it at random (seed %llu%s)\n", name,
-				o->inputs, (unsigned long long)(o->seed + p), o->special ? ", special values" : "");
+			say("fp8cc: warning: input '%s' is not in %s; drawing it at random (seed %llu%s)\n", qname,
+				o->inputs, (unsigned long long)seed, o->special ? ", special values" : "");
 		else
-			say("fp8cc: warning: no --inputs: drawing input '%s' at random (seed %llu%s)\n", name,
-				(unsigned long long)(o->seed + p), o->special ? ", special values" : "");
+			say("fp8cc: warning: no --inputs: drawing input '%s' at random (seed %llu%s)\n", qname,
+				(unsigned long long)seed, o->special ? ", special values" : "");
 		if (o->special)
-			tensor_special(t, o->seed + p);
+			tensor_special(t, seed);
 		else
-			tensor_randn(t, o->seed + p);
+			tensor_randn(t, seed);
 		return t;
 	}
 	if (dt_lookup(s->dtype, strlen(s->dtype), 4) != val->dtype || s->rank != val->rank ||
 	    memcmp(s->dims, ir_dims(fn, v), (size_t)s->rank * sizeof(int64_t)) != 0) {
 		snprintf(err, errlen, "input '%s' in the file is %s with %d dims; the program wants %s",
-			name, s->dtype, s->rank, ir_dtypes[val->dtype].name);
+			qname, s->dtype, s->rank, ir_dtypes[val->dtype].name);
 		tensor_free(t);
 		return NULL;
 	}
@@ -542,40 +573,107 @@ write_tensors(Tensor **ts, uint32_t n, const char *path)
 	return rc ? 1 : 0;
 }
 
+/* a growing list of tensors that owns them */
+typedef struct {
+	Tensor **t;
+	uint32_t n, cap;
+} TList;
+
+static bool
+tl_push(TList *l, Tensor *t)
+{
+	if (l->n == l->cap) {
+		Tensor **nt = realloc(l->t, (l->cap ? 2 * l->cap : 16) * sizeof *nt);
+
+		if (!nt)
+			return false;
+		l->t = nt;
+		l->cap = l->cap ? 2 * l->cap : 16;
+	}
+	l->t[l->n++] = t;
+	return true;
+}
+
+static void
+tl_free(TList *l)
+{
+	for (uint32_t i = 0; i < l->n; i++)
+		tensor_free(l->t[i]);
+	free(l->t);
+}
+
+/* Run function f: state slots feed the parameters that read them and take
+ * the outputs that write them; the other inputs come from the file (or are
+ * drawn), the other outputs go to outs. */
+static bool
+run_function(const Program *prog, uint32_t f, const StFile *st, const Options *o, Tensor **state, TList *used,
+	TList *outs)
+{
+	Func *fn = prog->fns[f];
+	Tensor **ins = calloc(fn->nparams + 1, sizeof *ins), **res = calloc(fn->nrets + 1, sizeof *res);
+	char err[512], nb[16], qb[256];
+	bool ok = ins && res;
+
+	for (uint32_t p = 0; ok && p < fn->nparams; p++) {
+		if (fn->pslot[p] >= 0) {
+			ins[p] = state[fn->pslot[p]];
+			continue;
+		}
+		if (!(ins[p] = load_input(prog, f, p, st, o, err, sizeof err)) || !tl_push(used, ins[p])) {
+			fprintf(stderr, "fp8cc: error: %s\n", ins[p] ? "out of memory" : err);
+			tensor_free(ins[p]);
+			ok = false;
+		}
+	}
+	if (ok && !(ok = ir_interpret(fn, ins, res, err, sizeof err)))
+		fprintf(stderr, "fp8cc: error: %s\n", err);
+	for (uint32_t i = 0; ok && i < fn->nrets; i++) {
+		if (fn->rslot[i] >= 0) {
+			state[fn->rslot[i]] = res[i];
+			res[i] = NULL;
+			continue;
+		}
+		free(res[i]->name);
+		res[i]->name = strdup(file_name(prog, f, ir_retname(fn, i, nb), qb, sizeof qb));
+		ok = res[i]->name && tl_push(outs, res[i]);
+		res[i] = NULL;
+	}
+	for (uint32_t i = 0; res && i < fn->nrets; i++)
+		tensor_free(res[i]);
+	free(ins);
+	free(res);
+	return ok;
+}
+
+/* the reference interpreter over the whole program, function after function */
 static int
-interpret(Func *fn, const Options *o)
+interpret(const Program *prog, const Options *o)
 {
 	StFile st = { 0 };
-	Tensor **ins = calloc(fn->nparams + 1, sizeof *ins), **outs = calloc(fn->nrets + 1, sizeof *outs);
+	Tensor **state = calloc(prog->nslots + 1, sizeof *state);
+	TList used = { 0 }, outs = { 0 };
 	char err[512];
 	int rc = 1;
 
-	if (!ins || !outs)
+	if (!state)
 		goto done;
 	if (o->inputs && st_read(o->inputs, &st, err, sizeof err)) {
 		fprintf(stderr, "fp8cc: error: %s\n", err);
 		goto done;
 	}
-	for (uint32_t p = 0; p < fn->nparams; p++)
-		if (!(ins[p] = load_input(fn, p, o->inputs ? &st : NULL, o, err, sizeof err))) {
-			fprintf(stderr, "fp8cc: error: %s\n", err);
+	for (uint32_t f = 0; f < prog->nfns; f++)
+		if (!run_function(prog, f, o->inputs ? &st : NULL, o, state, &used, &outs))
 			goto done;
-		}
-	if (o->save_inputs && write_tensors(ins, fn->nparams, o->save_inputs))
+	if (o->save_inputs && write_tensors(used.t, used.n, o->save_inputs))
 		goto done;
-	if (!ir_interpret(fn, ins, outs, err, sizeof err)) {
-		fprintf(stderr, "fp8cc: error: %s\n", err);
-		goto done;
-	}
 	phase("write", o->output);
-	rc = write_tensors(outs, fn->nrets, o->output);
+	rc = write_tensors(outs.t, outs.n, o->output);
 done:
-	for (uint32_t p = 0; ins && p < fn->nparams; p++)
-		tensor_free(ins[p]);
-	for (uint32_t i = 0; outs && i < fn->nrets; i++)
-		tensor_free(outs[i]);
-	free(ins);
-	free(outs);
+	for (uint32_t k = 0; state && k < prog->nslots; k++)
+		tensor_free(state[k]);
+	free(state);
+	tl_free(&used);
+	tl_free(&outs);
 	st_free(&st);
 	return rc;
 }
@@ -604,32 +702,66 @@ gemms_ok(Func *fn, const Source *src)
 	return true;
 }
 
-/* the signature as JSON (signature.h): the program is named after its file */
-static void
-print_signature(FILE *f, Func *fn, const Options *o)
+/* the inputs and outputs of fn a caller gives and gets (not its state
+ * slots, which stay on the GPU), as the plan lists them; names in nb */
+static SigFunc
+sig_func(Func *fn, SigTensor *t, char (*nb)[16])
 {
-	SigTensor *t = calloc(fn->nparams + fn->nrets + 1, sizeof *t);
-	char (*nb)[16] = calloc(fn->nparams + fn->nrets + 1, sizeof *nb), stem[256];
-	SigFunc sf = { fn->name, t, t + fn->nparams, (int)fn->nparams, (int)fn->nrets };
+	SigFunc sf = { fn->name, t, NULL, 0, 0 };
+	uint32_t n = 0;
+
+	for (int side = 0; side < 2; side++) {
+		uint32_t count = side ? fn->nrets : fn->nparams;
+
+		if (side)
+			sf.out = &t[n];
+		for (uint32_t i = 0; i < count; i++) {
+			uint32_t v = side ? fn->rets[i] : fn->params[i];
+
+			if ((side ? fn->rslot[i] : fn->pslot[i]) >= 0)
+				continue;
+			t[n].name = side ? ir_retname(fn, i, nb[n]) : ir_name(fn, v, nb[n]);
+			t[n].dtype = ir_dtypes[fn->vals[v].dtype].name;
+			t[n].rank = fn->vals[v].rank;
+			t[n].dims = ir_dims(fn, v);
+			n++;
+			*(side ? &sf.nout : &sf.nin) += 1;
+		}
+	}
+	return sf;
+}
+
+/* the signature as JSON (signature.h): the program is named after its
+ * first file, each function after its trace's */
+static void
+print_signature(FILE *f, const Program *prog, const Options *o)
+{
+	SigFunc *sf = calloc(prog->nfns + 1, sizeof *sf);
+	SigTensor **t = calloc(prog->nfns + 1, sizeof *t);
+	char (**nb)[16] = calloc(prog->nfns + 1, sizeof *nb), stem[256];
 	json_t *j;
 
-	if (!t || !nb)
+	if (!sf || !t || !nb)
 		die("out of memory");
-	for (uint32_t i = 0; i < fn->nparams + fn->nrets; i++) {
-		uint32_t v = i < fn->nparams ? fn->params[i] : fn->rets[i - fn->nparams];
+	for (uint32_t i = 0; i < prog->nfns; i++) {
+		Func *fn = prog->fns[i];
 
-		t[i].name = i < fn->nparams ? ir_name(fn, v, nb[i]) : ir_retname(fn, i - fn->nparams, nb[i]);
-		t[i].dtype = ir_dtypes[fn->vals[v].dtype].name;
-		t[i].rank = fn->vals[v].rank;
-		t[i].dims = ir_dims(fn, v);
+		t[i] = calloc(fn->nparams + fn->nrets + 1, sizeof *t[i]);
+		nb[i] = calloc(fn->nparams + fn->nrets + 1, sizeof *nb[i]);
+		if (!t[i] || !nb[i])
+			die("out of memory");
+		sf[i] = sig_func(fn, t[i], nb[i]);
 	}
 	if (!strcmp(o->files[0], "-"))
-		snprintf(stem, sizeof stem, "%s", fn->name);
+		snprintf(stem, sizeof stem, "%s", prog->fns[0]->name);
 	else
 		sig_stem(o->files[0], stem, sizeof stem);
-	if (!(j = sig_json(stem, o->gpu ? o->gpu : "sm_90", &sf, 1)) || sig_print(f, j))
+	if (!(j = sig_json(stem, o->gpu ? o->gpu : "sm_90", sf, (int)prog->nfns)) || sig_print(f, j))
 		die("out of memory");
 	json_decref(j);
+	for (uint32_t i = 0; i < prog->nfns; i++)
+		free(t[i]), free(nb[i]);
+	free(sf);
 	free(t);
 	free(nb);
 }
@@ -675,31 +807,34 @@ write_out(const char *path, const char *data, size_t len)
 
 /* the kind asked for, made in memory, then written to its place */
 static int
-emit(Func *fn, const Source *src, const Options *o)
+emit(const Program *prog, const Source *srcs, const Options *o)
 {
 	const char *kind = o->emit ? o->emit : "ptx";
-	BeOptions be = { .gpu = o->gpu ? o->gpu : "sm_90", .path = src->path, .cuda_path = o->cuda_path,
+	BeOptions be = { .gpu = o->gpu ? o->gpu : "sm_90", .path = srcs[0].path, .cuda_path = o->cuda_path,
 		.phase = phase, .print_memplan = o->passes.print_after_all ||
 		(o->passes.print_after && !strcmp(o->passes.print_after, "memplan")) };
 	char *buf = NULL, pathbuf[4096];
 	const char *path = output_path(o, kind, pathbuf, sizeof pathbuf);
 	size_t len = 0;
-	FILE *f = open_memstream(&buf, &len);
+	FILE *f;
 	bool ok = true;
 	int rc;
 
-	if (!f)
+	for (int i = 0; i < o->nfiles; i++)
+		if (strcmp(path, "-") && !strcmp(path, o->files[i]))
+			return usage_error("the output '%s' would overwrite an input; give -o FILE", path);
+	if (!(f = open_memstream(&buf, &len)))
 		die("out of memory");
-	if (strcmp(path, "-") && !strcmp(path, o->files[0]))
-		return usage_error("the output '%s' would overwrite the input; give -o FILE", path);
-	if (strcmp(kind, "ir") && strcmp(kind, "dot") && strcmp(kind, "signature"))
-		ok = gemms_ok(fn, src);
+	/* what cuBLASLt cannot run is an error where code is made for it */
+	for (uint32_t i = 0; strcmp(kind, "ir") && strcmp(kind, "dot") && strcmp(kind, "signature") &&
+	     ok && i < prog->nfns; i++)
+		ok = gemms_ok(prog->fns[i], &srcs[o->nfiles == 2 ? i : 0]);
 	if (ok && !strcmp(kind, "ir"))
-		ir_print(f, fn);
+		ir_print_program(f, prog);
 	else if (ok && !strcmp(kind, "signature"))
-		print_signature(f, fn, o);
+		print_signature(f, prog, o);
 	else if (ok)
-		ok = be_emit(fn, kind, &be, f);
+		ok = be_emit(prog, kind, &be, f);
 	if (fclose(f) != 0)
 		die("out of memory");
 	phase("write", path);
@@ -708,39 +843,75 @@ emit(Func *fn, const Source *src, const Options *o)
 	return rc;
 }
 
+/* --signature: the dtype and shape of each tensor in the header of a
+ * safetensors file (its data is not read, and need not be there) */
+static bool
+read_signature(Arena *a, const char *path, FeSig *sig)
+{
+	StFile st = { 0 };
+	char err[512];
+	int dt;
+
+	if (st_read_header(path, &st, err, sizeof err)) {
+		fprintf(stderr, "fp8cc: error: --signature: %s\n", err);
+		return false;
+	}
+	sig->e = arena_alloc(a, ((size_t)st.n + 1) * sizeof *sig->e);
+	for (int i = 0; i < st.n; i++) {
+		FeSigEntry *e = &sig->e[sig->n++];
+
+		if ((dt = dt_lookup(st.t[i].dtype, strlen(st.t[i].dtype), 4)) < 0) {
+			fprintf(stderr, "fp8cc: error: --signature: %s: tensor '%s' has dtype %s, which fp8cc does not know\n",
+				path, st.t[i].name, st.t[i].dtype);
+			st_free(&st);
+			return false;
+		}
+		e->name = arena_strndup(a, st.t[i].name, strlen(st.t[i].name));
+		e->dtype = (DType)dt;
+		e->rank = st.t[i].rank;
+		memcpy(e->dims, st.t[i].dims, sizeof e->dims);
+	}
+	st_free(&st);
+	return true;
+}
+
 int
 main(int argc, char **argv)
 {
 	Options o = { 0 };
-	Source src;
+	Source src[MAXPROGRAM] = { 0 };
 	Arena *arena;
-	Func *fn;
-	int rc = parse_args(argc, argv, &o);
+	Program *prog = NULL;
+	FeSig sig = { 0 };
+	int rc = parse_args(argc, argv, &o), nsrc = 0;
 
 	if (rc)
 		return rc;
 	phases_start(&o);
-	phase("read", o.files[0]);
-	if (!fe_load(o.files[0], &src)) {
-		phases_end();
-		return 1;
-	}
 	arena = arena_new();
-	fn = fe_read(arena, &src);
 	rc = 1;
-	if (fn) {
-		phase("passes", NULL);
-		fn = pass_pipeline(fn, &o.passes);
-		count_kernels(fn);
-		if (o.interpret) {
-			phase("interpret", o.inputs);
-			rc = interpret(fn, &o);
-		} else {
-			rc = emit(fn, &src, &o);
-		}
+	phase("read", o.files[0]);
+	for (; nsrc < o.nfiles; nsrc++)
+		if (!fe_load(o.files[nsrc], &src[nsrc]))
+			goto done;
+	if (o.signature && !read_signature(arena, o.signature, &sig))
+		goto done;
+	if (!(prog = fe_read_program(arena, src, o.nfiles, o.signature ? &sig : NULL)))
+		goto done;
+	phase("passes", NULL);
+	for (uint32_t i = 0; i < prog->nfns; i++)
+		prog->fns[i] = pass_pipeline(prog->fns[i], &o.passes);
+	count_kernels(prog);
+	if (o.interpret) {
+		phase("interpret", o.inputs);
+		rc = interpret(prog, &o);
+	} else {
+		rc = emit(prog, src, &o);
 	}
+done:
 	phases_end();
 	arena_free(arena);
-	fe_unload(&src);
+	for (int i = 0; i < nsrc; i++)
+		fe_unload(&src[i]);
 	return rc;
 }
