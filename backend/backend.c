@@ -72,14 +72,13 @@ be_emit(const Program *prog, const char *kind, const BeOptions *o, FILE *f)
 	char *text, err[1024];
 	bool ok = true;
 
+	name_kernels(prog);
 	if (!strcmp(kind, "dot")) {
-		for (uint32_t i = 0; i < prog->nfns; i++)
-			be_print_dot(f, prog->fns[i]);
+		be_print_dot(f, prog);
 		return true;
 	}
 	plans = arena_alloc(prog->arena, (prog->nfns + 1) * sizeof *plans);
 	l = arena_alloc(prog->arena, (prog->nfns + 1) * sizeof *l);
-	name_kernels(prog);
 	if (o->phase)
 		o->phase("memplan", NULL);
 	for (uint32_t i = 0; i < prog->nfns; i++) {

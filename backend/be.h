@@ -83,6 +83,8 @@ void be_print_plan_head(FILE *f, const Program *prog, const char *gpu, const cha
 /* one function's part; l NULL: before codegen, launches without their
  * geometry or scratch */
 void be_print_plan(FILE *f, Func *fn, Plan *p, const Launch *l, int version, const char *prefix);
-void be_print_dot(FILE *f, Func *fn);
+/* the fused program for Graphviz: a cluster per kernel (and per function
+ * in a program of several), GEMM operand edges labelled, saved values dashed */
+void be_print_dot(FILE *f, const Program *prog);
 
 #endif

@@ -189,16 +189,27 @@ dot_name(FILE *f, Func *fn, uint32_t v)
 	dot_str(f, ir_name(fn, v, nb));
 }
 
-/* name, then "op [attrs] type"; a constant shows its value */
+/* the state slot parameter v reads; -1: a caller's input */
+static int32_t
+param_slot(Func *fn, uint32_t v)
+{
+	for (uint32_t i = 0; i < fn->nparams; i++)
+		if (fn->params[i] == v)
+			return fn->pslot[i];
+	return -1;
+}
+
+/* name, then "op [attrs] type"; a constant shows its value. Node ids are
+ * v<value> behind the function's prefix (f0_ in a program of several). */
 static void
-dot_node(FILE *f, Func *fn, uint32_t v, const char *indent)
+dot_node(FILE *f, Func *fn, const char *id, uint32_t v, const char *indent)
 {
 	const Instr *in = ir_def(fn, v);
 	const int64_t *attr = in ? ir_attr(fn, in) : NULL;
 
-	fprintf(f, "%sv%u [label=\"", indent, v);
+	fprintf(f, "%s%sv%u [label=\"", indent, id, v);
 	dot_name(f, fn, v);
-	fprintf(f, "\\n%s ", in ? ir_ops[in->op].name : "input");
+	fprintf(f, "\\n%s ", in ? ir_ops[in->op].name : param_slot(fn, v) >= 0 ? "saved" : "input");
 	if (in && in->op == OP_FULL) {
 		ir_print_double(f, in->fval);
 		fputc(' ', f);
@@ -212,46 +223,89 @@ dot_node(FILE *f, Func *fn, uint32_t v, const char *indent)
 
 /* the edges into instruction i; a GEMM's say which operand they are */
 static void
-dot_edges(FILE *f, Func *fn, const Instr *in)
+dot_edges(FILE *f, Func *fn, const char *id, const Instr *in)
 {
 	for (uint32_t j = 0; j < in->nargs; j++) {
-		fprintf(f, "  v%u -> v%u", ir_args(fn, in)[j], in->res);
+		fprintf(f, "  %sv%u -> %sv%u", id, ir_args(fn, in)[j], id, in->res);
 		if (in->op == OP_SCALED_MM && j < sizeof gemm_operands / sizeof gemm_operands[0])
 			fprintf(f, " [label=\"%s\"]", gemm_operands[j]);
 		fputs(";\n", f);
 	}
 }
 
-void
-be_print_dot(FILE *f, Func *fn)
+/* one function: its inputs, a cluster per kernel, the rest, its outputs */
+static void
+dot_func(FILE *f, Func *fn, const char *id, const char *in)
 {
 	char nb[16];
 
-	fputs("digraph \"", f);
-	dot_str(f, fn->name);
-	fputs("\" {\n  rankdir=TB;\n  node [shape=ellipse fontsize=10];\n  edge [fontsize=9];\n", f);
 	for (uint32_t i = 0; i < fn->nparams; i++)
-		dot_node(f, fn, fn->params[i], "  ");
+		dot_node(f, fn, id, fn->params[i], in);
 	for (uint32_t i = 0; i < fn->nins; i++) {
 		if (fn->ins[i].kernel >= 0 && fn->kernels[fn->ins[i].kernel].first == i) {
 			const Kernel *k = &fn->kernels[fn->ins[i].kernel];
 
-			fprintf(f, "  subgraph cluster_%s {\n    label=\"kernel %s\"; style=rounded; color=darkgreen;\n",
-				k->name, k->name);
+			fprintf(f, "%ssubgraph cluster_%s%s {\n%s  label=\"kernel %s\"; style=rounded; color=darkgreen;\n",
+				in, id, k->name, in, k->name);
 			for (uint32_t j = k->first; j < k->first + k->count; j++)
-				dot_node(f, fn, fn->ins[j].res, "    ");
-			fputs("  }\n", f);
+				dot_node(f, fn, id, fn->ins[j].res, "    ");
+			fprintf(f, "%s}\n", in);
 			i = k->first + k->count - 1;
 		} else if (fn->ins[i].kernel < 0) {
-			dot_node(f, fn, fn->ins[i].res, "  ");
+			dot_node(f, fn, id, fn->ins[i].res, in);
 		}
 	}
-	for (uint32_t i = 0; i < fn->nins; i++)
-		dot_edges(f, fn, &fn->ins[i]);
 	for (uint32_t i = 0; i < fn->nrets; i++) {
-		fprintf(f, "  out%u [label=\"", i);
+		if (fn->rslot[i] >= 0)
+			continue;
+		fprintf(f, "%s%sout%u [label=\"", in, id, i);
 		dot_str(f, ir_retname(fn, i, nb));
-		fprintf(f, "\" shape=house];\n  v%u -> out%u;\n", fn->rets[i], i);
+		fputs("\" shape=house];\n", f);
 	}
+}
+
+/* edges: within each function, to its outputs, and a dashed one from the
+ * value a function saves to the parameter of a later one that reads it */
+static void
+dot_flow(FILE *f, const Program *prog, char (*ids)[16])
+{
+	for (uint32_t fi = 0; fi < prog->nfns; fi++) {
+		Func *fn = prog->fns[fi];
+
+		for (uint32_t i = 0; i < fn->nins; i++)
+			dot_edges(f, fn, ids[fi], &fn->ins[i]);
+		for (uint32_t i = 0; i < fn->nrets; i++)
+			if (fn->rslot[i] < 0)
+				fprintf(f, "  %sv%u -> %sout%u;\n", ids[fi], fn->rets[i], ids[fi], i);
+		for (uint32_t i = 0; i < fn->nrets; i++)
+			for (uint32_t gj = fi + 1; fn->rslot[i] >= 0 && gj < prog->nfns; gj++)
+				for (uint32_t p = 0; p < prog->fns[gj]->nparams; p++)
+					if (prog->fns[gj]->pslot[p] == fn->rslot[i])
+						fprintf(f, "  %sv%u -> %sv%u [style=dashed label=\"saved %d\"];\n", ids[fi],
+							fn->rets[i], ids[gj], prog->fns[gj]->params[p], fn->rslot[i]);
+	}
+}
+
+void
+be_print_dot(FILE *f, const Program *prog)
+{
+	char (*ids)[16] = arena_alloc(prog->arena, (prog->nfns + 1) * sizeof *ids);
+	bool several = prog->nfns > 1;
+
+	fputs("digraph \"", f);
+	dot_str(f, prog->fns[0]->name);
+	fputs("\" {\n  rankdir=TB;\n  node [shape=ellipse fontsize=10];\n  edge [fontsize=9];\n", f);
+	for (uint32_t fi = 0; fi < prog->nfns; fi++) {
+		snprintf(ids[fi], sizeof ids[fi], several ? "f%u_" : "", fi);
+		if (several) {
+			fprintf(f, "  subgraph cluster_f%u {\n    label=\"function ", fi);
+			dot_str(f, prog->fns[fi]->name);
+			fputs("\"; style=dashed;\n", f);
+		}
+		dot_func(f, prog->fns[fi], ids[fi], "  ");
+		if (several)
+			fputs("  }\n", f);
+	}
+	dot_flow(f, prog, ids);
 	fputs("}\n", f);
 }
