@@ -50,7 +50,7 @@ print_launch(FILE *f, Func *fn, const Plan *p, uint32_t k, const Launch *l, cons
 }
 
 static void
-print_gemm(FILE *f, Func *fn, const Plan *p, const Instr *in, const char *pre)
+print_gemm(FILE *f, Func *fn, const Plan *p, const Instr *in, const char *pre, int version)
 {
 	const uint32_t *a = ir_args(fn, in);
 	const int64_t *da = ir_dims(fn, a[0]), *db = ir_dims(fn, a[1]);
@@ -70,10 +70,50 @@ print_gemm(FILE *f, Func *fn, const Plan *p, const Instr *in, const char *pre)
 		print_ref(f, p, a[4]);
 	else
 		fputs("none", f);
-	fprintf(f, " m=%lld n=%lld k=%lld atype=%s btype=%s dtype=%s fast_accum=%d\n",
-		(long long)da[0], (long long)db[1], (long long)da[1],
-		ir_dtypes[fn->vals[a[0]].dtype].name, ir_dtypes[fn->vals[a[1]].dtype].name,
-		ir_dtypes[fn->vals[in->res].dtype].name, (in->flags & IF_FAST_ACCUM) != 0);
+	fprintf(f, " m=%lld n=%lld k=%lld", (long long)da[0], (long long)db[1], (long long)da[1]);
+	if (version > 1)   /* the b operand is (N,K) row-major, as cuBLASLt's FP8 GEMMs want it */
+		fputs(" batch=1 stride_a=0 stride_b=0 stride_d=0 trans_a=0 trans_b=1", f);
+	fprintf(f, " atype=%s btype=%s dtype=%s", ir_dtypes[fn->vals[a[0]].dtype].name,
+		ir_dtypes[fn->vals[a[1]].dtype].name, ir_dtypes[fn->vals[in->res].dtype].name);
+	if (version > 1)
+		fputs(" epilogue=none", f);
+	fprintf(f, " fast_accum=%d\n", (in->flags & IF_FAST_ACCUM) != 0);
+}
+
+/* matmul: cuBLASLt's strided batch; a batched a times a 2-d b folds the
+ * batch into the rows when a is not transposed */
+static void
+print_matmul(FILE *f, Func *fn, const Plan *p, const Instr *in, const char *pre)
+{
+	static const char *const epi[] = { "none", "relu", "gelu" };
+	const uint32_t *a = ir_args(fn, in);
+	const int64_t *dr = ir_dims(fn, in->res);
+	int ra = fn->vals[a[0]].rank, rb = fn->vals[a[1]].rank, rr = fn->vals[in->res].rank;
+	bool ta = in->flags & IF_TRANS_A, tb = in->flags & IF_TRANS_B;
+	int64_t m = dr[rr - 2], n = dr[rr - 1], k = ir_dims(fn, a[0])[ra - (ta ? 2 : 1)];
+	int64_t batch = ir_numel(fn, in->res) / (m * n > 0 ? m * n : 1);
+
+	if (batch > 1 && ra > 2 && rb == 2 && !ta) {
+		m *= batch;
+		batch = 1;
+		ra = 2;
+	}
+	fprintf(f, "%sgemm d=", pre);
+	print_ref(f, p, in->res);
+	fputs(" a=", f);
+	print_ref(f, p, a[0]);
+	fputs(" b=", f);
+	print_ref(f, p, a[1]);
+	fputs(" bias=", f);
+	if (in->nargs == 3)
+		print_ref(f, p, a[2]);
+	else
+		fputs("none", f);
+	fprintf(f, " m=%lld n=%lld k=%lld batch=%lld stride_a=%lld stride_b=%lld stride_d=%lld trans_a=%d trans_b=%d"
+		" atype=%s btype=%s dtype=%s epilogue=%s\n", (long long)m, (long long)n, (long long)k, (long long)batch,
+		(long long)(ra > 2 ? m * k : 0), (long long)(rb > 2 ? k * n : 0), (long long)(batch > 1 ? m * n : 0),
+		ta, tb, ir_dtypes[fn->vals[a[0]].dtype].name, ir_dtypes[fn->vals[a[1]].dtype].name,
+		ir_dtypes[fn->vals[in->res].dtype].name, epi[in->nattr ? ir_attr(fn, in)[0] : EPI_NONE]);
 }
 
 static void
@@ -115,10 +155,17 @@ be_print_plan_head(FILE *f, const Program *prog, const char *gpu, const char *pr
 	}
 }
 
+/* 1 for a program that needs nothing past version 1: one function, no state,
+ * no GEMM but torch._scaled_mm's */
 int
 be_plan_version(const Program *prog)
 {
-	return prog->nfns == 1 && prog->nslots == 0 ? 1 : 2;
+	if (prog->nfns > 1 || prog->nslots > 0)
+		return 2;
+	for (uint32_t i = 0; i < prog->fns[0]->nins; i++)
+		if (prog->fns[0]->ins[i].op == OP_MATMUL)
+			return 2;
+	return 1;
 }
 
 void
@@ -150,8 +197,10 @@ be_print_plan(FILE *f, Func *fn, Plan *p, const Launch *l, int version, const ch
 
 		if (st->kind == STEP_LAUNCH) {
 			print_launch(f, fn, p, st->index, l ? &l[st->index] : NULL, pre);
+		} else if (st->kind == STEP_GEMM && fn->ins[st->index].op == OP_MATMUL) {
+			print_matmul(f, fn, p, &fn->ins[st->index], pre);
 		} else if (st->kind == STEP_GEMM) {
-			print_gemm(f, fn, p, &fn->ins[st->index], pre);
+			print_gemm(f, fn, p, &fn->ins[st->index], pre, version);
 		} else {
 			fprintf(f, "%scopy dst=", pre);
 			print_loc(f, st->dst);
@@ -164,7 +213,8 @@ be_print_plan(FILE *f, Func *fn, Plan *p, const Launch *l, int version, const ch
 
 /* ---- Graphviz: one cluster per kernel, GEMMs as boxes ---- */
 
-static const char *const gemm_operands[] = { "a", "b", "scale_a", "scale_b", "bias" };
+static const char *const scaled_mm_operands[] = { "a", "b", "scale_a", "scale_b", "bias" };
+static const char *const matmul_operands[] = { "a", "b", "bias" };
 
 /* s inside a double-quoted Graphviz string */
 static void
@@ -217,7 +267,7 @@ dot_node(FILE *f, Func *fn, const char *id, uint32_t v, const char *indent)
 	for (uint32_t i = 0; in && i < in->nattr; i++)
 		fprintf(f, "%s%lld%s", i ? "," : "[", (long long)attr[i], i + 1 == in->nattr ? "] " : "");
 	print_type(f, fn, v);
-	fprintf(f, "\"%s];\n", !in ? " shape=invhouse" : in->op == OP_SCALED_MM ?
+	fprintf(f, "\"%s];\n", !in ? " shape=invhouse" : op_gemm((Op)in->op) ?
 		" shape=box style=filled fillcolor=lightblue" : in->op == OP_FULL ? " shape=plaintext" : "");
 }
 
@@ -227,8 +277,10 @@ dot_edges(FILE *f, Func *fn, const char *id, const Instr *in)
 {
 	for (uint32_t j = 0; j < in->nargs; j++) {
 		fprintf(f, "  %sv%u -> %sv%u", id, ir_args(fn, in)[j], id, in->res);
-		if (in->op == OP_SCALED_MM && j < sizeof gemm_operands / sizeof gemm_operands[0])
-			fprintf(f, " [label=\"%s\"]", gemm_operands[j]);
+		if (in->op == OP_SCALED_MM && j < sizeof scaled_mm_operands / sizeof scaled_mm_operands[0])
+			fprintf(f, " [label=\"%s\"]", scaled_mm_operands[j]);
+		else if (in->op == OP_MATMUL && j < sizeof matmul_operands / sizeof matmul_operands[0])
+			fprintf(f, " [label=\"%s\"]", matmul_operands[j]);
 		fputs(";\n", f);
 	}
 }

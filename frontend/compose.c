@@ -350,3 +350,161 @@ tr_lower_embedding_backward(Reader *r, const Expr *c, Op op)
 	}
 	return out;
 }
+
+/* ---- linear and matmul ---- */
+
+static uint32_t
+matmul(Reader *r, uint32_t a, uint32_t b, uint32_t bias, uint8_t flags, const Type *t)
+{
+	uint32_t args[3] = { a, b, bias };
+	uint32_t v = ir_instr(r->fn, OP_MATMUL, args, bias == IR_NONE ? 2 : 3, NULL, 0, t->dt, t->rank, t->d);
+
+	r->fn->ins[r->fn->nins - 1].flags |= flags;
+	tr_check_last(r);
+	return v;
+}
+
+static void
+same_float(Reader *r, const Expr *e, uint32_t x, uint32_t y)
+{
+	DType t = tr_vdtype(r, x);
+
+	if (!dt_isfloat(t))
+		tr_errat(r, e->line, e->col, "%s: operands must be floats, not %s", r->callee, ir_dtypes[t].thunder);
+	if (tr_vdtype(r, y) != t)
+		tr_errat(r, e->line, e->col, "%s: operands have different dtypes (%s and %s)", r->callee,
+			ir_dtypes[t].thunder, ir_dtypes[tr_vdtype(r, y)].thunder);
+}
+
+/* linear(a (..., K), w (N, K), bias (N) or None) -> (..., N) */
+uint32_t
+tr_lower_linear(Reader *r, const Expr *c, Op op)
+{
+	static const Param ps[] = { { "a|input", false }, { "w|weight", false }, { "bias", true } };
+	const Expr *e[3];
+	uint32_t a, w, bias = IR_NONE, v;
+	int64_t k, n, one[2];
+	Type ta, tw, t;
+
+	(void)op;
+	tr_bind(r, c, ps, 3, e);
+	a = tr_tensor(r, e[0]);
+	w = tr_tensor(r, e[1]);
+	same_float(r, e[1], a, w);
+	tr_vtype(r->fn, a, &ta);
+	tr_vtype(r->fn, w, &tw);
+	if (ta.rank < 1 || tw.rank != 2)
+		tr_errat(r, c->line, r->ccol, "%s: expected an input of rank 1 or more and a 2-d weight", r->callee);
+	k = ta.d[ta.rank - 1];
+	n = tw.d[0];
+	if (tw.d[1] != k)
+		tr_errat(r, e[1]->line, e[1]->col, "%s: the weight is (%lld, %lld); the input's last dim is %lld",
+			r->callee, (long long)tw.d[0], (long long)tw.d[1], (long long)k);
+	if (!tr_isnone(e[2])) {
+		bias = tr_tensor(r, e[2]);
+		same_float(r, e[2], a, bias);
+		if (r->fn->vals[bias].rank != 1 || ir_dims(r->fn, bias)[0] != n)
+			tr_errat(r, e[2]->line, e[2]->col, "%s: bias must be a vector of %lld", r->callee, (long long)n);
+	}
+	if (ta.rank == 1) {
+		one[0] = 1;
+		one[1] = k;
+		a = reshape(r, a, 2, one);
+	}
+	t = ta;
+	t.rank = ta.rank == 1 ? 2 : ta.rank;
+	if (ta.rank == 1)
+		t.d[0] = 1;
+	t.d[t.rank - 1] = n;
+	tr_check_numel(r, c->line, r->ccol, &t);
+	v = matmul(r, a, w, bias, IF_TRANS_B, &t);
+	return ta.rank == 1 ? reshape(r, v, 1, &n) : v;
+}
+
+/* an operand of a batched matmul: 2-d, or broadcast to the result's batch */
+static uint32_t
+batch_operand(Reader *r, uint32_t x, const Type *out)
+{
+	Type t;
+	int64_t bd[IR_MAXRANK];
+
+	tr_vtype(r->fn, x, &t);
+	if (t.rank == 2 || (t.rank == out->rank && !memcmp(t.d, out->d, (size_t)(out->rank - 2) * sizeof *t.d)))
+		return x;
+	for (int i = 0; i < t.rank; i++)
+		bd[i] = out->rank - t.rank + i;
+	t.rank = out->rank;
+	memcpy(t.d, out->d, (size_t)(out->rank - 2) * sizeof *t.d);
+	t.d[out->rank - 2] = ir_dims(r->fn, x)[r->fn->vals[x].rank - 2];
+	t.d[out->rank - 1] = ir_dims(r->fn, x)[r->fn->vals[x].rank - 1];
+	return bcast(r, x, t.rank, t.d, bd);
+}
+
+/* matmul(a, b) with torch's rules: a 1-d operand is a row (a) or a column (b)
+ * that the result drops again; batch dims broadcast */
+uint32_t
+tr_lower_matmul(Reader *r, const Expr *c, Op op)
+{
+	static const Param ps[] = { { "a|input", false }, { "b|other", false } };
+	const Expr *e[2];
+	uint32_t a, b, v;
+	Type ta, tb, t;
+	int64_t two[2];
+	char b1[256], b2[256];
+
+	(void)op;
+	tr_bind(r, c, ps, 2, e);
+	a = tr_tensor(r, e[0]);
+	b = tr_tensor(r, e[1]);
+	same_float(r, e[1], a, b);
+	tr_vtype(r->fn, a, &ta);
+	tr_vtype(r->fn, b, &tb);
+	if (ta.rank == 0 || tb.rank == 0)
+		tr_errat(r, c->line, r->ccol, "%s: operands must have at least one dim", r->callee);
+	if (ta.rank == 1) {
+		two[0] = 1, two[1] = ta.d[0];
+		a = reshape(r, a, 2, two);
+	}
+	if (tb.rank == 1) {
+		two[0] = tb.d[0], two[1] = 1;
+		b = reshape(r, b, 2, two);
+	}
+	tr_vtype(r->fn, a, &t);
+	tr_vtype(r->fn, b, &tb);
+	if (t.d[t.rank - 1] != tb.d[tb.rank - 2])
+		tr_errat(r, c->line, r->ccol, "%s: cannot multiply %s and %s", r->callee,
+			tr_tystr(&ta, b1, sizeof b1), tr_tystr(&tb, b2, sizeof b2));
+	if (tb.rank > t.rank) {   /* the result's batch: the two broadcast */
+		Type u = t;
+
+		t = tb;
+		t.d[t.rank - 2] = u.d[u.rank - 2];
+	}
+	for (int i = 0; i < t.rank - 2; i++) {
+		int64_t x = i - (t.rank - ta.rank) >= 0 && ta.rank > 2 ? ir_dims(r->fn, a)[i - (t.rank - r->fn->vals[a].rank)] : 1;
+		int64_t y = i - (t.rank - tb.rank) >= 0 && tb.rank > 2 ? tb.d[i - (t.rank - tb.rank)] : 1;
+
+		if (x != y && x != 1 && y != 1)
+			tr_errat(r, c->line, r->ccol, "%s: batch dims %lld and %lld do not broadcast", r->callee,
+				(long long)x, (long long)y);
+		t.d[i] = x > y ? x : y;
+	}
+	t.d[t.rank - 1] = tb.d[tb.rank - 1];
+	tr_check_numel(r, c->line, r->ccol, &t);
+	v = matmul(r, batch_operand(r, a, &t), batch_operand(r, b, &t), IR_NONE, 0, &t);
+	if (ta.rank == 1 || tb.rank == 1) {   /* drop the dims the 1-d operands added */
+		Type u;
+
+		tr_vtype(r->fn, v, &u);
+		if (tb.rank == 1 || (ta.rank == 1 && tb.rank == 1))
+			u.rank--;
+		if (ta.rank == 1) {
+			u.d[u.rank - 1] = u.d[u.rank];
+			u.rank--;
+		}
+		if (ta.rank == 1 && tb.rank == 1)
+			u.rank = 0;
+		v = reshape(r, v, u.rank, u.d);
+	}
+	return v;
+}

@@ -39,7 +39,8 @@ bool fe_is_ir(const Source *src);
 
 /* A Python value a forward hands its backward in saved_for_backward: tuples
  * over tensors (values of the forward), numbers and None */
-typedef enum { PY_NONE, PY_TENSOR, PY_NUM, PY_TUPLE } PyKind;
+/* PY_ERR: what the forward could not compute (its error is reported) */
+typedef enum { PY_NONE, PY_TENSOR, PY_NUM, PY_TUPLE, PY_ERR } PyKind;
 
 typedef struct PyObj PyObj;
 struct PyObj {
@@ -50,6 +51,7 @@ struct PyObj {
 	char numkind;         /* PY_NUM: 'f', 'i' or 'b' */
 	PyObj **elts;         /* PY_TUPLE */
 	uint32_t n;
+	const char *name;     /* the name the trace gave it, or NULL */
 };
 
 /* --signature: the types of inputs a trace does not type, by name or by
@@ -73,9 +75,11 @@ typedef struct {
 	bool forward;         /* the forward of a pair: its saved values go to .saved */
 	Func *fwd;            /* reading a backward: its forward */
 	PyObj *saved;         /* the forward's saved values */
+	PyObj *outputs;       /* the forward's outputs, in order: its backward's cotangents */
 	uint32_t *slot_val;   /* state slot k carries the forward's value slot_val[k] */
 	uint32_t nslots, capslots;
 	bool read_saved;      /* the backward took the saved values */
+	Func *partial;        /* the function read, errors or not */
 } FeLink;
 
 Func *fe_read_trace(Arena *a, const Source *src);

@@ -381,6 +381,10 @@ instr(P *p, int32_t kernel)
 			flags |= IF_FAST_ACCUM;
 		else if (is(p, "no_fixup"))
 			flags |= IF_NO_FIXUP;
+		else if (is(p, "trans_a"))
+			flags |= IF_TRANS_A;
+		else if (is(p, "trans_b"))
+			flags |= IF_TRANS_B;
 		else
 			return err(p, &p->t, "unknown flag '%.*s'", (int)p->t.n, p->t.s);
 	}

@@ -584,6 +584,9 @@ known_member(Reader *r, const Stmt *s, const Name *n, const Sym *coll, const PyO
 	case PY_NONE:
 		sym.kind = SYM_PYNONE;
 		break;
+	case PY_ERR:
+		sym.kind = SYM_ERR;
+		break;
 	}
 	define(r, n->s, sym);
 }
@@ -772,11 +775,13 @@ outputs(Reader *r, const Expr *e, bool primary)
 	}
 }
 
-/* every name in e must be defined */
+/* every name in e must be defined (or left undefined by an error) */
 static void
 check_names(Reader *r, const Expr *e)
 {
-	if (e->kind == E_NAME)
+	const Sym *s;
+
+	if (e->kind == E_NAME && (!(s = sym_find(r, e->s)) || s->kind != SYM_ERR))
 		tr_lookup(r, e);
 	for (uint32_t i = 0; i < e->n; i++)
 		check_names(r, e->elts[i]);
@@ -812,10 +817,13 @@ saved_obj(Reader *r, const Expr *e)
 
 	switch (e->kind) {
 	case E_NAME:
+		if ((s = sym_find(r, e->s)) && s->kind == SYM_ERR)
+			return new_py(r, PY_ERR);
 		s = tr_lookup(r, e);
 		if (s->kind == SYM_VAL) {
 			o = new_py(r, PY_TENSOR);
 			o->val = s->val;
+			o->name = e->s;
 			return o;
 		}
 		if (s->kind == SYM_NUM) {
@@ -854,6 +862,29 @@ saved_obj(Reader *r, const Expr *e)
 	}
 }
 
+/* A forward's outputs: the tensors of e, in order, as outputs and as the
+ * tuple its backward's cotangents mirror; a name an error left undefined
+ * keeps its place there, unknown. */
+static void
+forward_outputs(Reader *r, const Expr *e)
+{
+	PyObj *all = new_py(r, PY_TUPLE);
+
+	if (e->kind != E_TUPLE && e->kind != E_LIST) {
+		py_push(r, all, saved_obj(r, e));
+	} else {
+		for (uint32_t i = 0; i < e->n; i++)
+			py_push(r, all, saved_obj(r, e->elts[i]));
+	}
+	r->link->outputs = all;
+	for (uint32_t i = 0; i < all->n; i++) {
+		if (all->elts[i]->kind == PY_TENSOR)
+			add_output(r, all->elts[i]->val, all->elts[i]->name, true);
+		else if (all->elts[i]->kind != PY_ERR && all->elts[i]->kind != PY_NONE)
+			tr_errat(r, e->line, e->col, "the forward's outputs must be tensors");
+	}
+}
+
 /* return := NAME | tuple | list | dict | "{'output': X, ...}, (saved, ...)".
  * The forward of a pair returns its flat outputs and hands the saved values
  * to the backward; a trace read alone returns both. */
@@ -873,7 +904,7 @@ lower_return(Reader *r, const Stmt *s)
 			tr_errat(r, e->line, e->col, "the returned dict has no 'output' entry");
 	}
 	if (r->link && r->link->forward) {
-		outputs(r, flat ? flat : out, true);
+		forward_outputs(r, flat ? flat : out);
 		r->link->saved = saved ? saved_obj(r, saved) : new_py(r, PY_TUPLE);
 	} else {
 		outputs(r, out, true);
@@ -896,13 +927,12 @@ lower_return(Reader *r, const Stmt *s)
 static PyObj *
 cotangents(Reader *r)
 {
-	Func *fwd = r->link->fwd;
-	PyObj *o = new_py(r, PY_TUPLE);
+	PyObj *o = new_py(r, PY_TUPLE), *outs = r->link->outputs;
 
-	for (uint32_t i = 0; i < fwd->nrets; i++) {
-		PyObj *t = new_py(r, PY_TENSOR);
+	for (uint32_t i = 0; outs && i < outs->n; i++) {
+		PyObj *t = new_py(r, outs->elts[i]->kind);
 
-		t->val = fwd->rets[i];
+		*t = *outs->elts[i];
 		t->input = true;
 		py_push(r, o, t);
 	}

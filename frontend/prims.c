@@ -904,6 +904,12 @@ static const struct { const char *name; Lower fn; Op op; } known[] = {
 	{ "prims.batch_norm", tr_lower_batch_norm, OP_COUNT },
 	{ "prims.embedding", tr_lower_embedding, OP_COUNT },
 	{ "prims.embedding_backward", tr_lower_embedding_backward, OP_COUNT },
+	{ "prims.linear", tr_lower_linear, OP_COUNT },
+	{ "ltorch.linear", tr_lower_linear, OP_COUNT },
+	{ "torch.nn.functional.linear", tr_lower_linear, OP_COUNT },
+	{ "prims.matmul", tr_lower_matmul, OP_COUNT },
+	{ "ltorch.matmul", tr_lower_matmul, OP_COUNT },
+	{ "torch.matmul", tr_lower_matmul, OP_COUNT },
 	{ "Tensor.to", lower_to, OP_COUNT },
 	{ "Tensor.view", lower_view, OP_COUNT },
 	{ "torch.reshape", lower_treshape, OP_COUNT },
@@ -936,15 +942,13 @@ tr_find_known(const char *name, Op *op)
 enum { U_GEMM, U_RANDOM, U_COLLECTIVE, U_CONV };
 
 static const char *const why[] = {
-	[U_GEMM] = "'%s' is a GEMM other than torch._scaled_mm, which fp8cc does not compile yet",
+	[U_GEMM] = "'%s' (a grouped GEMM) is not supported yet",
 	[U_RANDOM] = "'%s' draws random numbers: fp8cc cannot reproduce torch's generator, so it is not supported",
 	[U_COLLECTIVE] = "'%s' is a collective: multi-GPU programs are not supported yet",
 	[U_CONV] = "'%s' (a convolution) is not supported",
 };
 
 static const struct { const char *name; int why; } unsupported[] = {
-	{ "prims.linear", U_GEMM }, { "prims.matmul", U_GEMM }, { "torch.nn.functional.linear", U_GEMM },
-	{ "torch.matmul", U_GEMM }, { "ltorch.linear", U_GEMM }, { "ltorch.matmul", U_GEMM },
 	{ "prims._grouped_mm", U_GEMM }, { "prims.convolution", U_CONV },
 	{ "prims.uniform", U_RANDOM }, { "prims.uniform_philox", U_RANDOM }, { "prims.randn", U_RANDOM },
 	{ "prims.randint", U_RANDOM }, { "prims.multinomial", U_RANDOM }, { "prims.get_and_update_rng_state", U_RANDOM },

@@ -398,6 +398,8 @@ fe_read_trace_linked(Arena *a, const Source *src, FeLink *link)
 	r->fn = ir_func_new(a, r->fname);
 	tr_add_params(r);
 	tr_lower_body(r);
+	if (link)
+		link->partial = r->fn;
 	return r->nerrors ? NULL : r->fn;
 }
 
@@ -435,11 +437,11 @@ fe_read_program(Arena *a, const Source *srcs, int n, const FeSig *sig)
 	}
 	link.forward = true;
 	fwd = fe_read_trace_linked(a, &srcs[0], &link);
-	if (!fwd)
+	if (!link.saved)   /* the forward gave nothing to go on with */
 		return NULL;
 	link.forward = false;
-	link.fwd = fwd;
-	if (!(bwd = fe_read_trace_linked(a, &srcs[1], &link)))
+	link.fwd = link.partial;   /* the backward's errors are worth reading too */
+	if (!(bwd = fe_read_trace_linked(a, &srcs[1], &link)) || !fwd)
 		return NULL;
 	if (!link.read_saved) {
 		fe_error(&srcs[1], 0, 0, "this is not a backward trace: it takes no saved_for_backward collection "

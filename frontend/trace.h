@@ -312,6 +312,8 @@ uint32_t tr_lower_var(Reader *r, const Expr *c, Op op);
 uint32_t tr_lower_batch_norm(Reader *r, const Expr *c, Op op);
 uint32_t tr_lower_embedding(Reader *r, const Expr *c, Op op);
 uint32_t tr_lower_embedding_backward(Reader *r, const Expr *c, Op op);
+uint32_t tr_lower_linear(Reader *r, const Expr *c, Op op);
+uint32_t tr_lower_matmul(Reader *r, const Expr *c, Op op);
 
 /* ---- prims.c ---- */
 Lower tr_find_known(const char *name, Op *op);

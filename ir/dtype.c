@@ -85,3 +85,9 @@ op_elementwise(Op op)
 		return false;
 	}
 }
+
+bool
+op_gemm(Op op)
+{
+	return ir_ops[op].cls == OC_GEMM;
+}

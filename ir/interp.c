@@ -644,6 +644,59 @@ eval_scaled_mm(Func *fn, const Instr *in, Tensor *r, Tensor **vals)
 	free(bt);
 }
 
+/* gelu's tanh approximation, as cuBLASLt's epilogue computes it */
+static float
+gelu_tanh(float x)
+{
+	return 0.5f * x * (1.0f + tanhf(0.7978845608028654f * (x + 0.044715f * x * x * x)));
+}
+
+/* element (i, j) of matrix b of operand t (2-d, or batch b) given with trans */
+static double
+mat_at(const Tensor *t, int64_t batch, int64_t i, int64_t j, bool trans)
+{
+	int64_t r = t->dims[t->rank - 2], c = t->dims[t->rank - 1];
+	int64_t base = t->rank == 2 ? 0 : batch * r * c;
+
+	return tensor_getf(t, base + (trans ? j * c + i : i * c + j));
+}
+
+/* matmul: per batch and element, the products over k in order, accumulated
+ * in f32 (f64 for f64), then bias, epilogue and one rounding */
+static void
+eval_matmul(Func *fn, const Instr *in, Tensor *r, Tensor **vals)
+{
+	const uint32_t *a = ir_args(fn, in);
+	const Tensor *A = vals[a[0]], *B = vals[a[1]], *bias = in->nargs == 3 ? vals[a[2]] : NULL;
+	bool ta = in->flags & IF_TRANS_A, tb = in->flags & IF_TRANS_B, dbl = r->dtype == DT_F64;
+	int64_t M = r->dims[r->rank - 2], N = r->dims[r->rank - 1];
+	int64_t K = A->dims[A->rank - (ta ? 2 : 1)], nb = tensor_numel(r) / (M * N > 0 ? M * N : 1);
+	int epi = in->nattr ? (int)ir_attr(fn, in)[0] : EPI_NONE;
+
+	for (int64_t b = 0; M * N > 0 && b < nb; b++)
+		for (int64_t i = 0; i < M; i++)
+			for (int64_t j = 0; j < N; j++) {
+				double dacc = 0;
+				float facc = 0;
+
+				for (int64_t k = 0; k < K; k++) {
+					if (dbl)
+						dacc += mat_at(A, b, i, k, ta) * mat_at(B, b, k, j, tb);
+					else
+						facc += (float)mat_at(A, b, i, k, ta) * (float)mat_at(B, b, k, j, tb);
+				}
+				if (bias && dbl)
+					dacc += tensor_getf(bias, j);
+				else if (bias)
+					facc += (float)tensor_getf(bias, j);
+				if (epi == EPI_RELU)
+					facc = facc > 0 ? facc : 0, dacc = dacc > 0 ? dacc : 0;
+				else if (epi == EPI_GELU)
+					facc = gelu_tanh(facc), dacc = gelu_tanh((float)dacc);
+				tensor_setf(r, (b * M + i) * N + j, dbl ? dacc : facc);
+			}
+}
+
 static void
 eval_full(const Instr *in, Tensor *r)
 {
@@ -670,7 +723,12 @@ eval_op(Func *fn, const Instr *in, Tensor **vals, Tensor *r, Tensor *x, int64_t 
 	case OC_REDUCE: eval_reduce(fn, in, r, x); return;
 	case OC_CAT: eval_cat(fn, in, r, vals); return;
 	case OC_FULL: eval_full(in, r); return;
-	case OC_GEMM: eval_scaled_mm(fn, in, r, vals); return;
+	case OC_GEMM:
+		if (in->op == OP_MATMUL)
+			eval_matmul(fn, in, r, vals);
+		else
+			eval_scaled_mm(fn, in, r, vals);
+		return;
 	case OC_CLONE: memcpy(r->data, x->data, tensor_bytes(r)); return;
 	case OC_SHAPE: break;
 	default: unreachable();

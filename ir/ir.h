@@ -90,10 +90,12 @@ typedef struct {
 extern const OpInfo ir_ops[OP_COUNT];
 int op_lookup(const char *s, size_t n);   /* by IR name; -1 if none */
 bool op_elementwise(Op op);               /* convert, unary, binary, compare, where */
+bool op_gemm(Op op);                      /* a GEMM: a plan step of its own */
 
 /* ---- func.c: SSA functions and the builder ---- */
 
-enum { IF_FAST_ACCUM = 1, IF_NO_FIXUP = 2 };
+enum { IF_FAST_ACCUM = 1, IF_NO_FIXUP = 2, IF_TRANS_A = 4, IF_TRANS_B = 8 };
+enum { EPI_NONE, EPI_RELU, EPI_GELU };   /* matmul's epilogue attribute */
 
 typedef struct {
 	uint8_t dtype;        /* DType */

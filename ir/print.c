@@ -102,6 +102,10 @@ print_instr(FILE *f, Func *fn, const Instr *in, const char *indent)
 		fputs(" fast_accum", f);
 	if (in->flags & IF_NO_FIXUP)
 		fputs(" no_fixup", f);
+	if (in->flags & IF_TRANS_A)
+		fputs(" trans_a", f);
+	if (in->flags & IF_TRANS_B)
+		fputs(" trans_b", f);
 	fputs(" : ", f);
 	ir_print_type(f, fn, in->res);
 	fputc('\n', f);

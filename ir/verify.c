@@ -368,6 +368,49 @@ check_gemm(Check *c, const uint32_t *a)
 	return true;
 }
 
+/* the logical (rows, cols) of a matmul operand given with flag trans */
+static void
+mat_dims(Func *fn, uint32_t v, bool trans, int64_t *rows, int64_t *cols)
+{
+	int r = fn->vals[v].rank;
+	const int64_t *d = ir_dims(fn, v);
+
+	*rows = d[r - (trans ? 1 : 2)];
+	*cols = d[r - (trans ? 2 : 1)];
+}
+
+static bool
+check_matmul(Check *c, const uint32_t *a)
+{
+	Func *fn = c->fn;
+	const Instr *in = c->in;
+	const Value *va = &fn->vals[a[0]], *vb = &fn->vals[a[1]], *vr = &fn->vals[in->res];
+	const int64_t *dr = ir_dims(fn, in->res);
+	int64_t m, k, k2, n;
+
+	if (!dt_isfloat((DType)va->dtype) || vb->dtype != va->dtype || vr->dtype != va->dtype)
+		return fail(c, "operands and result must be of one float dtype");
+	if (va->rank < 2 || vb->rank < 2 || vr->rank < 2)
+		return fail(c, "operands and result must have at least 2 dims");
+	if (in->nattr > 1 || (in->nattr == 1 && (ir_attr(fn, in)[0] < EPI_NONE || ir_attr(fn, in)[0] > EPI_GELU)))
+		return fail(c, "the epilogue must be 0 (none), 1 (relu) or 2 (gelu)");
+	mat_dims(fn, a[0], in->flags & IF_TRANS_A, &m, &k);
+	mat_dims(fn, a[1], in->flags & IF_TRANS_B, &k2, &n);
+	if (k != k2)
+		return fail(c, "inner dims differ (%lld and %lld)", (long long)k, (long long)k2);
+	if (dr[vr->rank - 2] != m || dr[vr->rank - 1] != n)
+		return fail(c, "result must end in (%lld,%lld)", (long long)m, (long long)n);
+	for (int i = 0; i < 2; i++) {
+		const Value *v = &fn->vals[a[i]];
+
+		if (v->rank != 2 && (v->rank != vr->rank || memcmp(ir_dims(fn, a[i]), dr, (size_t)(vr->rank - 2) * sizeof *dr)))
+			return fail(c, "operand %d must be 2-d or have the result's batch dims", i);
+	}
+	if (in->nargs == 3 && (fn->vals[a[2]].dtype != va->dtype || fn->vals[a[2]].rank != 1 || ir_dims(fn, a[2])[0] != n))
+		return fail(c, "bias must be a %s vector of %lld", ir_dtypes[va->dtype].name, (long long)n);
+	return true;
+}
+
 bool
 ir_check_instr(Func *fn, const Instr *in, char *err, size_t errlen)
 {
@@ -424,6 +467,8 @@ ir_check_instr(Func *fn, const Instr *in, char *err, size_t errlen)
 	case OC_FULL:
 		return in->nattr == 0 || fail(&c, "takes no attributes");
 	case OC_GEMM:
+		if (in->op == OP_MATMUL)
+			return check_matmul(&c, a);
 		return in->nattr == 0 ? check_gemm(&c, a) : fail(&c, "takes no attributes");
 	case OC_GATHER:
 		return check_gather(&c, a);

@@ -28,7 +28,7 @@ depths(Func *fn)
 		for (uint32_t j = 0; j < in->nargs; j++)
 			if (dep[ir_args(fn, in)[j]] > d)
 				d = dep[ir_args(fn, in)[j]];
-		dep[in->res] = in->op == OP_SCALED_MM ? d + 1 : d;
+		dep[in->res] = op_gemm((Op)in->op) ? d + 1 : d;
 	}
 	/* constants: the kernel of their earliest user */
 	for (uint32_t i = fn->nins; i-- > 0;) {
@@ -36,7 +36,7 @@ depths(Func *fn)
 
 		for (uint32_t j = 0; j < in->nargs; j++) {
 			uint32_t a = ir_args(fn, in)[j];
-			uint32_t want = in->op == OP_SCALED_MM ? dep[in->res] - 1 : dep[in->res];
+			uint32_t want = op_gemm((Op)in->op) ? dep[in->res] - 1 : dep[in->res];
 
 			if (ir_def(fn, a) && ir_def(fn, a)->op == OP_FULL && (dep[a] == 0 || want < dep[a]))
 				dep[a] = want;
@@ -111,7 +111,7 @@ pass_fuse(Func *fn, int opt)
 		for (uint32_t i = 0; i < fn->nins; i++) {
 			const Instr *in = &fn->ins[i];
 
-			if (in->op == OP_SCALED_MM || dep[in->res] != level)
+			if (op_gemm((Op)in->op) || dep[in->res] != level)
 				continue;
 			ir_copy_instr(d, fn, in, map);
 			if (opt < 2)
@@ -120,7 +120,7 @@ pass_fuse(Func *fn, int opt)
 		if (opt >= 2)
 			add_kernel(d, first);
 		for (uint32_t i = 0; i < fn->nins; i++)
-			if (fn->ins[i].op == OP_SCALED_MM && dep[fn->ins[i].res] == level + 1)
+			if (op_gemm((Op)fn->ins[i].op) && dep[fn->ins[i].res] == level + 1)
 				ir_copy_instr(d, fn, &fn->ins[i], map);
 	}
 	ir_rewrite_end(d, fn, map);

@@ -56,7 +56,43 @@ noop(Func *src, Func *d, const Instr *in, const uint32_t *a)
 	}
 }
 
-/* transpose(transpose(x, p), q) = transpose(x, p∘q); reshape(reshape(x)) = reshape(x) */
+/* true if perm swaps the last two of rank dims and keeps the others */
+static bool
+swaps_last_two(const int64_t *perm, int rank)
+{
+	for (int i = 0; i < rank - 2; i++)
+		if (perm[i] != i)
+			return false;
+	return rank >= 2 && perm[rank - 2] == rank - 1 && perm[rank - 1] == rank - 2;
+}
+
+/* matmul(transpose(x), y): matmul(x, y) trans_a, so that cuBLASLt reads x as
+ * it is; the same for b */
+static uint32_t
+fold_gemm_transposes(Func *src, Func *d, const Instr *in, uint32_t *a, uint32_t *map)
+{
+	uint8_t flags = in->flags;
+	const Instr *t;
+	uint32_t r;
+
+	for (int j = 0; j < 2; j++) {
+		t = ir_def(d, a[j]);
+		if (!t || t->op != OP_TRANSPOSE || !swaps_last_two(ir_attr(d, t), d->vals[a[j]].rank))
+			continue;
+		a[j] = ir_args(d, t)[0];
+		flags ^= j == 0 ? IF_TRANS_A : IF_TRANS_B;
+	}
+	if (flags == in->flags)
+		return ir_copy_instr(d, src, in, map);
+	r = ir_copy_instr(d, src, in, map);
+	d->ins[d->nins - 1].flags = flags;
+	d->argv[d->ins[d->nins - 1].args] = a[0];
+	d->argv[d->ins[d->nins - 1].args + 1] = a[1];
+	return r;
+}
+
+/* transpose(transpose(x, p), q) = transpose(x, p∘q); reshape(reshape(x)) =
+ * reshape(x); transposes of GEMM operands fold into the GEMM */
 static uint32_t
 rewrite_instr(Func *src, Func *d, const Instr *in, uint32_t *map)
 {
@@ -66,6 +102,8 @@ rewrite_instr(Func *src, Func *d, const Instr *in, uint32_t *map)
 
 	for (uint32_t i = 0; i < in->nargs; i++)
 		a[i] = map[ir_args(src, in)[i]];
+	if (in->op == OP_MATMUL)
+		return fold_gemm_transposes(src, d, in, a, map);
 	if ((r = noop(src, d, in, a)) != IR_NONE)
 		return r;
 	inner = in->nargs == 1 ? ir_def(d, a[0]) : NULL;
@@ -120,7 +158,7 @@ has_layout(Func *fn, uint32_t v, const int64_t *want)
 static bool
 only_gemm_b(Func *fn, uint32_t v)
 {
-	if (fn->vals[v].def == IR_NONE || ir_def(fn, v)->op == OP_SCALED_MM)
+	if (fn->vals[v].def == IR_NONE || op_gemm((Op)ir_def(fn, v)->op))
 		return false;
 	for (uint32_t i = 0; i < fn->nrets; i++)
 		if (fn->rets[i] == v)

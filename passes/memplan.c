@@ -45,7 +45,7 @@ lifetimes(Func *fn, Plan *p, uint32_t *def, uint32_t *last)
 
 		if (in->kernel >= 0 && fn->kernels[in->kernel].first == i)
 			add_step(fn, p, (Step){ .kind = STEP_LAUNCH, .index = (uint32_t)in->kernel });
-		else if (in->op == OP_SCALED_MM)
+		else if (op_gemm((Op)in->op))
 			add_step(fn, p, (Step){ .kind = STEP_GEMM, .index = i });
 		def[in->res] = p->nsteps - 1;
 		if (in->kernel >= 0)
@@ -67,7 +67,7 @@ materialized(Func *fn, uint32_t v)
 {
 	const Instr *in = ir_def(fn, v);
 
-	if (!in || in->op == OP_SCALED_MM)
+	if (!in || op_gemm((Op)in->op))
 		return true;
 	for (uint32_t j = 0; j < fn->kernels[in->kernel].nouts; j++)
 		if (fn->argv[fn->kernels[in->kernel].outs + j] == v)
