@@ -167,29 +167,29 @@ static int fp8run(const char *env, const char *args, char *out, size_t n)
     return WEXITSTATUS(status);
 }
 
+/* Usage errors: exit 2, a message that says what is wrong, and a hint. */
 Test(fp8run, usage_errors_exit_2)
 {
+    static const struct {
+        const char *args, *want;
+    } cases[] = {
+        {"", "fp8run: no program given\nfp8run: see 'fp8run --help'"},
+        {"p.ptx --bogus -o o.st", "unknown option '--bogus'"},
+        {"p.ptx -x -o o.st", "unknown option '-x'"},
+        {"p.ptx --iters zero -o o.st", "--iters wants an integer >= 1, not 'zero'"},
+        {"p.ptx --iters=0 -o o.st", "--iters wants an integer >= 1, not '0'"},
+        {"p.ptx --json=yes", "option '--json' takes no value"},
+        {"p.ptx --inputs", "option '--inputs' needs a value"},
+        {"p.ptx q.ptx -o o.st", "more than one program given ('q.ptx')"},
+        {"p.ptx --json -o -", "-o - and --json both want standard output"},
+        {"p.ptx", "nothing to do"},
+    };
     char out[4096];
-    cr_assert_eq(fp8run("", "", out, sizeof out), 2, "%s", out);
-    cr_assert(strstr(out, "fp8run: no program given\nfp8run: see 'fp8run --help'"), "%s", out);
-    cr_assert_eq(fp8run("", "p.ptx --bogus -o o.st", out, sizeof out), 2, "%s", out);
-    cr_assert(strstr(out, "unknown option '--bogus'"), "%s", out);
-    cr_assert_eq(fp8run("", "p.ptx -x -o o.st", out, sizeof out), 2, "%s", out);
-    cr_assert(strstr(out, "unknown option '-x'"), "%s", out);
-    cr_assert_eq(fp8run("", "p.ptx --iters zero -o o.st", out, sizeof out), 2, "%s", out);
-    cr_assert(strstr(out, "--iters wants an integer >= 1, not 'zero'"), "%s", out);
-    cr_assert_eq(fp8run("", "p.ptx --iters=0 -o o.st", out, sizeof out), 2, "%s", out);
-    cr_assert(strstr(out, "--iters wants an integer >= 1, not '0'"), "%s", out);
-    cr_assert_eq(fp8run("", "p.ptx --json=yes", out, sizeof out), 2, "%s", out);
-    cr_assert(strstr(out, "option '--json' takes no value"), "%s", out);
-    cr_assert_eq(fp8run("", "p.ptx --inputs", out, sizeof out), 2, "%s", out);
-    cr_assert(strstr(out, "option '--inputs' needs a value"), "%s", out);
-    cr_assert_eq(fp8run("", "p.ptx q.ptx -o o.st", out, sizeof out), 2, "%s", out);
-    cr_assert(strstr(out, "more than one program given ('q.ptx')"), "%s", out);
-    cr_assert_eq(fp8run("", "p.ptx --json -o -", out, sizeof out), 2, "%s", out);
-    cr_assert(strstr(out, "-o - and --json both want standard output"), "%s", out);
-    cr_assert_eq(fp8run("", "p.ptx", out, sizeof out), 2, "%s", out);
-    cr_assert(strstr(out, "nothing to do"), "%s", out);
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        cr_assert_eq(fp8run("", cases[i].args, out, sizeof out), 2, "fp8run %s: %s", cases[i].args, out);
+        cr_assert(strstr(out, cases[i].want), "fp8run %s: no \"%s\" in %s", cases[i].args, cases[i].want, out);
+        cr_assert(strstr(out, "see 'fp8run --help'"), "fp8run %s: no hint in %s", cases[i].args, out);
+    }
 }
 
 /* --help on standard output, exit 0; --version says both versions. */
@@ -214,12 +214,7 @@ Test(fp8run, json_signature_without_device)
     char dir[] = "/tmp/fp8run_json_XXXXXX", path[256], args[512], out[16384];
     cr_assert(mkdtemp(dir));
     snprintf(path, sizeof path, "%s/prog.ptx", dir);
-    char *ptx = test_program_ptx(0, NULL);
-    FILE *f = fopen(path, "w");
-    cr_assert(f);
-    fputs(ptx, f);
-    fclose(f);
-    free(ptx);
+    cr_assert_eq(test_write_program(path), 0, "cannot write %s", path);
     snprintf(args, sizeof args, "%s --json 2>&1", path);
     cr_assert_eq(fp8run("FP8RT_LIBCUDA=/nonexistent/libcuda.so.1", args, out, sizeof out), 0, "%s", out);
     json_error_t je;
