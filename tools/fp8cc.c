@@ -76,7 +76,8 @@ static const char usage[] =
 	"  --passes=PASS,...       run just these, in order; --passes= runs none\n"
 	"  --print-after=PASS      the IR after PASS on standard error (memplan: the plan)\n"
 	"  --print-after-all       the IR after every pass\n"
-	"                          PASS: canonicalize transposes layouts ranges fuse memplan\n"
+	"                          PASS: canonicalize transposes layouts ranges fuse;\n"
+	"                          --print-after also memplan\n"
 	"Interpreter:\n"
 	"  --interpret             run the reference interpreter, write the outputs\n"
 	"  --inputs=FILE           safetensors inputs, matched to parameters by name; the\n"
@@ -359,7 +360,8 @@ static struct {
 	bool shown, stop;             /* the line is on the screen; the ticker is to end */
 	pthread_t ticker;
 	pthread_mutex_t lock;
-} ph = { .lock = PTHREAD_MUTEX_INITIALIZER };
+	pthread_cond_t wake;          /* the end of the compile, for the ticker */
+} ph = { .lock = PTHREAD_MUTEX_INITIALIZER, .wake = PTHREAD_COND_INITIALIZER };
 
 /* the progress line, over what was there; the cursor stays at its end */
 static void
@@ -406,23 +408,25 @@ say(const char *fmt, ...)
 	pthread_mutex_unlock(&ph.lock);
 }
 
+/* the progress line, five times a second, until phases_end wakes it */
 static void *
 tick(void *arg)
 {
-	struct timespec ts = { 0, 200 * 1000 * 1000 };
+	struct timespec at;
 
 	(void)arg;
-	for (;;) {
-		nanosleep(&ts, NULL);
-		pthread_mutex_lock(&ph.lock);
-		if (ph.stop) {
-			pthread_mutex_unlock(&ph.lock);
-			return NULL;
-		}
-		if (ph.name && (ph.always || now_ms() - ph.t0 >= 1000))
+	pthread_mutex_lock(&ph.lock);
+	while (!ph.stop) {
+		clock_gettime(CLOCK_REALTIME, &at);
+		at.tv_nsec += 200 * 1000 * 1000;
+		at.tv_sec += at.tv_nsec / 1000000000;
+		at.tv_nsec %= 1000000000;
+		pthread_cond_timedwait(&ph.wake, &ph.lock, &at);
+		if (!ph.stop && ph.name && (ph.always || now_ms() - ph.t0 >= 1000))
 			draw();
-		pthread_mutex_unlock(&ph.lock);
 	}
+	pthread_mutex_unlock(&ph.lock);
+	return NULL;
 }
 
 /* the phase now running ends; name (NULL: none) begins */
@@ -459,6 +463,7 @@ phases_end(void)
 	if (ph.line) {
 		pthread_mutex_lock(&ph.lock);
 		ph.stop = true;
+		pthread_cond_signal(&ph.wake);
 		pthread_mutex_unlock(&ph.lock);
 		pthread_join(ph.ticker, NULL);
 	}
