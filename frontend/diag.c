@@ -125,6 +125,24 @@ fe_verror(const Source *src, uint32_t line, uint32_t col, const char *fmt, va_li
 	vdiag(src, line, col, "error", fmt, ap);
 }
 
+/* the text fe_diag would print, in a string of the caller's (free it) */
+char *
+fe_vformat(const Source *src, uint32_t line, uint32_t col, const char *kind, const char *fmt, va_list ap)
+{
+	FILE *old = fe_diag_out, *f;
+	char *buf = NULL;
+	size_t len = 0;
+
+	if (!(f = open_memstream(&buf, &len)))
+		die("out of memory");
+	fe_diag_out = f;
+	vdiag(src, line, col, kind, fmt, ap);
+	fe_diag_out = old;
+	if (fclose(f) != 0 || !buf)
+		die("out of memory");
+	return buf;
+}
+
 void
 fe_error(const Source *src, uint32_t line, uint32_t col, const char *fmt, ...)
 {

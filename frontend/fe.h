@@ -22,6 +22,8 @@ void fe_error(const Source *src, uint32_t line, uint32_t col, const char *fmt, .
 void fe_verror(const Source *src, uint32_t line, uint32_t col, const char *fmt, va_list ap);
 /* the same with another kind: "note", "warning", "fatal error"; line 0: no position */
 void fe_diag(const Source *src, uint32_t line, uint32_t col, const char *kind, const char *fmt, ...);
+/* what fe_diag prints, as a malloc'd string */
+char *fe_vformat(const Source *src, uint32_t line, uint32_t col, const char *kind, const char *fmt, va_list ap);
 /* where diagnostics go; stderr unless set */
 extern FILE *fe_diag_out;
 

@@ -1,13 +1,26 @@
 /* lex.c — the trace reader's bottom layer: errors with a caret, the checks that
  * the input is text, and the lexer, which turns a line into tokens.
  *
- * An error is printed once and unwinds (longjmp) to the reader's current
+ * An error is kept once and unwinds (longjmp) to the reader's current
  * recovery point: the line being read in pass 1, the statement being lowered
  * in pass 2. The reader goes on with the next one, so one run reports every
- * problem of a file, up to FE_MAXERRORS; then it stops. */
+ * problem of a file, up to FE_MAXERRORS; then it stops. The diagnostics are
+ * printed at the end, in the order of their lines. */
 #include "trace.h"
 
 /* ---- errors ---- */
+
+/* keep a diagnostic; they are printed in the order of their lines */
+static void
+keep(Reader *r, uint32_t line, uint32_t col, const char *kind, const char *fmt, va_list ap)
+{
+	char *text = fe_vformat(r->src, line, col, kind, fmt, ap);
+
+	GROW(r, r->diags, r->capdiags, r->ndiags + 1);
+	r->diags[r->ndiags].line = line;
+	r->diags[r->ndiags++].text = arena_strndup(r->a, text, strlen(text));
+	free(text);
+}
 
 noreturn void
 tr_errat(Reader *r, uint32_t line, uint32_t col, const char *fmt, ...)
@@ -17,13 +30,41 @@ tr_errat(Reader *r, uint32_t line, uint32_t col, const char *fmt, ...)
 	if (r->quiet)
 		longjmp(*r->jb, 1);
 	va_start(ap, fmt);
-	fe_verror(r->src, line, col, fmt, ap);
+	keep(r, line, col, "error", fmt, ap);
 	va_end(ap);
-	if (++r->nerrors >= FE_MAXERRORS) {
-		fe_diag(r->src, 0, 0, "fatal error", "too many errors (%d), stopping now", FE_MAXERRORS);
+	if (++r->nerrors >= FE_MAXERRORS)
 		longjmp(r->abort, 1);
-	}
 	longjmp(*r->jb, 1);
+}
+
+void
+tr_note(Reader *r, uint32_t line, uint32_t col, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	keep(r, line, col, "note", fmt, ap);
+	va_end(ap);
+}
+
+/* print what was kept, by line (in the order found within a line) */
+void
+tr_flush(Reader *r)
+{
+	FILE *out = fe_diag_out ? fe_diag_out : stderr;
+
+	for (uint32_t i = 1; i < r->ndiags; i++)   /* insertion sort: stable, and nearly sorted */
+		for (uint32_t j = i; j > 0 && r->diags[j - 1].line > r->diags[j].line; j--) {
+			Diag t = r->diags[j];
+
+			r->diags[j] = r->diags[j - 1];
+			r->diags[j - 1] = t;
+		}
+	for (uint32_t i = 0; i < r->ndiags; i++)
+		fputs(r->diags[i].text, out);
+	if (r->nerrors >= FE_MAXERRORS)
+		fe_diag(r->src, 0, 0, "fatal error", "too many errors (%d), stopping now", FE_MAXERRORS);
+	r->ndiags = 0;
 }
 
 /* give up the statement without a message: it uses what an earlier error

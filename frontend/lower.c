@@ -880,7 +880,9 @@ forward_outputs(Reader *r, const Expr *e)
 	for (uint32_t i = 0; i < all->n; i++) {
 		if (all->elts[i]->kind == PY_TENSOR)
 			add_output(r, all->elts[i]->val, all->elts[i]->name, true);
-		else if (all->elts[i]->kind != PY_ERR && all->elts[i]->kind != PY_NONE)
+		else if (all->elts[i]->kind == PY_ERR)
+			r->lost = true;
+		else if (all->elts[i]->kind != PY_NONE)
 			tr_errat(r, e->line, e->col, "the forward's outputs must be tensors");
 	}
 }
@@ -917,7 +919,7 @@ lower_return(Reader *r, const Stmt *s)
 		ir_return(r->fn, r->updates[i].val, arena_printf(r->a, "%s_updated",
 			ir_name(r->fn, r->updates[i].param, nb)));
 	}
-	if (r->fn->nrets == 0)
+	if (r->fn->nrets == 0 && !r->lost)
 		tr_errat(r, s->line, s->col, "the trace returns no tensors");
 }
 
@@ -978,7 +980,8 @@ add_param(Reader *r, uint32_t i)
 	Type t;
 
 	if (r->params[i].star || (tc->present && tc->len == 10 && !memcmp(tc->text, "Collection", 10)) ||
-	    (!tc->present && unpacked(r, r->params[i].s))) {
+	    (!tc->present && (unpacked(r, r->params[i].s) || !strcmp(r->params[i].s, "saved_for_backward") ||
+	    !strcmp(r->params[i].s, "cotangents")))) {
 		collection_param(r, i);
 		return;
 	}

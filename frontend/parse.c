@@ -546,7 +546,7 @@ tr_parse_type(Reader *r, uint32_t line, const TypeCmt *tc, Type *t, uint32_t *dt
 		ds--;
 	if (ds >= 4 && memcmp(s, "cpu ", 4) == 0 && !r->cpu_noted) {
 		r->cpu_noted = true;
-		fe_diag(r->src, line, tc->col, "note", "the trace ran on the CPU; fp8cc compiles it for the GPU");
+		tr_note(r, line, tc->col, "the trace ran on the CPU; fp8cc compiles it for the GPU");
 	}
 	if ((dt = dt_lookup(s + ds, de - ds, 1)) < 0)
 		tr_errat(r, line, tc->col + ds, "unknown dtype '%.*s'", (int)(de - ds), s + ds);

@@ -392,12 +392,15 @@ fe_read_trace_linked(Arena *a, const Source *src, FeLink *link)
 	r->a = a;
 	r->src = src;
 	r->link = link;
-	if (setjmp(r->abort))
+	if (setjmp(r->abort)) {
+		tr_flush(r);
 		return NULL;
+	}
 	read_all(r);
 	r->fn = ir_func_new(a, r->fname);
 	tr_add_params(r);
 	tr_lower_body(r);
+	tr_flush(r);
 	if (link)
 		link->partial = r->fn;
 	return r->nerrors ? NULL : r->fn;

@@ -160,6 +160,12 @@ typedef struct {
 	uint32_t param, val;
 } Update;
 
+/* a diagnostic, kept until the end */
+typedef struct {
+	uint32_t line;
+	const char *text;
+} Diag;
+
 enum { L_HEADER, L_BODY };
 
 typedef struct {
@@ -168,6 +174,8 @@ typedef struct {
 	jmp_buf abort;        /* too many errors, or nothing to go on with */
 	jmp_buf *jb;          /* where an error goes on: the line, the statement */
 	int nerrors;
+	Diag *diags;
+	uint32_t ndiags, capdiags;
 	bool quiet;           /* errors unwind but are not said (a second look at a bad line) */
 	bool cpu_noted;
 	FeLink *link;         /* the program this trace is part of, or NULL */
@@ -219,6 +227,7 @@ typedef struct {
 	Map reported;         /* callees that could not be lowered, said once */
 	bool backward;        /* the trace takes collections (saved_for_backward, cotangents) */
 	uint32_t ncoll;       /* collection parameters so far */
+	bool lost;            /* an output was left undefined by an error */
 } Reader;
 
 #define GROW(r, arr, cap, need) \
@@ -256,6 +265,8 @@ static inline bool ispunct_(const Tok *t, char c) { return t->kind == T_PUNCT &&
 /* ---- lex.c ---- */
 noreturn void tr_errat(Reader *r, uint32_t line, uint32_t col, const char *fmt, ...);
 noreturn void tr_silent(Reader *r);
+void tr_note(Reader *r, uint32_t line, uint32_t col, const char *fmt, ...);
+void tr_flush(Reader *r);
 const char *tr_dimstr(const int64_t *d, int rank, char *buf, size_t n);
 const char *tr_tystr(const Type *t, char *buf, size_t n);
 void tr_vtype(Func *fn, uint32_t v, Type *t);
