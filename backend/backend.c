@@ -39,14 +39,11 @@ static bool
 write_ptx(FILE *f, const Program *prog, Plan **plans, Launch **l, LLVMModuleRef mod, const BeOptions *o)
 {
 	char err[1024], *ptx = NULL;
-	double t = now_ms();
 
-	if (!be_compile(mod, o->gpu, &ptx, err, sizeof err)) {
+	if (!be_compile(mod, o, &ptx, err, sizeof err)) {
 		fprintf(stderr, "fp8cc: error: %s: %s\n", o->path, err);
 		return false;
 	}
-	if (o->time)
-		fprintf(stderr, "fp8cc: time: LLVM O3 and PTX %.2f ms\n", now_ms() - t);
 	print_plans(f, prog, plans, l, o->gpu, "// ");
 	fputs("// end-plan\n", f);
 	fputs(ptx, f);
@@ -74,32 +71,38 @@ be_emit(const Program *prog, const char *kind, const BeOptions *o, FILE *f)
 	Launch **l;
 	char *text, err[1024];
 	bool ok = true;
-	double t = now_ms();
 
+	name_kernels(prog);
 	if (!strcmp(kind, "dot")) {
-		for (uint32_t i = 0; i < prog->nfns; i++)
-			be_print_dot(f, prog->fns[i]);
+		be_print_dot(f, prog);
 		return true;
 	}
 	plans = arena_alloc(prog->arena, (prog->nfns + 1) * sizeof *plans);
 	l = arena_alloc(prog->arena, (prog->nfns + 1) * sizeof *l);
-	name_kernels(prog);
-	cx = LLVMContextCreate();
-	mod = be_module(cx, prog->fns[0]->name);
-	t = now_ms();
+	if (o->phase)
+		o->phase("memplan", NULL);
 	for (uint32_t i = 0; i < prog->nfns; i++) {
 		Func *fn = prog->fns[i];
 
 		plans[i] = pass_memplan(fn);
 		l[i] = arena_alloc(fn->arena, (fn->nkernels + 1) * sizeof *l[i]);
-		be_codegen(fn, plans[i], mod, l[i]);
+		if (o->print_memplan) {
+			fprintf(stderr, "; plan after memplan of %s (kernels not yet generated)\n", fn->name);
+			if (i == 0)
+				be_print_plan_head(stderr, prog, o->gpu, "");
+			be_print_plan(stderr, fn, plans[i], NULL, be_plan_version(prog), "");
+		}
 	}
-	if (o->time)
-		fprintf(stderr, "fp8cc: time: memory plan and kernel codegen %.2f ms\n", now_ms() - t);
+	cx = LLVMContextCreate();
+	mod = be_module(cx, prog->fns[0]->name);
+	if (o->phase)
+		o->phase("codegen", NULL);
+	for (uint32_t i = 0; i < prog->nfns; i++)
+		be_codegen(prog->fns[i], plans[i], mod, l[i]);
 	if (!strcmp(kind, "plan")) {
 		print_plans(f, prog, plans, l, o->gpu, "");
 	} else if (!strcmp(kind, "llvm")) {
-		if ((ok = be_optimize(mod, o->gpu, err, sizeof err))) {
+		if ((ok = be_optimize(mod, o, err, sizeof err))) {
 			text = LLVMPrintModuleToString(mod);
 			fputs(text, f);
 			LLVMDisposeMessage(text);

@@ -199,6 +199,8 @@ bool ir_check_instr(Func *fn, const Instr *in, char *err, size_t errlen);
 void ir_print(FILE *f, Func *fn);
 void ir_print_program(FILE *f, const Program *p);
 void ir_print_type(FILE *f, Func *fn, uint32_t v);
+/* the shortest decimal that reads back as d; nan, -nan, inf, -inf */
+void ir_print_double(FILE *f, double d);
 
 /* ---- numeric.c: PyTorch-exact scalar conversions ---- */
 

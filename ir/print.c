@@ -40,8 +40,8 @@ ir_print_type(FILE *f, Func *fn, uint32_t v)
 }
 
 /* the shortest decimal that reads back as the same double */
-static void
-print_double(FILE *f, double d)
+void
+ir_print_double(FILE *f, double d)
 {
 	char buf[40];
 
@@ -91,7 +91,7 @@ print_instr(FILE *f, Func *fn, const Instr *in, const char *indent)
 	}
 	if (in->op == OP_FULL) {
 		fputc(' ', f);
-		print_double(f, in->fval);
+		ir_print_double(f, in->fval);
 	}
 	if (in->nattr || ir_ops[in->op].cls == OC_REDUCE || in->op == OP_BROADCAST ||
 	    in->op == OP_SQUEEZE) {

@@ -16,3 +16,6 @@ config.substitutions.append(("%real", os.path.join(config.source_root, "tests", 
 config.substitutions.append(("%{root}", config.source_root))
 config.substitutions.append(("%inputs", os.path.join(os.path.dirname(__file__), "Inputs")))
 config.environment["PATH"] = os.pathsep.join([config.llvm_bindir, os.environ.get("PATH", "")])
+# fp8cc finds libdevice in $CUDA_HOME: the toolkit CMake was given
+config.environment["CUDA_HOME"] = config.cuda_root
+config.substitutions.append(("%cuda_root", config.cuda_root))
