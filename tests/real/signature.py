@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Write a --signature file: a safetensors file that holds only its header
-(the dtype and shape of each tensor; its data is not needed, so none is
-written and its offsets stay within the empty buffer of a header-only file).
+(the dtype and shape of each tensor; its data is not needed, so the file
+ends after the header, which fp8cc --signature reads alone).
 
 usage: signature.py OUT.safetensors NAME=DTYPE[d0,d1,...] ...
 e.g.   signature.py 20.sig.safetensors t0=F32[64,64] t1=F32[64,64]
@@ -33,9 +33,8 @@ def main():
         n = SIZE[m.group(2)]
         for d in shape:
             n *= d
-        end = off + n if data else 0
-        header[m.group(1)] = {"dtype": m.group(2), "shape": shape, "data_offsets": [off if data else 0, end]}
-        off = end
+        header[m.group(1)] = {"dtype": m.group(2), "shape": shape, "data_offsets": [off, off + n]}
+        off += n
     text = json.dumps(header, separators=(",", ":")).encode()
     text += b" " * (-len(text) % 8)
     with open(out, "wb") as f:
