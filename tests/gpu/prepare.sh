@@ -65,6 +65,13 @@ for s in 4096x4096x4096 8192x4096x4096; do
 done
 compile backward_trace examples/fp8_linear_backward.trace
 
+# the GEMM benchmark's programs (bench/gemm_ir.py lists them)
+for c in $(python3 bench/gemm_ir.py); do
+	python3 bench/gemm_ir.py "$c" > "$out/bench/gemm_$c.ir"
+	"$fp8cc" "$out/bench/gemm_$c.ir" -o "$out/bench/gemm_$c.ptx"
+	"$ptxas" -arch=sm_90 "$out/bench/gemm_$c.ptx" -o /dev/null
+done
+
 (cd "$out/debs" && apt-get download libcriterion3 libcriterion-dev libnanomsg5 libgit2-1.5 \
 	libboxfort-dev libmbedtls14 libmbedx509-1 libmbedcrypto7 libhttp-parser2.9 libssh2-1 \
 	libjansson4 libjansson-dev >/dev/null 2>&1)

@@ -3,8 +3,8 @@
 # build libfp8rt, fp8run and the runtime tests (no LLVM there), run them,
 # run every corpus program through fp8run and compare with the reference
 # interpreter, check the layer and the matmul programs against PyTorch, and
-# (with --bench) time the layer against PyTorch eager and torch.compile.
-# Logs go to $OUT (default /tmp/gpu).
+# (with --bench) time the layer against PyTorch eager and torch.compile and
+# the GEMMs against torch's ops. Logs go to $OUT (default /tmp/gpu).
 #
 # usage: tests/gpu/run.sh [DIR] [--bench | --bench-only]
 set -uo pipefail
@@ -39,6 +39,7 @@ fp8run=build-gpu/runtime/fp8run
 if [ "$bench" = --bench-only ]; then
 	python3 bench/bench_layer.py $fp8run "$dir/bench" "$out/bench.md" || bad "benchmark"
 	python3 bench/bench_backward.py $fp8run "$dir/bench" "$out/bench.md" || bad "backward benchmark"
+	python3 bench/bench_gemm.py $fp8run "$dir/bench" "$out/bench.md" || bad "GEMM benchmark"
 	exit $((fails > 0))
 fi
 
@@ -106,6 +107,8 @@ if [ "$bench" = --bench ]; then
 	step "benchmark: the fp8 linear layer"
 	python3 bench/bench_layer.py $fp8run "$dir/bench" "$out/bench.md" || bad "benchmark"
 	python3 bench/bench_backward.py $fp8run "$dir/bench" "$out/bench.md" || bad "backward benchmark"
+	step "benchmark: GEMMs of every kind"
+	python3 bench/bench_gemm.py $fp8run "$dir/bench" "$out/bench.md" || bad "GEMM benchmark"
 fi
 
 step "result"
