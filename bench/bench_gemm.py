@@ -28,7 +28,9 @@ import torch.nn.functional as F
 from safetensors.torch import load_file, save_file
 
 sys.path.insert(0, os.path.dirname(__file__))
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "tests", "gpu"))
 from gemm_ir import CASES  # noqa: E402
+from torch_gemm import ieee_f32  # noqa: E402
 
 ITERS, WARMUP = 100, 10
 DTYPES = {"bf16": torch.bfloat16, "f16": torch.float16, "f32": torch.float32, "f8e4m3fn": torch.float8_e4m3fn}
@@ -141,7 +143,7 @@ def main():
     if len(sys.argv) < 3:
         sys.exit(__doc__)
     fp8run, ptxdir = sys.argv[1], sys.argv[2]
-    torch.backends.cuda.matmul.allow_tf32 = False
+    ieee_f32()
     rows, failed = [], False
     for name in CASES:
         torch.manual_seed(0)

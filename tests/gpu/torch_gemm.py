@@ -121,6 +121,14 @@ OPS = {
 }
 
 
+def ieee_f32():
+    """f32 GEMMs in f32, not TF32 (torch's default and fp8cc's), whichever setting this torch has"""
+    if hasattr(torch.backends, "fp32_precision"):   # torch 2.9 on
+        torch.backends.cuda.matmul.fp32_precision = "ieee"
+    else:
+        torch.backends.cuda.matmul.allow_tf32 = False
+
+
 def run(text, ins):
     """the program's outputs {name: tensor}, each op done by torch on ins"""
     params, instrs, outs = parse_ir(text)
@@ -144,7 +152,7 @@ def run(text, ins):
 def main():
     if len(sys.argv) != 4:
         sys.exit(__doc__)
-    torch.backends.cuda.matmul.allow_tf32 = False   # f32 GEMMs in f32, as fp8cc's and torch's default
+    ieee_f32()
     with open(sys.argv[1]) as f:
         text = f.read()
     want = run(text, load_file(sys.argv[2], device=DEVICE))
