@@ -16,7 +16,7 @@ computed from one, and is compared as docs/ir.md says: NaN, inf and -inf
 where EXPECTED has them, and over the elements finite in both a relative
 Frobenius error of at most LIMITS[dtype] (bf16 and f16 1e-2, f32 1e-5, f64
 1e-12: the interpreter accumulates in f32, f64 for f64, in order; cuBLASLt
-in another order). The corpus names its GEMM outputs so (matmul_*.ir)."""
+in another order). The corpus names its GEMM outputs so (tests/gpu/corpus/matmul_*)."""
 import sys
 
 import torch
