@@ -322,8 +322,10 @@ shift(Cg *c, Op op, LLVMValueRef x, LLVMValueRef y, bool sgn)
 	if (op == OP_BITWISE_LEFT_SHIFT)
 		return LLVMBuildSelect(c->b, in, LLVMBuildShl(c->b, x, LLVMBuildSelect(c->b, in, y, LLVMConstInt(t, 0, 0), ""), ""),
 			LLVMConstInt(t, 0, 0), "");
-	y = LLVMBuildSelect(c->b, in, y, LLVMConstInt(t, w - 1, 0), "");
-	return sgn ? LLVMBuildAShr(c->b, x, y, "") : LLVMBuildLShr(c->b, x, y, "");
+	y = LLVMBuildSelect(c->b, in, y, LLVMConstInt(t, sgn ? w - 1 : 0, 0), "");
+	if (!sgn)
+		return LLVMBuildSelect(c->b, in, LLVMBuildLShr(c->b, x, y, ""), LLVMConstInt(t, 0, 0), "");
+	return LLVMBuildAShr(c->b, x, y, "");
 }
 
 static LLVMValueRef
@@ -409,13 +411,16 @@ binary_int(Cg *c, Op op, LLVMValueRef x, LLVMValueRef y, DType t)
 LLVMValueRef
 be_unary(Cg *c, Op op, LLVMValueRef x, DType t)
 {
-	LLVMValueRef r;
+	LLVMValueRef r, xf;
 
 	if (!isfp(t))
 		return unary_int(c, op, x, t);
 	if (t == DT_F32 || t == DT_F64)
 		return unary_float(c, op, x, t == DT_F64);
-	r = unary_float(c, op, to_f32(c, x, t), false);
+	xf = to_f32(c, x, t);
+	r = unary_float(c, op, xf, false);
+	if (op == OP_SIGNBIT && t == DT_F16)   /* torch: an f16 NaN widens to the positive canonical NaN */
+		r = LLVMBuildAnd(c->b, r, LLVMBuildFCmp(c->b, LLVMRealORD, xf, xf, ""), "");
 	return op == OP_ISFINITE || op == OP_SIGNBIT ? r : from_f32(c, r, t, true);
 }
 

@@ -224,9 +224,9 @@ shift(Op op, int64_t x, int64_t y, DType t)
 
 	if (op == OP_BITWISE_LEFT_SHIFT)
 		return y < 0 || y >= w ? 0 : (int64_t)((uint64_t)x << y);
-	if (y < 0 || y >= w)
-		y = w - 1;
-	return t == DT_U8 ? (int64_t)((uint64_t)(uint8_t)x >> y) : x >> y;
+	if (t == DT_U8)
+		return y < 0 || y >= w ? 0 : (int64_t)((uint64_t)(uint8_t)x >> y);
+	return x >> (y < 0 || y >= w ? w - 1 : y);
 }
 
 /* integer division and modulo: truncating; by zero gives -1 and 0, no trap */
@@ -293,6 +293,8 @@ eval_unary(Op op, Tensor *r, const Tensor *a, int64_t n)
 	for (int64_t i = 0; i < n; i++) {
 		if (t == DT_F64)
 			tensor_setf(r, i, unary_d(op, tensor_getf(a, i)));
+		else if (op == OP_SIGNBIT && t == DT_F16 && isnan(tensor_getf(a, i)))
+			tensor_setf(r, i, 0);   /* torch on CUDA: f16 NaNs widen to f32's canonical (positive) NaN */
 		else if (dt_isfloat(t))
 			tensor_setf(r, i, unary_f(op, (float)tensor_getf(a, i)));
 		else
@@ -668,8 +670,10 @@ mat_at(const Tensor *t, int64_t batch, int64_t i, int64_t j, bool trans)
 	return tensor_getf(t, base + (trans ? j * c + i : i * c + j));
 }
 
-/* matmul: per batch and element, the products over k in order, accumulated
- * in f32 (f64 for f64), then bias, epilogue and one rounding */
+/* matmul: per batch and element, the products over k in order, each fused
+ * into the f32 accumulator (f64 for f64) as the GPU's FMA and tensor cores
+ * do (a product too large for f32 is not rounded to inf before it is
+ * added), then bias, epilogue and one rounding */
 static void
 eval_matmul(Func *fn, const Instr *in, Tensor *r, Tensor **vals)
 {
@@ -688,16 +692,16 @@ eval_matmul(Func *fn, const Instr *in, Tensor *r, Tensor **vals)
 
 				for (int64_t k = 0; k < K; k++) {
 					if (dbl)
-						dacc += mat_at(A, b, i, k, ta) * mat_at(B, b, k, j, tb);
+						dacc = fma(mat_at(A, b, i, k, ta), mat_at(B, b, k, j, tb), dacc);
 					else
-						facc += (float)mat_at(A, b, i, k, ta) * (float)mat_at(B, b, k, j, tb);
+						facc = fmaf((float)mat_at(A, b, i, k, ta), (float)mat_at(B, b, k, j, tb), facc);
 				}
 				if (bias && dbl)
 					dacc += tensor_getf(bias, j);
 				else if (bias)
 					facc += (float)tensor_getf(bias, j);
-				if (epi == EPI_RELU)
-					facc = facc > 0 ? facc : 0, dacc = dacc > 0 ? dacc : 0;
+				if (epi == EPI_RELU)   /* NaN stays NaN, as cuBLASLt's and torch.relu */
+					facc = facc < 0 ? 0 : facc, dacc = dacc < 0 ? 0 : dacc;
 				else if (epi == EPI_GELU)
 					facc = gelu_tanh(facc), dacc = gelu_tanh64(dacc);
 				tensor_setf(r, (b * M + i) * N + j, dbl ? dacc : facc);

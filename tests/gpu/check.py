@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Compare what fp8run wrote with the reference interpreter's outputs, on the GPU.
 
-usage: check.py EXPECTED.safetensors GOT.safetensors [--frob NAME,...] [--rtol R]
+usage: check.py EXPECTED.safetensors GOT.safetensors [--frob NAME,...] [--rtol R] [--atol A]
+                [--frob-all] [--gemm-special]
 
 Every output of EXPECTED must be in GOT with the same dtype and shape. By
 default the bits must be equal (any NaN matches any NaN); outputs named by
@@ -9,13 +10,21 @@ default the bits must be equal (any NaN matches any NaN); outputs named by
 --rtol, float outputs may differ by R relative (transcendental functions and
 sums, whose last bits depend on the math library and the order). Prints the
 first mismatches with index, expected and got. Exit 1 on any mismatch.
+--frob-all compares every float output as a matmul result (below): for
+programs whose outputs all follow GEMMs, as the real traces' do. --atol
+adds an absolute tolerance to --rtol (lgamma near its zeros).
+--gemm-special, for the special-value draws: a matmul result's non-finite
+elements may be any of NaN, inf, -inf where EXPECTED has one of them —
+which one is decided by the order in which a sum that overflows adds its
+terms (measured on the H200, 2026-12-01: 1 to 13 elements per output of
+the corpus), and cuBLASLt's order is not the interpreter's.
 
 Matmul results go by name: a float output whose name starts with `mm` (after
 its FUNCTION/ in a program of several functions) is a matmul result, or is
 computed from one, and is compared as docs/ir.md says: NaN, inf and -inf
 where EXPECTED has them, and over the elements finite in both a relative
 Frobenius error of at most LIMITS[dtype] (bf16 and f16 1e-2, f32 1e-5, f64
-1e-12: the interpreter accumulates in f32, f64 for f64, in order; cuBLASLt
+1e-9: the interpreter accumulates in f32, f64 for f64, in order; cuBLASLt
 in another order). The corpus names its GEMM outputs so (tests/gpu/corpus/matmul_*)."""
 import sys
 
@@ -23,7 +32,9 @@ import torch
 from safetensors.torch import load_file
 
 FLOATS = (torch.float16, torch.bfloat16, torch.float32, torch.float64)
-LIMITS = {torch.bfloat16: 1e-2, torch.float16: 1e-2, torch.float32: 1e-5, torch.float64: 1e-12}
+# f64: cuBLASLt's f64 GELU epilogue is good to about 2e-10 (measured on the
+# H200, 2026-12-01), not to f64's last bits
+LIMITS = {torch.bfloat16: 1e-2, torch.float16: 1e-2, torch.float32: 1e-5, torch.float64: 1e-9}
 
 
 def same_bits(name, got, want, quiet=False):
@@ -58,14 +69,16 @@ def is_gemm(name, t):
     return name.rsplit("/", 1)[-1].startswith("mm") and t.dtype in LIMITS
 
 
-def gemm(name, got, want):
+def gemm(name, got, want, special=False):
     """a matmul result: the non-finite elements where want has them, and the
-    relative Frobenius error over the finite ones within LIMITS[dtype]"""
+    relative Frobenius error over the finite ones within LIMITS[dtype]; with
+    `special`, any non-finite value matches any other (NaN, inf or -inf)"""
     tol = LIMITS[want.dtype]
     g, w = got.double().reshape(-1), want.double().reshape(-1)
 
     def kind(t):   # 0 finite, 1 NaN, 2 inf, 3 -inf
-        return t.isnan() * 1 + (t == float("inf")) * 2 + (t == float("-inf")) * 3
+        k = t.isnan() * 1 + (t == float("inf")) * 2 + (t == float("-inf")) * 3
+        return k.clamp(max=1) if special else k
 
     bad = kind(g) != kind(w)
     fin = g.isfinite() & w.isfinite()
@@ -82,13 +95,13 @@ def gemm(name, got, want):
     return ok
 
 
-def close(name, got, want, rtol):
+def close(name, got, want, rtol, atol=1e-30):
     g, w = got.double(), want.double()
     both_nan = g.isnan() & w.isnan()
-    bad = ~both_nan & ~((g - w).abs() <= rtol * w.abs() + 1e-30) & ~(g == w)
+    bad = ~both_nan & ~((g - w).abs() <= rtol * w.abs() + atol) & ~(g == w)
     if not bad.any():
         return True
-    print(f"  {name}: {int(bad.sum())} of {bad.numel()} outside rtol {rtol}")
+    print(f"  {name}: {int(bad.sum())} of {bad.numel()} outside rtol {rtol} atol {atol:g}")
     for i in bad.nonzero()[:5].tolist():
         t = tuple(i)
         print(f"    {list(t)}: expected {w[t].item()!r} got {g[t].item()!r}")
@@ -97,13 +110,21 @@ def close(name, got, want, rtol):
 
 def main():
     args = sys.argv[1:]
-    frob, rtol = set(), None
+    frob, rtol, atol, frob_all, special = set(), None, 1e-30, False, False
+    if "--frob-all" in args:
+        args.remove("--frob-all")
+        frob_all = True
+    if "--gemm-special" in args:
+        args.remove("--gemm-special")
+        special = True
     while len(args) > 2:
         opt, val = args[-2], args[-1]
         if opt == "--frob":
             frob = set(val.split(","))
         elif opt == "--rtol":
             rtol = float(val)
+        elif opt == "--atol":
+            atol = float(val)
         else:
             sys.exit(__doc__)
         args = args[:-2]
@@ -118,10 +139,10 @@ def main():
             ok = False
         elif name in frob:
             ok &= frobenius(name, g, w)
-        elif is_gemm(name, w):
-            ok &= gemm(name, g, w)
+        elif is_gemm(name, w) or (frob_all and w.dtype in FLOATS):
+            ok &= gemm(name, g, w, special)
         elif rtol is not None and w.dtype in FLOATS:
-            ok &= close(name, g, w, rtol)
+            ok &= close(name, g, w, rtol, atol)
         else:
             ok &= same_bits(name, g, w)
     sys.exit(0 if ok else 1)

@@ -43,6 +43,27 @@ done
 # functions (its tensors are named FUNCTION/NAME in the safetensors files)
 compile fp8_linear_step examples/fp8_linear_step_fwd.trace examples/fp8_linear_step_bwd.trace
 compile fp8_linear_step_O0 examples/fp8_linear_step_fwd.trace examples/fp8_linear_step_bwd.trace -O0
+# the real traces that compile (tests/real), with their signatures where
+# the trace does not type its inputs (the carried files must stay under the
+# device tool's 64 MiB)
+# (trace 12, Llama's MLP at 2x2048 tokens, 4096 -> 11008, is too large to
+# interpret: it runs with every dim divided by 32, as real_12_small)
+sed 's/2048/64/g; s/11008/344/g; s/4096/128/g' tests/real/12_llama_mlp_inference.trace > "$out/real_12_small.trace"
+compile real_12_small "$out/real_12_small.trace"
+# (and trace 29, an MX quantization of a 4096x4096 tensor, 32 MB of inputs
+# per draw, with 256x256)
+sed 's/524288/2048/g; s/4096/256/g' tests/real/29_mx_quant_prologue_cut.trace > "$out/real_29_small.trace"
+compile real_29_small "$out/real_29_small.trace"
+for t in 01 02 04 06 07 20 26 27; do
+	f=$(ls tests/real/${t}_*.trace)
+	spec=$(grep "^$(basename "$f") " tests/real/signatures.txt | cut -d' ' -f2- || true)
+	sig=()
+	if [ -n "$spec" ]; then
+		python3 tests/real/signature.py "$out/real_$t.sig" $spec
+		sig=(--signature "$out/real_$t.sig")
+	fi
+	compile "real_$t" "$f" "${sig[@]}"
+done
 for t in before after; do
 	compile "seed_$t" "examples/seed_fp8_linear_$t.trace"
 	compile "seed_${t}_O0" "examples/seed_fp8_linear_$t.trace" -O0
