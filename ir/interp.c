@@ -194,13 +194,13 @@ eval_unary(Op op, Tensor *r, const Tensor *a, int64_t n)
 {
 	DType t = a->dtype;
 
-	for (int64_t i = 0; i < n; i++) {
+	for (int64_t i = 0; i < n; i++) {   /* a rank-0 operand broadcasts */
 		if (t == DT_F64)
-			tensor_setf(r, i, unary_d(op, tensor_getf(a, i)));
+			tensor_setf(r, i, unary_d(op, tensor_getf(a, AT(a, i))));
 		else if (dt_isfloat(t))
-			tensor_setf(r, i, unary_f(op, (float)tensor_getf(a, i)));
+			tensor_setf(r, i, unary_f(op, (float)tensor_getf(a, AT(a, i))));
 		else
-			tensor_seti(r, i, wrap(unary_i(op, tensor_geti(a, i), t), r->dtype));
+			tensor_seti(r, i, wrap(unary_i(op, tensor_geti(a, AT(a, i)), t), r->dtype));
 	}
 }
 
