@@ -26,52 +26,83 @@ be_llvm_version(void)
 	return buf;
 }
 
+/* the plan of every function, behind pre */
+static void
+print_plans(FILE *f, const Program *prog, Plan **plans, Launch **l, const char *gpu, const char *pre)
+{
+	be_print_plan_head(f, prog, gpu, pre);
+	for (uint32_t i = 0; i < prog->nfns; i++)
+		be_print_plan(f, prog->fns[i], plans[i], l[i], be_plan_version(prog), pre);
+}
+
 static bool
-write_ptx(FILE *f, Func *fn, Plan *plan, const Launch *l, LLVMModuleRef mod, const BeOptions *o)
+write_ptx(FILE *f, const Program *prog, Plan **plans, Launch **l, LLVMModuleRef mod, const BeOptions *o)
 {
 	char err[1024], *ptx = NULL;
-	double t = now_ms();
 
-	if (!be_compile(mod, o->gpu, &ptx, err, sizeof err)) {
+	if (!be_compile(mod, o, &ptx, err, sizeof err)) {
 		fprintf(stderr, "fp8cc: error: %s: %s\n", o->path, err);
 		return false;
 	}
-	if (o->time)
-		fprintf(stderr, "fp8cc: time: LLVM O3 and PTX %.2f ms\n", now_ms() - t);
-	be_print_plan(f, fn, plan, l, o->gpu, "// ");
+	print_plans(f, prog, plans, l, o->gpu, "// ");
 	fputs("// end-plan\n", f);
 	fputs(ptx, f);
 	free(ptx);
 	return true;
 }
 
+/* In a program of several functions, kernels are named after their
+ * function: forward_k0, backward_k0. */
+static void
+name_kernels(const Program *prog)
+{
+	for (uint32_t i = 0; prog->nfns > 1 && i < prog->nfns; i++)
+		for (uint32_t k = 0; k < prog->fns[i]->nkernels; k++)
+			prog->fns[i]->kernels[k].name = arena_printf(prog->arena, "%s_%s", prog->fns[i]->name,
+				prog->fns[i]->kernels[k].name);
+}
+
 bool
-be_emit(Func *fn, const char *kind, const BeOptions *o, FILE *f)
+be_emit(const Program *prog, const char *kind, const BeOptions *o, FILE *f)
 {
 	LLVMContextRef cx;
 	LLVMModuleRef mod;
-	Plan *plan;
-	Launch *l;
+	Plan **plans;
+	Launch **l;
 	char *text, err[1024];
 	bool ok = true;
-	double t = now_ms();
 
+	name_kernels(prog);
 	if (!strcmp(kind, "dot")) {
-		be_print_dot(f, fn);
+		be_print_dot(f, prog);
 		return true;
 	}
-	plan = pass_memplan(fn);
-	l = arena_alloc(fn->arena, (fn->nkernels + 1) * sizeof *l);
+	plans = arena_alloc(prog->arena, (prog->nfns + 1) * sizeof *plans);
+	l = arena_alloc(prog->arena, (prog->nfns + 1) * sizeof *l);
+	if (o->phase)
+		o->phase("memplan", NULL);
+	for (uint32_t i = 0; i < prog->nfns; i++) {
+		Func *fn = prog->fns[i];
+
+		plans[i] = pass_memplan(fn);
+		l[i] = arena_alloc(fn->arena, (fn->nkernels + 1) * sizeof *l[i]);
+		if (o->print_memplan) {
+			fprintf(stderr, "; plan after memplan of %s (kernels not yet generated)\n", fn->name);
+			if (i == 0)
+				be_print_plan_head(stderr, prog, o->gpu, "");
+			be_print_plan(stderr, fn, plans[i], NULL, be_plan_version(prog), "");
+		}
+	}
 	cx = LLVMContextCreate();
-	mod = be_module(cx, fn->name);
-	t = now_ms();
-	be_codegen(fn, plan, mod, l);
-	if (o->time)
-		fprintf(stderr, "fp8cc: time: memory plan and kernel codegen %.2f ms\n", now_ms() - t);
+	mod = be_module(cx, prog->fns[0]->name);
+	if (o->phase)
+		o->phase("codegen", NULL);
+	for (uint32_t i = 0; i < prog->nfns; i++)
+		be_codegen(prog->fns[i], plans[i], mod, l[i]);
 	if (!strcmp(kind, "plan")) {
-		be_print_plan(f, fn, plan, l, o->gpu, "");
+		print_plans(f, prog, plans, l, o->gpu, "");
 	} else if (!strcmp(kind, "llvm")) {
-		if ((ok = be_optimize(mod, o->gpu, err, sizeof err))) {
+		if ((ok = be_optimize(mod, o, err, sizeof err))) {
 			text = LLVMPrintModuleToString(mod);
 			fputs(text, f);
 			LLVMDisposeMessage(text);
@@ -79,7 +110,7 @@ be_emit(Func *fn, const char *kind, const BeOptions *o, FILE *f)
 			fprintf(stderr, "fp8cc: error: %s: %s\n", o->path, err);
 		}
 	} else {
-		ok = write_ptx(f, fn, plan, l, mod, o);
+		ok = write_ptx(f, prog, plans, l, mod, o);
 	}
 	LLVMDisposeModule(mod);
 	LLVMContextDispose(cx);

@@ -74,14 +74,21 @@ LLVMValueRef be_libdevice(Cg *c, const char *name, LLVMTypeRef t, LLVMValueRef *
 /* ---- target.c ---- */
 
 /* link libdevice, optimize at O3 and write PTX; false with a message */
-bool be_compile(LLVMModuleRef mod, const char *gpu, char **ptx, char *err, size_t errlen);
+bool be_compile(LLVMModuleRef mod, const BeOptions *o, char **ptx, char *err, size_t errlen);
 /* the same without the PTX: the module as the PTX writer will see it */
-bool be_optimize(LLVMModuleRef mod, const char *gpu, char *err, size_t errlen);
+bool be_optimize(LLVMModuleRef mod, const BeOptions *o, char *err, size_t errlen);
 LLVMModuleRef be_module(LLVMContextRef cx, const char *name);
 
 /* ---- plan.c ---- */
 
-void be_print_plan(FILE *f, Func *fn, Plan *p, const Launch *l, const char *gpu, const char *prefix);
-void be_print_dot(FILE *f, Func *fn);
+int be_plan_version(const Program *prog);
+/* the plan's first lines: version, target, state slots */
+void be_print_plan_head(FILE *f, const Program *prog, const char *gpu, const char *prefix);
+/* one function's part; l NULL: before codegen, launches without their
+ * geometry or scratch */
+void be_print_plan(FILE *f, Func *fn, Plan *p, const Launch *l, int version, const char *prefix);
+/* the fused program for Graphviz: a cluster per kernel (and per function
+ * in a program of several), GEMM operand edges labelled, saved values dashed */
+void be_print_dot(FILE *f, const Program *prog);
 
 #endif

@@ -255,6 +255,11 @@ shape_coords(Cg *c, const Instr *in, LLVMValueRef *co)
 		for (int i = 0; i < rank; i++)
 			ord[i] = i;
 		return delinearize(c, linearize(c, co, ir_dims(fn, in->res), rr), ad, ord, rank);
+	case OP_FLIP:
+		memcpy(n, co, (size_t)rank * sizeof *n);
+		for (uint32_t k = 0; k < in->nattr; k++)
+			n[at[k]] = LLVMBuildSub(c->b, ic(c, ad[at[k]] - 1), co[at[k]], "");
+		return n;
 	default:
 		unreachable();
 	}
@@ -287,6 +292,84 @@ cat(Cg *c, const Instr *in, LLVMValueRef *co)
 	return r;
 }
 
+/* an index of dtype t as the loop's index type, clamped to [0, size) so
+ * that no read leaves the tensor (an index out of range is undefined) */
+static LLVMValueRef
+clamp_index(Cg *c, LLVMValueRef q, DType t, int64_t size)
+{
+	LLVMValueRef zero = ic(c, 0), hi = ic(c, size - 1);
+
+	q = be_convert(c, q, t, c->ity == c->i64 ? DT_I64 : DT_I32, false);
+	q = LLVMBuildSelect(c->b, LLVMBuildICmp(c->b, LLVMIntSLT, q, zero, ""), zero, q, "");
+	return LLVMBuildSelect(c->b, LLVMBuildICmp(c->b, LLVMIntSGT, q, hi, ""), hi, q, "");
+}
+
+/* take and gather: a at the result's coordinates, dim replaced by the index */
+static LLVMValueRef
+gather(Cg *c, const Instr *in, LLVMValueRef *co)
+{
+	Func *fn = c->fn;
+	uint32_t x = ir_args(fn, in)[0], ix = ir_args(fn, in)[1];
+	int64_t dim = ir_attr(fn, in)[0], size = ir_dims(fn, x)[dim];
+	int rank = fn->vals[x].rank;
+	LLVMValueRef *n = new_coords(c, rank), *icoord = co, q;
+
+	if (size == 0)
+		return be_constant(c, 0, (DType)fn->vals[in->res].dtype);
+	if (in->op == OP_TAKE) {
+		icoord = new_coords(c, 1);
+		icoord[0] = co[dim];
+	}
+	q = clamp_index(c, operand(c, ix, icoord), (DType)fn->vals[ix].dtype, size);
+	memcpy(n, co, (size_t)rank * sizeof *n);
+	n[dim] = q;
+	return value(c, x, n);
+}
+
+/* pad: a where the coordinates fall on one of its elements, else the value */
+static LLVMValueRef
+pad(Cg *c, const Instr *in, LLVMValueRef *co)
+{
+	Func *fn = c->fn;
+	uint32_t x = ir_args(fn, in)[0], v = ir_args(fn, in)[1];
+	const int64_t *p = ir_attr(fn, in), *xd = ir_dims(fn, x);
+	int rank = fn->vals[x].rank;
+	LLVMValueRef *n = new_coords(c, rank), inside = LLVMConstInt(c->i1, 1, 0), zero = ic(c, 0);
+
+	if (rank == 0)
+		return operand(c, x, NULL);
+	if (ir_numel(fn, x) == 0)
+		return operand(c, v, NULL);
+	for (int d = 0; d < rank; d++) {
+		int64_t step = p[2 * rank + d] + 1;
+		LLVMValueRef s = LLVMBuildSub(c->b, co[d], ic(c, p[d]), ""), ok, q;
+
+		ok = LLVMBuildICmp(c->b, LLVMIntSGE, s, zero, "");
+		s = LLVMBuildSelect(c->b, ok, s, zero, "");
+		q = step == 1 ? s : LLVMBuildUDiv(c->b, s, ic(c, step), "");
+		if (step > 1)
+			ok = LLVMBuildAnd(c->b, ok, LLVMBuildICmp(c->b, LLVMIntEQ, LLVMBuildURem(c->b, s, ic(c, step), ""),
+				zero, ""), "");
+		ok = LLVMBuildAnd(c->b, ok, LLVMBuildICmp(c->b, LLVMIntSLT, q, ic(c, xd[d]), ""), "");
+		n[d] = LLVMBuildSelect(c->b, ok, q, zero, "");
+		inside = LLVMBuildAnd(c->b, inside, ok, "");
+	}
+	return LLVMBuildSelect(c->b, inside, value(c, x, n), operand(c, v, NULL), "");
+}
+
+/* iota: start + i * step in 64 bits, then the result's width */
+static LLVMValueRef
+iota(Cg *c, const Instr *in, LLVMValueRef *co)
+{
+	const int64_t *at = ir_attr(c->fn, in);
+	DType t = (DType)c->fn->vals[in->res].dtype;
+	LLVMValueRef i = c->ity == c->i64 ? co[0] : LLVMBuildZExt(c->b, co[0], c->i64, "");
+	LLVMValueRef x = LLVMBuildAdd(c->b, LLVMConstInt(c->i64, (unsigned long long)at[0], 0),
+		LLVMBuildMul(c->b, i, LLVMConstInt(c->i64, (unsigned long long)at[1], 0), ""), "");
+
+	return be_convert(c, x, DT_I64, t, false);
+}
+
 static LLVMValueRef
 compute(Cg *c, const Instr *in, LLVMValueRef *co)
 {
@@ -311,6 +394,14 @@ compute(Cg *c, const Instr *in, LLVMValueRef *co)
 		return value(c, a[0], fn->vals[a[0]].rank ? shape_coords(c, in, co) : NULL);
 	case OC_CAT:
 		return cat(c, in, co);
+	case OC_GATHER:
+		return gather(c, in, co);
+	case OC_PAD:
+		return pad(c, in, co);
+	case OC_BITCAST:
+		return LLVMBuildBitCast(c->b, operand(c, a[0], co), be_type(c, t), "");
+	case OC_IOTA:
+		return iota(c, in, co);
 	case OC_REDUCE: case OC_GEMM:
 		break;
 	}

@@ -225,6 +225,16 @@ libm1(Cg *c, const char *base, LLVMValueRef x, bool dbl)
 }
 
 static LLVMValueRef
+libm2(Cg *c, const char *base, LLVMValueRef x, LLVMValueRef y, bool dbl)
+{
+	char name[32];
+	LLVMValueRef args[2] = { x, y };
+
+	snprintf(name, sizeof name, "__nv_%s%s", base, dbl ? "" : "f");
+	return be_libdevice(c, name, LLVMTypeOf(x), args, 2);
+}
+
+static LLVMValueRef
 unary_float(Cg *c, Op op, LLVMValueRef x, bool dbl)
 {
 	LLVMTypeRef t = LLVMTypeOf(x);
@@ -239,16 +249,6 @@ unary_float(Cg *c, Op op, LLVMValueRef x, bool dbl)
 	case OP_CEIL: return intrinsic1(c, "llvm.ceil", x);
 	case OP_ROUND: return intrinsic1(c, "llvm.roundeven", x);
 	case OP_TRUNC: return intrinsic1(c, "llvm.trunc", x);
-	case OP_EXP: return libm1(c, "exp", x, dbl);
-	case OP_EXP2: return libm1(c, "exp2", x, dbl);
-	case OP_LOG: return libm1(c, "log", x, dbl);
-	case OP_LOG1P: return libm1(c, "log1p", x, dbl);
-	case OP_LOG2: return libm1(c, "log2", x, dbl);
-	case OP_RSQRT: return libm1(c, "rsqrt", x, dbl);
-	case OP_TANH: return libm1(c, "tanh", x, dbl);
-	case OP_ERF: return libm1(c, "erf", x, dbl);
-	case OP_SIN: return libm1(c, "sin", x, dbl);
-	case OP_COS: return libm1(c, "cos", x, dbl);
 	case OP_SIGN:
 		pos = LLVMBuildSelect(c->b, LLVMBuildFCmp(c->b, LLVMRealOGT, x, zero, ""), one, zero, "");
 		neg = LLVMBuildSelect(c->b, LLVMBuildFCmp(c->b, LLVMRealOLT, x, zero, ""), one, zero, "");
@@ -256,7 +256,13 @@ unary_float(Cg *c, Op op, LLVMValueRef x, bool dbl)
 	case OP_ISFINITE:
 		return LLVMBuildFCmp(c->b, LLVMRealOLT, intrinsic1(c, "llvm.fabs", x),
 			LLVMConstReal(t, 1.0 / 0.0), "");
-	default: unreachable();
+	case OP_SIGNBIT:
+		return LLVMBuildICmp(c->b, LLVMIntSLT, LLVMBuildBitCast(c->b, x, dbl ? c->i64 : c->i32, ""),
+			LLVMConstInt(dbl ? c->i64 : c->i32, 0, 0), "");
+	default:
+		if (!ir_ops[op].libdevice[0])
+			unreachable();
+		return libm1(c, ir_ops[op].libdevice, x, dbl);
 	}
 }
 
@@ -280,8 +286,6 @@ binary_float(Cg *c, Op op, LLVMValueRef x, LLVMValueRef y, bool dbl)
 	case OP_SUB: return LLVMBuildFSub(c->b, x, y, "");
 	case OP_MUL: return LLVMBuildFMul(c->b, x, y, "");
 	case OP_DIV: return LLVMBuildFDiv(c->b, x, y, "");
-	case OP_POW: return be_libdevice(c, dbl ? "__nv_pow" : "__nv_powf", t, args, 2);
-	case OP_FMOD: return be_libdevice(c, dbl ? "__nv_fmod" : "__nv_fmodf", t, args, 2);
 	case OP_MAXIMUM: return max_min(c, true, x, y);
 	case OP_MINIMUM: return max_min(c, false, x, y);
 	case OP_REMAINDER:
@@ -297,11 +301,30 @@ binary_float(Cg *c, Op op, LLVMValueRef x, LLVMValueRef y, bool dbl)
 	case OP_LE: return LLVMBuildFCmp(c->b, LLVMRealOLE, x, y, "");
 	case OP_GT: return LLVMBuildFCmp(c->b, LLVMRealOGT, x, y, "");
 	case OP_GE: return LLVMBuildFCmp(c->b, LLVMRealOGE, x, y, "");
-	default: unreachable();
+	default:
+		if (!ir_ops[op].libdevice[0])
+			unreachable();
+		return libm2(c, ir_ops[op].libdevice, x, y, dbl);
 	}
 }
 
 /* ---- integer ops ---- */
+
+/* shifts as c10's: by a negative amount or past the width, a left shift
+ * gives 0 and a right shift the sign (zeros for unsigned types) */
+static LLVMValueRef
+shift(Cg *c, Op op, LLVMValueRef x, LLVMValueRef y, bool sgn)
+{
+	LLVMTypeRef t = LLVMTypeOf(x);
+	unsigned w = LLVMGetIntTypeWidth(t);
+	LLVMValueRef in = LLVMBuildICmp(c->b, LLVMIntULT, y, LLVMConstInt(t, w, 0), "");
+
+	if (op == OP_BITWISE_LEFT_SHIFT)
+		return LLVMBuildSelect(c->b, in, LLVMBuildShl(c->b, x, LLVMBuildSelect(c->b, in, y, LLVMConstInt(t, 0, 0), ""), ""),
+			LLVMConstInt(t, 0, 0), "");
+	y = LLVMBuildSelect(c->b, in, y, LLVMConstInt(t, w - 1, 0), "");
+	return sgn ? LLVMBuildAShr(c->b, x, y, "") : LLVMBuildLShr(c->b, x, y, "");
+}
 
 static LLVMValueRef
 unary_int(Cg *c, Op op, LLVMValueRef x, DType t)
@@ -321,6 +344,7 @@ unary_int(Cg *c, Op op, LLVMValueRef x, DType t)
 			LLVMBuildZExt(c->b, LLVMBuildICmp(c->b, t == DT_U8 ? LLVMIntUGT : LLVMIntSGT, x, zero, ""), ty, ""),
 			LLVMBuildZExt(c->b, LLVMBuildICmp(c->b, t == DT_U8 ? LLVMIntULT : LLVMIntSLT, x, zero, ""), ty, ""), "");
 	case OP_ISFINITE: return LLVMConstInt(c->i1, 1, 0);
+	case OP_SIGNBIT: return t == DT_U8 ? LLVMConstInt(c->i1, 0, 0) : LLVMBuildICmp(c->b, LLVMIntSLT, x, zero, "");
 	case OP_BITWISE_NOT: case OP_LOGICAL_NOT: return LLVMBuildNot(c->b, x, "");
 	default: unreachable();
 	}
@@ -369,6 +393,7 @@ binary_int(Cg *c, Op op, LLVMValueRef x, LLVMValueRef y, DType t)
 	case OP_BITWISE_AND: return LLVMBuildAnd(c->b, x, y, "");
 	case OP_BITWISE_OR: return LLVMBuildOr(c->b, x, y, "");
 	case OP_BITWISE_XOR: return LLVMBuildXor(c->b, x, y, "");
+	case OP_BITWISE_LEFT_SHIFT: case OP_BITWISE_RIGHT_SHIFT: return shift(c, op, x, y, sgn);
 	case OP_EQ: return LLVMBuildICmp(c->b, LLVMIntEQ, x, y, "");
 	case OP_NE: return LLVMBuildICmp(c->b, LLVMIntNE, x, y, "");
 	case OP_LT: return LLVMBuildICmp(c->b, sgn ? LLVMIntSLT : LLVMIntULT, x, y, "");
@@ -391,7 +416,7 @@ be_unary(Cg *c, Op op, LLVMValueRef x, DType t)
 	if (t == DT_F32 || t == DT_F64)
 		return unary_float(c, op, x, t == DT_F64);
 	r = unary_float(c, op, to_f32(c, x, t), false);
-	return op == OP_ISFINITE ? r : from_f32(c, r, t, true);
+	return op == OP_ISFINITE || op == OP_SIGNBIT ? r : from_f32(c, r, t, true);
 }
 
 LLVMValueRef

@@ -6,7 +6,7 @@
 static void
 print_loc(FILE *f, Loc l)
 {
-	static const char *const kind[] = { "none", "in", "out", "buf" };
+	static const char *const kind[] = { "none", "in", "out", "buf", "st" };
 
 	fprintf(f, "%s:%u", kind[l.kind], l.idx);
 }
@@ -35,20 +35,22 @@ print_launch(FILE *f, Func *fn, const Plan *p, uint32_t k, const Launch *l, cons
 	const Kernel *kn = &fn->kernels[k];
 	const char *sep = "";
 
-	fprintf(f, "%slaunch %s grid=%u block=%u smem=%u coop=%d args=", pre, kn->name, l->grid,
-		l->block, l->smem, l->coop);
+	fprintf(f, "%slaunch %s ", pre, kn->name);
+	if (l)
+		fprintf(f, "grid=%u block=%u smem=%u coop=%d ", l->grid, l->block, l->smem, l->coop);
+	fputs("args=", f);
 	for (uint32_t j = 0; j < kn->nins + kn->nouts; j++) {
 		fputs(sep, f);
 		print_ref(f, p, fn->argv[(j < kn->nins ? kn->ins + j : kn->outs + j - kn->nins)]);
 		sep = ",";
 	}
-	if (l->scratch != IR_NONE)
+	if (l && l->scratch != IR_NONE)
 		fprintf(f, "%sbuf:%u", sep, l->scratch);
 	fputc('\n', f);
 }
 
 static void
-print_gemm(FILE *f, Func *fn, const Plan *p, const Instr *in, const char *pre)
+print_gemm(FILE *f, Func *fn, const Plan *p, const Instr *in, const char *pre, int version)
 {
 	const uint32_t *a = ir_args(fn, in);
 	const int64_t *da = ir_dims(fn, a[0]), *db = ir_dims(fn, a[1]);
@@ -68,10 +70,50 @@ print_gemm(FILE *f, Func *fn, const Plan *p, const Instr *in, const char *pre)
 		print_ref(f, p, a[4]);
 	else
 		fputs("none", f);
-	fprintf(f, " m=%lld n=%lld k=%lld atype=%s btype=%s dtype=%s fast_accum=%d\n",
-		(long long)da[0], (long long)db[1], (long long)da[1],
-		ir_dtypes[fn->vals[a[0]].dtype].name, ir_dtypes[fn->vals[a[1]].dtype].name,
-		ir_dtypes[fn->vals[in->res].dtype].name, (in->flags & IF_FAST_ACCUM) != 0);
+	fprintf(f, " m=%lld n=%lld k=%lld", (long long)da[0], (long long)db[1], (long long)da[1]);
+	if (version > 1)   /* the b operand is (N,K) row-major, as cuBLASLt's FP8 GEMMs want it */
+		fputs(" batch=1 stride_a=0 stride_b=0 stride_d=0 trans_a=0 trans_b=1", f);
+	fprintf(f, " atype=%s btype=%s dtype=%s", ir_dtypes[fn->vals[a[0]].dtype].name,
+		ir_dtypes[fn->vals[a[1]].dtype].name, ir_dtypes[fn->vals[in->res].dtype].name);
+	if (version > 1)
+		fputs(" epilogue=none", f);
+	fprintf(f, " fast_accum=%d\n", (in->flags & IF_FAST_ACCUM) != 0);
+}
+
+/* matmul: cuBLASLt's strided batch; a batched a times a 2-d b folds the
+ * batch into the rows when a is not transposed */
+static void
+print_matmul(FILE *f, Func *fn, const Plan *p, const Instr *in, const char *pre)
+{
+	static const char *const epi[] = { "none", "relu", "gelu" };
+	const uint32_t *a = ir_args(fn, in);
+	const int64_t *dr = ir_dims(fn, in->res);
+	int ra = fn->vals[a[0]].rank, rb = fn->vals[a[1]].rank, rr = fn->vals[in->res].rank;
+	bool ta = in->flags & IF_TRANS_A, tb = in->flags & IF_TRANS_B;
+	int64_t m = dr[rr - 2], n = dr[rr - 1], k = ir_dims(fn, a[0])[ra - (ta ? 2 : 1)];
+	int64_t batch = ir_numel(fn, in->res) / (m * n > 0 ? m * n : 1);
+
+	if (batch > 1 && ra > 2 && rb == 2 && !ta) {
+		m *= batch;
+		batch = 1;
+		ra = 2;
+	}
+	fprintf(f, "%sgemm d=", pre);
+	print_ref(f, p, in->res);
+	fputs(" a=", f);
+	print_ref(f, p, a[0]);
+	fputs(" b=", f);
+	print_ref(f, p, a[1]);
+	fputs(" bias=", f);
+	if (in->nargs == 3)
+		print_ref(f, p, a[2]);
+	else
+		fputs("none", f);
+	fprintf(f, " m=%lld n=%lld k=%lld batch=%lld stride_a=%lld stride_b=%lld stride_d=%lld trans_a=%d trans_b=%d"
+		" atype=%s btype=%s dtype=%s epilogue=%s\n", (long long)m, (long long)n, (long long)k, (long long)batch,
+		(long long)(ra > 2 ? m * k : 0), (long long)(rb > 2 ? k * n : 0), (long long)(batch > 1 ? m * n : 0),
+		ta, tb, ir_dtypes[fn->vals[a[0]].dtype].name, ir_dtypes[fn->vals[a[1]].dtype].name,
+		ir_dtypes[fn->vals[in->res].dtype].name, epi[in->nattr ? ir_attr(fn, in)[0] : EPI_NONE]);
 }
 
 static void
@@ -92,19 +134,58 @@ print_buffer(FILE *f, Func *fn, const PlanBuf *b, uint32_t i, const char *pre)
 	fprintf(f, " offset=%lld bytes=%lld%s\n", (long long)b->offset, (long long)b->bytes, b->zero ? " zero" : "");
 }
 
+/* Version 1 for a program of one function that saves nothing: its lines
+ * come first. Version 2 names the state slots, then each function. */
 void
-be_print_plan(FILE *f, Func *fn, Plan *p, const Launch *l, const char *gpu, const char *pre)
+be_print_plan_head(FILE *f, const Program *prog, const char *gpu, const char *pre)
 {
 	char nb[16];
 
-	fprintf(f, "%sfp8cc-plan 1\n%starget %s\n", pre, pre, gpu);
-	for (uint32_t i = 0; i < fn->nparams; i++) {
-		fprintf(f, "%sinput %u %s ", pre, i, ir_name(fn, fn->params[i], nb));
+	fprintf(f, "%sfp8cc-plan %d\n%starget %s\n", pre, be_plan_version(prog), pre, gpu);
+	for (uint32_t fi = 0; fi < prog->nfns; fi++) {
+		Func *fn = prog->fns[fi];
+
+		for (uint32_t i = 0; i < fn->nrets; i++) {
+			if (fn->rslot[i] < 0)
+				continue;
+			fprintf(f, "%sstate %d %s ", pre, fn->rslot[i], ir_retname(fn, i, nb));
+			print_type(f, fn, fn->rets[i]);
+			fputc('\n', f);
+		}
+	}
+}
+
+/* 1 for a program that needs nothing past version 1: one function, no state,
+ * no GEMM but torch._scaled_mm's */
+int
+be_plan_version(const Program *prog)
+{
+	if (prog->nfns > 1 || prog->nslots > 0)
+		return 2;
+	for (uint32_t i = 0; i < prog->fns[0]->nins; i++)
+		if (prog->fns[0]->ins[i].op == OP_MATMUL)
+			return 2;
+	return 1;
+}
+
+void
+be_print_plan(FILE *f, Func *fn, Plan *p, const Launch *l, int version, const char *pre)
+{
+	char nb[16];
+
+	if (version > 1)
+		fprintf(f, "%sfunction %s\n", pre, fn->name);
+	for (uint32_t i = 0, n = 0; i < fn->nparams; i++) {
+		if (fn->pslot[i] >= 0)
+			continue;
+		fprintf(f, "%sinput %u %s ", pre, n++, ir_name(fn, fn->params[i], nb));
 		print_type(f, fn, fn->params[i]);
 		fputc('\n', f);
 	}
-	for (uint32_t i = 0; i < fn->nrets; i++) {
-		fprintf(f, "%soutput %u %s ", pre, i, ir_retname(fn, i, nb));
+	for (uint32_t i = 0, n = 0; i < fn->nrets; i++) {
+		if (fn->rslot[i] >= 0)
+			continue;
+		fprintf(f, "%soutput %u %s ", pre, n++, ir_retname(fn, i, nb));
 		print_type(f, fn, fn->rets[i]);
 		fputc('\n', f);
 	}
@@ -115,9 +196,11 @@ be_print_plan(FILE *f, Func *fn, Plan *p, const Launch *l, const char *gpu, cons
 		const Step *st = &p->steps[s];
 
 		if (st->kind == STEP_LAUNCH) {
-			print_launch(f, fn, p, st->index, &l[st->index], pre);
+			print_launch(f, fn, p, st->index, l ? &l[st->index] : NULL, pre);
+		} else if (st->kind == STEP_GEMM && fn->ins[st->index].op == OP_MATMUL) {
+			print_matmul(f, fn, p, &fn->ins[st->index], pre);
 		} else if (st->kind == STEP_GEMM) {
-			print_gemm(f, fn, p, &fn->ins[st->index], pre);
+			print_gemm(f, fn, p, &fn->ins[st->index], pre, version);
 		} else {
 			fprintf(f, "%scopy dst=", pre);
 			print_loc(f, st->dst);
@@ -130,44 +213,151 @@ be_print_plan(FILE *f, Func *fn, Plan *p, const Launch *l, const char *gpu, cons
 
 /* ---- Graphviz: one cluster per kernel, GEMMs as boxes ---- */
 
-static void
-dot_node(FILE *f, Func *fn, uint32_t v, const char *indent)
-{
-	char nb[16];
-	const Instr *in = ir_def(fn, v);
+static const char *const scaled_mm_operands[] = { "a", "b", "scale_a", "scale_b", "bias" };
+static const char *const matmul_operands[] = { "a", "b", "bias" };
 
-	fprintf(f, "%sv%u [label=\"%s\\n%s ", indent, v, ir_name(fn, v, nb), in ? ir_ops[in->op].name : "input");
-	print_type(f, fn, v);
-	fprintf(f, "\"%s];\n", !in ? " shape=invhouse" : in->op == OP_SCALED_MM ? " shape=box style=filled fillcolor=lightblue" : "");
+/* s inside a double-quoted Graphviz string */
+static void
+dot_str(FILE *f, const char *s)
+{
+	for (; *s; s++) {
+		if (*s == '"' || *s == '\\')
+			fputc('\\', f);
+		fputc(*s, f);
+	}
 }
 
-void
-be_print_dot(FILE *f, Func *fn)
+/* a value as the trace names it; one without a name as the IR text does
+ * (%12), so that it reads as a name and not as a number */
+static void
+dot_name(FILE *f, Func *fn, uint32_t v)
 {
 	char nb[16];
 
-	fprintf(f, "digraph \"%s\" {\n  rankdir=TB;\n  node [shape=ellipse fontsize=10];\n", fn->name);
+	if (!fn->vals[v].name)
+		fputc('%', f);
+	dot_str(f, ir_name(fn, v, nb));
+}
+
+/* the state slot parameter v reads; -1: a caller's input */
+static int32_t
+param_slot(Func *fn, uint32_t v)
+{
 	for (uint32_t i = 0; i < fn->nparams; i++)
-		dot_node(f, fn, fn->params[i], "  ");
+		if (fn->params[i] == v)
+			return fn->pslot[i];
+	return -1;
+}
+
+/* name, then "op [attrs] type"; a constant shows its value. Node ids are
+ * v<value> behind the function's prefix (f0_ in a program of several). */
+static void
+dot_node(FILE *f, Func *fn, const char *id, uint32_t v, const char *indent)
+{
+	const Instr *in = ir_def(fn, v);
+	const int64_t *attr = in ? ir_attr(fn, in) : NULL;
+
+	fprintf(f, "%s%sv%u [label=\"", indent, id, v);
+	dot_name(f, fn, v);
+	fprintf(f, "\\n%s ", in ? ir_ops[in->op].name : param_slot(fn, v) >= 0 ? "saved" : "input");
+	if (in && in->op == OP_FULL) {
+		ir_print_double(f, in->fval);
+		fputc(' ', f);
+	}
+	for (uint32_t i = 0; in && i < in->nattr; i++)
+		fprintf(f, "%s%lld%s", i ? "," : "[", (long long)attr[i], i + 1 == in->nattr ? "] " : "");
+	print_type(f, fn, v);
+	fprintf(f, "\"%s];\n", !in ? " shape=invhouse" : op_gemm((Op)in->op) ?
+		" shape=box style=filled fillcolor=lightblue" : in->op == OP_FULL ? " shape=plaintext" : "");
+}
+
+/* the edges into instruction i; a GEMM's say which operand they are */
+static void
+dot_edges(FILE *f, Func *fn, const char *id, const Instr *in)
+{
+	for (uint32_t j = 0; j < in->nargs; j++) {
+		fprintf(f, "  %sv%u -> %sv%u", id, ir_args(fn, in)[j], id, in->res);
+		if (in->op == OP_SCALED_MM && j < sizeof scaled_mm_operands / sizeof scaled_mm_operands[0])
+			fprintf(f, " [label=\"%s\"]", scaled_mm_operands[j]);
+		else if (in->op == OP_MATMUL && j < sizeof matmul_operands / sizeof matmul_operands[0])
+			fprintf(f, " [label=\"%s\"]", matmul_operands[j]);
+		fputs(";\n", f);
+	}
+}
+
+/* one function: its inputs, a cluster per kernel, the rest, its outputs */
+static void
+dot_func(FILE *f, Func *fn, const char *id, const char *in)
+{
+	char nb[16];
+
+	for (uint32_t i = 0; i < fn->nparams; i++)
+		dot_node(f, fn, id, fn->params[i], in);
 	for (uint32_t i = 0; i < fn->nins; i++) {
 		if (fn->ins[i].kernel >= 0 && fn->kernels[fn->ins[i].kernel].first == i) {
 			const Kernel *k = &fn->kernels[fn->ins[i].kernel];
 
-			fprintf(f, "  subgraph cluster_%s {\n    label=\"kernel %s\"; style=rounded; color=darkgreen;\n",
-				k->name, k->name);
+			fprintf(f, "%ssubgraph cluster_%s%s {\n%s  label=\"kernel %s\"; style=rounded; color=darkgreen;\n",
+				in, id, k->name, in, k->name);
 			for (uint32_t j = k->first; j < k->first + k->count; j++)
-				dot_node(f, fn, fn->ins[j].res, "    ");
-			fputs("  }\n", f);
+				dot_node(f, fn, id, fn->ins[j].res, "    ");
+			fprintf(f, "%s}\n", in);
 			i = k->first + k->count - 1;
 		} else if (fn->ins[i].kernel < 0) {
-			dot_node(f, fn, fn->ins[i].res, "  ");
+			dot_node(f, fn, id, fn->ins[i].res, in);
 		}
 	}
-	for (uint32_t i = 0; i < fn->nins; i++)
-		for (uint32_t j = 0; j < fn->ins[i].nargs; j++)
-			fprintf(f, "  v%u -> v%u;\n", ir_args(fn, &fn->ins[i])[j], fn->ins[i].res);
-	for (uint32_t i = 0; i < fn->nrets; i++)
-		fprintf(f, "  out%u [label=\"%s\" shape=house];\n  v%u -> out%u;\n", i, ir_retname(fn, i, nb),
-			fn->rets[i], i);
+	for (uint32_t i = 0; i < fn->nrets; i++) {
+		if (fn->rslot[i] >= 0)
+			continue;
+		fprintf(f, "%s%sout%u [label=\"", in, id, i);
+		dot_str(f, ir_retname(fn, i, nb));
+		fputs("\" shape=house];\n", f);
+	}
+}
+
+/* edges: within each function, to its outputs, and a dashed one from the
+ * value a function saves to the parameter of a later one that reads it */
+static void
+dot_flow(FILE *f, const Program *prog, char (*ids)[16])
+{
+	for (uint32_t fi = 0; fi < prog->nfns; fi++) {
+		Func *fn = prog->fns[fi];
+
+		for (uint32_t i = 0; i < fn->nins; i++)
+			dot_edges(f, fn, ids[fi], &fn->ins[i]);
+		for (uint32_t i = 0; i < fn->nrets; i++)
+			if (fn->rslot[i] < 0)
+				fprintf(f, "  %sv%u -> %sout%u;\n", ids[fi], fn->rets[i], ids[fi], i);
+		for (uint32_t i = 0; i < fn->nrets; i++)
+			for (uint32_t gj = fi + 1; fn->rslot[i] >= 0 && gj < prog->nfns; gj++)
+				for (uint32_t p = 0; p < prog->fns[gj]->nparams; p++)
+					if (prog->fns[gj]->pslot[p] == fn->rslot[i])
+						fprintf(f, "  %sv%u -> %sv%u [style=dashed label=\"saved %d\"];\n", ids[fi],
+							fn->rets[i], ids[gj], prog->fns[gj]->params[p], fn->rslot[i]);
+	}
+}
+
+void
+be_print_dot(FILE *f, const Program *prog)
+{
+	char (*ids)[16] = arena_alloc(prog->arena, (prog->nfns + 1) * sizeof *ids);
+	bool several = prog->nfns > 1;
+
+	fputs("digraph \"", f);
+	dot_str(f, prog->fns[0]->name);
+	fputs("\" {\n  rankdir=TB;\n  node [shape=ellipse fontsize=10];\n  edge [fontsize=9];\n", f);
+	for (uint32_t fi = 0; fi < prog->nfns; fi++) {
+		snprintf(ids[fi], sizeof ids[fi], several ? "f%u_" : "", fi);
+		if (several) {
+			fprintf(f, "  subgraph cluster_f%u {\n    label=\"function ", fi);
+			dot_str(f, prog->fns[fi]->name);
+			fputs("\"; style=dashed;\n", f);
+		}
+		dot_func(f, prog->fns[fi], ids[fi], "  ");
+		if (several)
+			fputs("  }\n", f);
+	}
+	dot_flow(f, prog, ids);
 	fputs("}\n", f);
 }

@@ -1,7 +1,9 @@
-/* target.c — the NVPTX target: module set-up, libdevice, LLVM's O3 pipeline
- * and the PTX writer. */
+/* target.c — the NVPTX target: module set-up, libdevice (found when the
+ * compiler runs: --cuda-path, $CUDA_HOME, /usr/local/cuda), LLVM's O3
+ * pipeline and the PTX writer. */
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <llvm-c/Analysis.h>
 #include <llvm-c/BitReader.h>
@@ -53,27 +55,70 @@ be_module(LLVMContextRef cx, const char *name)
 	return m;
 }
 
+#define LIBDEVICE "nvvm/libdevice/libdevice.10.bc"
+
+/* libdevice of the CUDA toolkit: at o->cuda_path when given, else the
+ * first of $CUDA_HOME and /usr/local/cuda that has it; tried lists the
+ * candidates that did not, "PATH (where it came from)", comma-separated */
+static bool
+find_libdevice(const BeOptions *o, char *path, size_t n, char *tried, size_t len)
+{
+	const char *home = getenv("CUDA_HOME");
+	const char *dirs[2] = { o->cuda_path, NULL };
+	const char *why[2] = { "--cuda-path", NULL };
+	size_t used = 0;
+
+	if (!o->cuda_path) {
+		dirs[0] = home && *home ? home : "/usr/local/cuda";
+		why[0] = home && *home ? "$CUDA_HOME" : "the default";
+		if (home && *home)
+			dirs[1] = "/usr/local/cuda", why[1] = "the default";
+	}
+	tried[0] = 0;
+	for (int i = 0; i < 2 && dirs[i]; i++) {
+		snprintf(path, n, "%s/%s", dirs[i], LIBDEVICE);
+		if (access(path, R_OK) == 0)
+			return true;
+		if (used < len)
+			used += (size_t)snprintf(tried + used, len - used, "%s%s (%s)", i ? ", " : "", path, why[i]);
+	}
+	return false;
+}
+
 /* link the libdevice functions the kernels call; everything else is dropped */
 static bool
-link_libdevice(LLVMModuleRef mod, char *err, size_t errlen)
+link_libdevice(LLVMModuleRef mod, const BeOptions *o, char *err, size_t errlen)
 {
 	LLVMMemoryBufferRef buf;
 	LLVMModuleRef lib;
-	char *msg = NULL;
+	char *msg = NULL, path[4096], tried[4096];
 	bool needed = false;
 
 	for (LLVMValueRef f = LLVMGetFirstFunction(mod); f; f = LLVMGetNextFunction(f))
 		needed |= LLVMIsDeclaration(f) && !strncmp(LLVMGetValueName(f), "__nv_", 5);
 	if (!needed)
 		return true;
-	if (LLVMCreateMemoryBufferWithContentsOfFile(FP8CC_LIBDEVICE, &buf, &msg)) {
-		snprintf(err, errlen, "cannot read libdevice (%s): %s", FP8CC_LIBDEVICE, msg);
+	if (!find_libdevice(o, path, sizeof path, tried, sizeof tried)) {
+		snprintf(err, errlen, "cannot find libdevice: tried %s; give the CUDA toolkit with "
+			"--cuda-path DIR or CUDA_HOME", tried);
+		return false;
+	}
+	if (o->phase && tried[0]) {
+		char note[sizeof path + sizeof tried + 32];   /* the fallback, and what it passed over */
+
+		snprintf(note, sizeof note, "%s (none at %s)", path, tried);
+		o->phase("libdevice", note);
+	} else if (o->phase) {
+		o->phase("libdevice", path);
+	}
+	if (LLVMCreateMemoryBufferWithContentsOfFile(path, &buf, &msg)) {
+		snprintf(err, errlen, "cannot read libdevice (%s): %s", path, msg);
 		LLVMDisposeMessage(msg);
 		return false;
 	}
 	if (LLVMParseBitcodeInContext2(LLVMGetModuleContext(mod), buf, &lib)) {
 		LLVMDisposeMemoryBuffer(buf);
-		snprintf(err, errlen, "cannot parse libdevice (%s)", FP8CC_LIBDEVICE);
+		snprintf(err, errlen, "cannot parse libdevice (%s)", path);
 		return false;
 	}
 	LLVMDisposeMemoryBuffer(buf);
@@ -91,7 +136,7 @@ link_libdevice(LLVMModuleRef mod, char *err, size_t errlen)
 
 /* verify, link libdevice and run O3; the module is then ready for PTX */
 static LLVMTargetMachineRef
-optimize(LLVMModuleRef mod, const char *gpu, char *err, size_t errlen)
+optimize(LLVMModuleRef mod, const BeOptions *o, char *err, size_t errlen)
 {
 	LLVMTargetMachineRef tm;
 	LLVMPassBuilderOptionsRef po;
@@ -104,8 +149,10 @@ optimize(LLVMModuleRef mod, const char *gpu, char *err, size_t errlen)
 		return NULL;
 	}
 	LLVMDisposeMessage(msg);
-	if (!link_libdevice(mod, err, errlen) || !(tm = target_machine(gpu, err, errlen)))
+	if (!link_libdevice(mod, o, err, errlen) || !(tm = target_machine(o->gpu, err, errlen)))
 		return NULL;
+	if (o->phase)
+		o->phase("LLVM O3", NULL);
 	po = LLVMCreatePassBuilderOptions();
 	e = LLVMRunPasses(mod, "default<O3>", tm, po);
 	LLVMDisposePassBuilderOptions(po);
@@ -120,9 +167,9 @@ optimize(LLVMModuleRef mod, const char *gpu, char *err, size_t errlen)
 }
 
 bool
-be_optimize(LLVMModuleRef mod, const char *gpu, char *err, size_t errlen)
+be_optimize(LLVMModuleRef mod, const BeOptions *o, char *err, size_t errlen)
 {
-	LLVMTargetMachineRef tm = optimize(mod, gpu, err, errlen);
+	LLVMTargetMachineRef tm = optimize(mod, o, err, errlen);
 
 	if (tm)
 		LLVMDisposeTargetMachine(tm);
@@ -130,15 +177,17 @@ be_optimize(LLVMModuleRef mod, const char *gpu, char *err, size_t errlen)
 }
 
 bool
-be_compile(LLVMModuleRef mod, const char *gpu, char **ptx, char *err, size_t errlen)
+be_compile(LLVMModuleRef mod, const BeOptions *o, char **ptx, char *err, size_t errlen)
 {
-	LLVMTargetMachineRef tm = optimize(mod, gpu, err, errlen);
+	LLVMTargetMachineRef tm = optimize(mod, o, err, errlen);
 	LLVMMemoryBufferRef out;
 	char *msg = NULL;
 	bool ok = false;
 
 	if (!tm)
 		return false;
+	if (o->phase)
+		o->phase("PTX", NULL);
 	if (LLVMTargetMachineEmitToMemoryBuffer(tm, mod, LLVMAssemblyFile, &msg, &out)) {
 		snprintf(err, errlen, "PTX emission failed: %s", msg);
 		LLVMDisposeMessage(msg);

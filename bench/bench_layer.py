@@ -1,18 +1,21 @@
 #!/usr/bin/env python3
 """Benchmark the fp8 linear layer: fp8cc (fp8run on the compiled PTX) against
-PyTorch eager and torch.compile of the same layer, measured in one run.
+PyTorch eager, torch.compile and torch.compile(mode="reduce-overhead") (the
+layer replayed as a CUDA graph, like fp8cc's graph replay) of the same layer,
+measured in one run.
 
 usage: bench_layer.py FP8RUN PTXDIR [OUT.md]
 
 PTXDIR holds linear_MxKxN.ptx for each shape below (compiled on the machine
 with LLVM by tests/gpu/prepare.sh). Inputs are drawn here, on the GPU.
 Times are medians of CUDA-event-timed runs after warm-up; the table gives each
-time, the ratios eager/fp8cc and compile/fp8cc (above 1: fp8cc is faster),
+time, the ratios eager/fp8cc, compile/fp8cc and reduce-overhead/fp8cc
+(above 1: fp8cc is faster),
 torch._scaled_mm alone on the same fp8 operands (the GEMM, which both use),
 what fp8cc spends beyond it, and the memory floor of the quantization (read
 each bf16 element once, write each fp8 element once, at 4.2 TB/s)."""
+import json
 import os
-import re
 import statistics
 import subprocess
 import sys
@@ -29,6 +32,15 @@ SHAPES = [(16, 32, 64), (4096, 4096, 4096), (8192, 4096, 14336)]
 
 def fwd(x, w):
     return layer(x, w)
+
+
+def cuda_graph_step(compiled):
+    """a reduce-overhead compiled function, called as a new step each time
+    (the outputs of the previous replay are not kept)"""
+    def step(x, w):
+        torch.compiler.cudagraph_mark_step_begin()
+        return compiled(x, w)
+    return step
 
 
 def time_torch(fn, x, w, iters):
@@ -57,16 +69,17 @@ def time_gemm(x, w, iters):
 
 
 def time_fp8run(fp8run, ptx, inputs, iters, graph):
-    cmd = [fp8run, ptx, "--inputs", inputs, "-o", os.devnull, "--iters", str(iters)]
+    """the median of fp8run's timed runs, in microseconds (fp8run --json)"""
+    cmd = [fp8run, ptx, "--inputs", inputs, "--iters", str(iters), "--json"]
     if not graph:
         cmd.append("--no-graph")
     res = subprocess.run(cmd, capture_output=True, text=True)
     if res.returncode != 0:
         raise RuntimeError(f"fp8run failed: {res.stderr.strip()}")
-    m = re.search(r"median\s*[=:]?\s*([0-9.]+)", res.stdout + res.stderr)
-    if not m:
-        raise RuntimeError(f"no median in fp8run output: {res.stdout!r}")
-    return float(m.group(1))
+    timing = json.loads(res.stdout)["timing"]
+    if len(timing["runs_us"]) != iters:
+        raise RuntimeError(f"fp8run timed {len(timing['runs_us'])} runs, not {iters}")
+    return timing["median_us"]
 
 
 def main():
@@ -74,6 +87,7 @@ def main():
         sys.exit(__doc__)
     fp8run, ptxdir = sys.argv[1], sys.argv[2]
     compiled = torch.compile(fwd)
+    graphed = cuda_graph_step(torch.compile(fwd, mode="reduce-overhead"))
     rows = []
     for m, k, n in SHAPES:
         torch.manual_seed(0)
@@ -88,17 +102,19 @@ def main():
             ours_nograph = time_fp8run(fp8run, ptx, inputs, iters, False)
         eager = time_torch(fwd, x, w, iters)
         comp = time_torch(compiled, x, w, iters)
+        graph = time_torch(graphed, x, w, iters)
         gemm = time_gemm(x, w, iters)
-        rows.append((m, k, n, ours, ours_nograph, eager, comp, gemm))
+        rows.append((m, k, n, ours, ours_nograph, eager, comp, graph, gemm))
         print(f"{m}x{k}x{n}: fp8cc {ours:.1f} us (no graph {ours_nograph:.1f}), eager {eager:.1f} us, "
-              f"compile {comp:.1f} us, the GEMM alone {gemm:.1f} us", flush=True)
-    lines = ["| M×K×N | fp8cc (graph) µs | fp8cc (no graph) µs | eager µs | torch.compile µs | eager / fp8cc "
-             "| compile / fp8cc | GEMM alone µs | fp8cc − GEMM µs | quantize floor µs |",
-             "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
-    for m, k, n, o, og, e, c, g in rows:
+              f"compile {comp:.1f} us, reduce-overhead {graph:.1f} us, the GEMM alone {gemm:.1f} us", flush=True)
+    lines = ["| M×K×N | fp8cc (graph) µs | fp8cc (no graph) µs | eager µs | torch.compile µs "
+             "| torch.compile reduce-overhead µs | eager / fp8cc | compile / fp8cc | reduce-overhead / fp8cc "
+             "| GEMM alone µs | fp8cc − GEMM µs | quantize floor µs |",
+             "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
+    for m, k, n, o, og, e, c, r, g in rows:
         floor = 3 * (m * k + n * k) / 4.2e12 * 1e6   # read bf16, write fp8, at 4.2 TB/s
-        lines.append(f"| {m}×{k}×{n} | {o:.1f} | {og:.1f} | {e:.1f} | {c:.1f} | {e / o:.2f} | {c / o:.2f} "
-                     f"| {g:.1f} | {o - g:.1f} | {floor:.1f} |")
+        lines.append(f"| {m}×{k}×{n} | {o:.1f} | {og:.1f} | {e:.1f} | {c:.1f} | {r:.1f} | {e / o:.2f} "
+                     f"| {c / o:.2f} | {r / o:.2f} | {g:.1f} | {o - g:.1f} | {floor:.1f} |")
     table = "\n".join(lines) + "\n"
     print(table)
     if len(sys.argv) > 3:

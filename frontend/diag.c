@@ -1,7 +1,9 @@
 /* diag.c — source files and diagnostics.
  *
  * Errors print as clang does: "path:line:col: error: message", then the source
- * line, then a caret under the column. Columns count bytes from 1. */
+ * line, then a caret under the column. Columns count bytes from 1. Notes
+ * ("note") and the last word ("fatal error") print the same way; line 0
+ * means the file as a whole. */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -85,14 +87,17 @@ line_at(const Source *src, uint32_t line, size_t *len)
 	return p;
 }
 
-void
-fe_verror(const Source *src, uint32_t line, uint32_t col, const char *fmt, va_list ap)
+static void
+vdiag(const Source *src, uint32_t line, uint32_t col, const char *kind, const char *fmt, va_list ap)
 {
 	FILE *out = fe_diag_out ? fe_diag_out : stderr;
 	size_t len;
 	const char *text;
 
-	fprintf(out, "%s:%u:%u: error: ", src->path, line, col);
+	if (line == 0)
+		fprintf(out, "%s: %s: ", src->path, kind);
+	else
+		fprintf(out, "%s:%u:%u: %s: ", src->path, line, col, kind);
 	vfprintf(out, fmt, ap);
 	fputc('\n', out);
 	if (line == 0)
@@ -115,11 +120,45 @@ fe_verror(const Source *src, uint32_t line, uint32_t col, const char *fmt, va_li
 }
 
 void
+fe_verror(const Source *src, uint32_t line, uint32_t col, const char *fmt, va_list ap)
+{
+	vdiag(src, line, col, "error", fmt, ap);
+}
+
+/* the text fe_diag would print, in a string of the caller's (free it) */
+char *
+fe_vformat(const Source *src, uint32_t line, uint32_t col, const char *kind, const char *fmt, va_list ap)
+{
+	FILE *old = fe_diag_out, *f;
+	char *buf = NULL;
+	size_t len = 0;
+
+	if (!(f = open_memstream(&buf, &len)))
+		die("out of memory");
+	fe_diag_out = f;
+	vdiag(src, line, col, kind, fmt, ap);
+	fe_diag_out = old;
+	if (fclose(f) != 0 || !buf)
+		die("out of memory");
+	return buf;
+}
+
+void
 fe_error(const Source *src, uint32_t line, uint32_t col, const char *fmt, ...)
 {
 	va_list ap;
 
 	va_start(ap, fmt);
-	fe_verror(src, line, col, fmt, ap);
+	vdiag(src, line, col, "error", fmt, ap);
+	va_end(ap);
+}
+
+void
+fe_diag(const Source *src, uint32_t line, uint32_t col, const char *kind, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vdiag(src, line, col, kind, fmt, ap);
 	va_end(ap);
 }

@@ -36,6 +36,7 @@ typedef struct {
 	bool failed;
 	Slot *names;          /* open-addressing table, power-of-two size */
 	uint32_t cap, count;
+	uint32_t nslots;      /* state slots named so far, + 1 */
 } P;
 
 static bool
@@ -273,6 +274,28 @@ set_layout(Func *fn, uint32_t v, const int64_t *layout)
 }
 
 /* param := "%" NAME ":" type */
+/* saved := "saved" INT — the state slot a parameter reads or an output writes */
+static bool
+saved(P *p, int32_t *slot)
+{
+	char *end;
+	long v;
+
+	if (!is(p, "saved"))
+		return true;
+	next(p);
+	errno = 0;
+	v = p->t.kind == T_NUM ? strtol(p->t.s, &end, 10) : -1;
+	if (p->t.kind != T_NUM || errno || end != p->t.s + p->t.n || v < 0 || v > 1 << 20)
+		return err(p, &p->t, "expected a state slot number after 'saved'");
+	*slot = (int32_t)v;
+	if (v + 1 > p->nslots)
+		p->nslots = (uint32_t)v + 1;
+	next(p);
+	return true;
+}
+
+/* param := "%" NAME ":" type [saved] */
 static bool
 param(P *p)
 {
@@ -291,6 +314,8 @@ param(P *p)
 	id = ir_param(p->fn, NULL, dt, rank, dims);
 	if (hl)
 		set_layout(p->fn, id, layout);
+	if (!saved(p, &p->fn->pslot[p->fn->nparams - 1]))
+		return false;
 	return define(p, &name, id);
 }
 
@@ -356,6 +381,10 @@ instr(P *p, int32_t kernel)
 			flags |= IF_FAST_ACCUM;
 		else if (is(p, "no_fixup"))
 			flags |= IF_NO_FIXUP;
+		else if (is(p, "trans_a"))
+			flags |= IF_TRANS_A;
+		else if (is(p, "trans_b"))
+			flags |= IF_TRANS_B;
 		else
 			return err(p, &p->t, "unknown flag '%.*s'", (int)p->t.n, p->t.s);
 	}
@@ -479,7 +508,7 @@ out_name(P *p, const char **name)
 	return true;
 }
 
-/* ret := "return" [ref ["as" NAME] {"," ref ["as" NAME]}] */
+/* ret := "return" [out {"," out}]; out := ref ["as" NAME] [saved] */
 static bool
 ret(P *p)
 {
@@ -497,6 +526,8 @@ ret(P *p)
 				return false;
 		}
 		ir_return(p->fn, id, name);
+		if (!saved(p, &p->fn->rslot[p->fn->nrets - 1]))
+			return false;
 		if (!is(p, ","))
 			break;
 		next(p);
@@ -515,6 +546,8 @@ func(P *p)
 		return err(p, &p->t, "expected a function name (@name)");
 	p->fn = ir_func_new(p->fn->arena, NULL);
 	p->fn->name = arena_strndup(p->fn->arena, p->t.s + 1, p->t.n - 1);
+	p->names = NULL;   /* names are the function's own */
+	p->cap = p->count = 0;
 	next(p);
 	if (!expect(p, "("))
 		return false;
@@ -539,9 +572,7 @@ func(P *p)
 			return err(p, &p->t, "expected an instruction, 'kernel' or 'return'");
 		}
 	}
-	if (!expect(p, "}"))
-		return false;
-	return p->t.kind == T_EOF || err(p, &p->t, "text after the function");
+	return expect(p, "}");
 }
 
 bool
@@ -553,11 +584,40 @@ fe_is_ir(const Source *src)
 	return is(&p, "func");
 }
 
-Func *
-fe_read_ir(Arena *a, const Source *src)
+/* a state slot is written by one output of one function, before any
+ * function that reads it */
+static bool
+slots_ok(P *p, Program *prog)
+{
+	int32_t *writer = arena_alloc(prog->arena, (prog->nslots + 1) * sizeof *writer);
+
+	for (uint32_t k = 0; k < prog->nslots; k++)
+		writer[k] = -1;
+	for (uint32_t f = 0; f < prog->nfns; f++) {
+		Func *fn = prog->fns[f];
+
+		for (uint32_t i = 0; i < fn->nparams; i++)
+			if (fn->pslot[i] >= 0 && (writer[fn->pslot[i]] < 0 || writer[fn->pslot[i]] == (int32_t)f))
+				return err(p, &p->t, "@%s reads state slot %d, which no function before it writes",
+					fn->name, fn->pslot[i]);
+		for (uint32_t i = 0; i < fn->nrets; i++) {
+			if (fn->rslot[i] < 0)
+				continue;
+			if (writer[fn->rslot[i]] >= 0)
+				return err(p, &p->t, "state slot %d is written twice", fn->rslot[i]);
+			writer[fn->rslot[i]] = (int32_t)f;
+		}
+	}
+	return true;
+}
+
+/* program := func {func} */
+Program *
+fe_read_ir_program(Arena *a, const Source *src)
 {
 	P p = { .src = src, .p = src->text, .line = 1, .bol = src->text };
 	Func dummy = { .arena = a };
+	Program *prog = ir_program_new(a);
 	char msg[256];
 	uint32_t pos;
 
@@ -567,11 +627,31 @@ fe_read_ir(Arena *a, const Source *src)
 	}
 	p.fn = &dummy;
 	next(&p);
-	if (!func(&p))
-		return NULL;
-	if (!ir_verify(p.fn, msg, sizeof msg, &pos)) {
-		fe_error(src, p.t.line, p.t.col, "%s", msg);
+	do {
+		if (!func(&p))
+			return NULL;
+		if (!ir_verify(p.fn, msg, sizeof msg, &pos)) {
+			fe_error(src, p.t.line, p.t.col, "%s", msg);
+			return NULL;
+		}
+		ir_program_add(prog, p.fn);
+	} while (is(&p, "func"));
+	if (p.t.kind != T_EOF) {
+		err(&p, &p.t, "text after the function");
 		return NULL;
 	}
-	return p.fn;
+	prog->nslots = p.nslots;
+	return slots_ok(&p, prog) ? prog : NULL;
+}
+
+Func *
+fe_read_ir(Arena *a, const Source *src)
+{
+	Program *prog = fe_read_ir_program(a, src);
+
+	if (prog && prog->nfns > 1) {
+		fe_error(src, 1, 1, "this IR holds %u functions; expected one", prog->nfns);
+		return NULL;
+	}
+	return prog ? prog->fns[0] : NULL;
 }

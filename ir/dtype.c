@@ -10,7 +10,7 @@ const DTypeInfo ir_dtypes[DT_COUNT] = {
 };
 
 const OpInfo ir_ops[OP_COUNT] = {
-#define OP(id, name, mina, maxa, cls, tc, prim) { name, mina, maxa, cls, tc, prim },
+#define OP(id, name, mina, maxa, cls, tc, prim, lib) { name, mina, maxa, cls, tc, prim, lib },
 #include "ops.def"
 #undef OP
 };
@@ -84,4 +84,10 @@ op_elementwise(Op op)
 	default:
 		return false;
 	}
+}
+
+bool
+op_gemm(Op op)
+{
+	return ir_ops[op].cls == OC_GEMM;
 }

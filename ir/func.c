@@ -62,14 +62,44 @@ newval(Func *fn, const char *name, DType t, int rank, const int64_t *dims, uint3
 	return id;
 }
 
+Program *
+ir_program_new(Arena *a)
+{
+	Program *p = arena_alloc(a, sizeof *p);
+
+	p->arena = a;
+	return p;
+}
+
+void
+ir_program_add(Program *p, Func *fn)
+{
+	arena_grow(p->arena, (void **)&p->fns, &p->capfns, p->nfns + 1, sizeof *p->fns);
+	p->fns[p->nfns++] = fn;
+}
+
 uint32_t
 ir_param(Func *fn, const char *name, DType t, int rank, const int64_t *dims)
 {
-	uint32_t id = newval(fn, name, t, rank, dims, IR_NONE);
+	uint32_t id = newval(fn, name, t, rank, dims, IR_NONE), cap = fn->capparams;
 
 	GROW(fn, params, nparams, capparams, fn->nparams + 1);
+	arena_grow(fn->arena, (void **)&fn->pslot, &cap, fn->nparams + 1, sizeof *fn->pslot);
+	fn->pslot[fn->nparams] = -1;
 	fn->params[fn->nparams++] = id;
 	return id;
+}
+
+void
+ir_set_param_slot(Func *fn, uint32_t i, int32_t slot)
+{
+	fn->pslot[i] = slot;
+}
+
+void
+ir_set_ret_slot(Func *fn, uint32_t i, int32_t slot)
+{
+	fn->rslot[i] = slot;
 }
 
 uint32_t
@@ -104,11 +134,13 @@ ir_full(Func *fn, double v, DType t, int rank, const int64_t *dims)
 static void
 add_ret(Func *fn, uint32_t v, const char *name)
 {
-	uint32_t cap = fn->caprets;
+	uint32_t cap = fn->caprets, cap2 = fn->caprets;
 
 	GROW(fn, rets, nrets, caprets, fn->nrets + 1);
 	arena_grow(fn->arena, (void **)&fn->retnames, &cap, fn->nrets + 1, sizeof *fn->retnames);
+	arena_grow(fn->arena, (void **)&fn->rslot, &cap2, fn->nrets + 1, sizeof *fn->rslot);
 	fn->retnames[fn->nrets] = name ? arena_strndup(fn->arena, name, strlen(name)) : NULL;
+	fn->rslot[fn->nrets] = -1;
 	fn->rets[fn->nrets++] = v;
 }
 
@@ -202,6 +234,7 @@ ir_rewrite_begin(Func *src, uint32_t **map)
 		uint32_t v = src->params[p], n;
 
 		n = ir_param(dst, src->vals[v].name, (DType)src->vals[v].dtype, src->vals[v].rank, ir_dims(src, v));
+		dst->pslot[p] = src->pslot[p];
 		if (src->vals[v].layout != IR_NONE)
 			dst->vals[n].layout = ir_push_ints(dst, &src->ints[src->vals[v].layout], src->vals[v].rank);
 		(*map)[v] = n;
@@ -247,6 +280,7 @@ ir_rewrite_end(Func *dst, Func *src, const uint32_t *map)
 		if (map[src->rets[i]] == IR_NONE)
 			die("returned value has no mapping");
 		add_ret(dst, map[src->rets[i]], ir_retname(src, i, nb));
+		dst->rslot[i] = src->rslot[i];
 	}
 }
 

@@ -70,6 +70,54 @@ ir_convert_scalar(double v, DType from, DType to)
 
 /* ---- elementwise ---- */
 
+/* the inverse of erf in double: an initial guess (Giles, "Approximating the
+ * erfinv function", 2010), then Newton steps on erf until they stop moving */
+static double
+erfinv(double y)
+{
+	double w, x;
+
+	if (isnan(y) || y < -1 || y > 1)
+		return NAN;
+	if (y == 1 || y == -1)
+		return y * INFINITY;
+	if (y == 0)
+		return y;
+	w = -log((1 - y) * (1 + y));
+	if (w < 5) {
+		w -= 2.5;
+		x = 2.81022636e-08;
+		x = 3.43273939e-07 + x * w;
+		x = -3.5233877e-06 + x * w;
+		x = -4.39150654e-06 + x * w;
+		x = 0.00021858087 + x * w;
+		x = -0.00125372503 + x * w;
+		x = -0.00417768164 + x * w;
+		x = 0.246640727 + x * w;
+		x = 1.50140941 + x * w;
+	} else {
+		w = sqrt(w) - 3;
+		x = -0.000200214257;
+		x = 0.000100950558 + x * w;
+		x = 0.00134934322 + x * w;
+		x = -0.00367342844 + x * w;
+		x = 0.00573950773 + x * w;
+		x = -0.0076224613 + x * w;
+		x = 0.00943887047 + x * w;
+		x = 1.00167406 + x * w;
+		x = 2.83297682 + x * w;
+	}
+	x *= y;
+	for (int i = 0; i < 4; i++) {
+		double d = (erf(x) - y) / (1.1283791670955126 * exp(-x * x));
+
+		if (!isfinite(d))
+			break;
+		x -= d;
+	}
+	return x;
+}
+
 /* unary and binary float ops, one body for float and double (T) */
 #define UNARY_BODY(T, x) \
 	switch (op) { \
@@ -93,6 +141,21 @@ ir_convert_scalar(double v, DType from, DType to)
 	case OP_ROUND: return nearbyint(x); \
 	case OP_TRUNC: return trunc(x); \
 	case OP_ISFINITE: return isfinite(x); \
+	case OP_ACOS: return acos(x); \
+	case OP_ACOSH: return acosh(x); \
+	case OP_ASIN: return asin(x); \
+	case OP_ASINH: return asinh(x); \
+	case OP_ATAN: return atan(x); \
+	case OP_ATANH: return atanh(x); \
+	case OP_COSH: return cosh(x); \
+	case OP_SINH: return sinh(x); \
+	case OP_TAN: return tan(x); \
+	case OP_ERFC: return erfc(x); \
+	case OP_ERFINV: return erfinv(x); \
+	case OP_EXPM1: return expm1(x); \
+	case OP_LOG10: return log10(x); \
+	case OP_LGAMMA: return lgamma(x); \
+	case OP_SIGNBIT: return signbit(x) != 0; \
 	default: unreachable(); \
 	}
 
@@ -109,6 +172,8 @@ ir_convert_scalar(double v, DType from, DType to)
 	case OP_MINIMUM: return isnan(x) ? (x) : isnan(y) ? (y) : \
 		((x) == (y) ? ((signbit(x) ? (x) : (y))) : (x) < (y) ? (x) : (y)); \
 	case OP_FMOD: return fmod(x, y); \
+	case OP_ATAN2: return atan2(x, y); \
+	case OP_NEXTAFTER: return sizeof(T) == sizeof(float) ? nextafterf((float)(x), (float)(y)) : nextafter(x, y); \
 	case OP_REMAINDER: \
 		m_ = fmod(x, y); \
 		return m_ != 0 && ((y) < 0) != (m_ < 0) ? m_ + (y) : m_; \
@@ -145,17 +210,33 @@ unary_i(Op op, int64_t x, DType t)
 	case OP_ISFINITE: return 1;
 	case OP_BITWISE_NOT: return t == DT_B8 ? !x : ~x;
 	case OP_LOGICAL_NOT: return !x;
+	case OP_SIGNBIT: return x < 0;
 	default: unreachable();
 	}
 }
 
+/* shifts as c10's: by a negative amount or past the width, a left shift
+ * gives 0 and a right shift the sign; unsigned types shift in zeros */
+static int64_t
+shift(Op op, int64_t x, int64_t y, DType t)
+{
+	int w = ir_dtypes[t].bits;
+
+	if (op == OP_BITWISE_LEFT_SHIFT)
+		return y < 0 || y >= w ? 0 : (int64_t)((uint64_t)x << y);
+	if (y < 0 || y >= w)
+		y = w - 1;
+	return t == DT_U8 ? (int64_t)((uint64_t)(uint8_t)x >> y) : x >> y;
+}
+
 /* integer division and modulo: truncating; by zero gives -1 and 0, no trap */
 static int64_t
-binary_i(Op op, int64_t x, int64_t y)
+binary_i(Op op, int64_t x, int64_t y, DType t)
 {
 	int64_t m;
 
 	switch (op) {
+	case OP_BITWISE_LEFT_SHIFT: case OP_BITWISE_RIGHT_SHIFT: return shift(op, x, y, t);
 	case OP_ADD: return (int64_t)((uint64_t)x + (uint64_t)y);
 	case OP_SUB: return (int64_t)((uint64_t)x - (uint64_t)y);
 	case OP_MUL: return (int64_t)((uint64_t)x * (uint64_t)y);
@@ -171,6 +252,21 @@ binary_i(Op op, int64_t x, int64_t y)
 	case OP_BITWISE_XOR: return x ^ y;
 	default: unreachable();
 	}
+}
+
+/* One elementwise op on numbers as Python computes them: t is F64 (floats)
+ * or I64 (ints); comparisons give 0 or 1. The trace reader folds Python
+ * arithmetic on numbers with it. */
+double
+ir_eval_scalar(Op op, const double *x, int n, DType t)
+{
+	bool cmp = ir_ops[op].cls == OC_COMPARE;
+
+	if (t == DT_F64)
+		return cmp ? compare(op, x[0], x[1]) : n == 1 ? unary_d(op, x[0]) : binary_d(op, x[0], x[1]);
+	if (cmp)
+		return compare_i(op, (int64_t)x[0], (int64_t)x[1]);
+	return (double)(n == 1 ? unary_i(op, (int64_t)x[0], t) : binary_i(op, (int64_t)x[0], (int64_t)x[1], t));
 }
 
 /* operand i of an elementwise op: rank-0 operands broadcast */
@@ -222,7 +318,7 @@ eval_binary(Op op, Tensor *r, const Tensor *a, const Tensor *b, int64_t n)
 		else if (dt_isfloat(t))
 			tensor_setf(r, i, binary_f(op, (float)tensor_getf(a, ia), (float)tensor_getf(b, ib)));
 		else
-			tensor_seti(r, i, wrap(binary_i(op, tensor_geti(a, ia), tensor_geti(b, ib)), t));
+			tensor_seti(r, i, wrap(binary_i(op, tensor_geti(a, ia), tensor_geti(b, ib), t), t));
 	}
 }
 
@@ -417,6 +513,91 @@ eval_cat(Func *fn, const Instr *in, Tensor *r, Tensor **vals)
 	}
 }
 
+static void
+eval_flip(Func *fn, const Instr *in, Tensor *r, const Tensor *a)
+{
+	const int64_t *fd = ir_attr(fn, in);
+	int64_t n = tensor_numel(r), c[IR_MAXRANK], as[IR_MAXRANK];
+	bool flip[IR_MAXRANK] = { false };
+
+	for (uint32_t k = 0; k < in->nattr; k++)
+		flip[fd[k]] = true;
+	strides_of(a, as);
+	for (int64_t i = 0; i < n; i++) {
+		int64_t j = 0;
+
+		coords(r, i, c);
+		for (int d = 0; d < r->rank; d++)
+			j += (flip[d] ? a->dims[d] - 1 - c[d] : c[d]) * as[d];
+		copy_elem(r, i, a, j);
+	}
+}
+
+/* take and gather; an index out of range is the input's error */
+static bool
+eval_gather(Func *fn, const Instr *in, Tensor *r, const Tensor *a, const Tensor *ix, char *err, size_t errlen)
+{
+	int64_t dim = ir_attr(fn, in)[0], n = tensor_numel(r), c[IR_MAXRANK], as[IR_MAXRANK], is[IR_MAXRANK];
+
+	strides_of(a, as);
+	strides_of(ix, is);
+	for (int64_t i = 0; i < n; i++) {
+		int64_t j = 0, k = 0, q;
+
+		coords(r, i, c);
+		if (in->op == OP_TAKE)
+			k = ix->rank ? c[dim] : 0;
+		else
+			for (int d = 0; d < ix->rank; d++)
+				k += c[d] * is[d];
+		q = tensor_geti(ix, k);
+		if (q < 0 || q >= a->dims[dim]) {
+			snprintf(err, errlen, "%s: index %lld is out of range for dim %lld of size %lld",
+				ir_ops[in->op].name, (long long)q, (long long)dim, (long long)a->dims[dim]);
+			return false;
+		}
+		for (int d = 0; d < a->rank; d++)
+			j += (d == dim ? q : c[d]) * as[d];
+		copy_elem(r, i, a, j);
+	}
+	return true;
+}
+
+static void
+eval_pad(Func *fn, const Instr *in, Tensor *r, const Tensor *a, const Tensor *v)
+{
+	const int64_t *p = ir_attr(fn, in);
+	int64_t n = tensor_numel(r), c[IR_MAXRANK], as[IR_MAXRANK];
+	int rank = a->rank;
+
+	strides_of(a, as);
+	for (int64_t i = 0; i < n; i++) {
+		int64_t j = 0;
+		bool inside = true;
+
+		coords(r, i, c);
+		for (int d = 0; d < rank; d++) {
+			int64_t s = c[d] - p[d], step = p[2 * rank + d] + 1;
+
+			inside &= s >= 0 && s % step == 0 && s / step < a->dims[d];
+			j += (inside ? s / step : 0) * as[d];
+		}
+		if (inside)
+			copy_elem(r, i, a, j);
+		else
+			copy_elem(r, i, v, 0);
+	}
+}
+
+static void
+eval_iota(Func *fn, const Instr *in, Tensor *r)
+{
+	int64_t start = ir_attr(fn, in)[0], step = ir_attr(fn, in)[1], n = tensor_numel(r);
+
+	for (int64_t i = 0; i < n; i++)
+		tensor_seti(r, i, (int64_t)((uint64_t)start + (uint64_t)i * (uint64_t)step));
+}
+
 /* ---- scaled_mm ---- */
 
 /* a tensor's elements as floats (exact for fp8); NULL if out of memory */
@@ -463,6 +644,59 @@ eval_scaled_mm(Func *fn, const Instr *in, Tensor *r, Tensor **vals)
 	free(bt);
 }
 
+/* gelu's tanh approximation, as cuBLASLt's epilogue computes it */
+static float
+gelu_tanh(float x)
+{
+	return 0.5f * x * (1.0f + tanhf(0.7978845608028654f * (x + 0.044715f * x * x * x)));
+}
+
+/* element (i, j) of matrix b of operand t (2-d, or batch b) given with trans */
+static double
+mat_at(const Tensor *t, int64_t batch, int64_t i, int64_t j, bool trans)
+{
+	int64_t r = t->dims[t->rank - 2], c = t->dims[t->rank - 1];
+	int64_t base = t->rank == 2 ? 0 : batch * r * c;
+
+	return tensor_getf(t, base + (trans ? j * c + i : i * c + j));
+}
+
+/* matmul: per batch and element, the products over k in order, accumulated
+ * in f32 (f64 for f64), then bias, epilogue and one rounding */
+static void
+eval_matmul(Func *fn, const Instr *in, Tensor *r, Tensor **vals)
+{
+	const uint32_t *a = ir_args(fn, in);
+	const Tensor *A = vals[a[0]], *B = vals[a[1]], *bias = in->nargs == 3 ? vals[a[2]] : NULL;
+	bool ta = in->flags & IF_TRANS_A, tb = in->flags & IF_TRANS_B, dbl = r->dtype == DT_F64;
+	int64_t M = r->dims[r->rank - 2], N = r->dims[r->rank - 1];
+	int64_t K = A->dims[A->rank - (ta ? 2 : 1)], nb = tensor_numel(r) / (M * N > 0 ? M * N : 1);
+	int epi = in->nattr ? (int)ir_attr(fn, in)[0] : EPI_NONE;
+
+	for (int64_t b = 0; M * N > 0 && b < nb; b++)
+		for (int64_t i = 0; i < M; i++)
+			for (int64_t j = 0; j < N; j++) {
+				double dacc = 0;
+				float facc = 0;
+
+				for (int64_t k = 0; k < K; k++) {
+					if (dbl)
+						dacc += mat_at(A, b, i, k, ta) * mat_at(B, b, k, j, tb);
+					else
+						facc += (float)mat_at(A, b, i, k, ta) * (float)mat_at(B, b, k, j, tb);
+				}
+				if (bias && dbl)
+					dacc += tensor_getf(bias, j);
+				else if (bias)
+					facc += (float)tensor_getf(bias, j);
+				if (epi == EPI_RELU)
+					facc = facc > 0 ? facc : 0, dacc = dacc > 0 ? dacc : 0;
+				else if (epi == EPI_GELU)
+					facc = gelu_tanh(facc), dacc = gelu_tanh((float)dacc);
+				tensor_setf(r, (b * M + i) * N + j, dbl ? dacc : facc);
+			}
+}
+
 static void
 eval_full(const Instr *in, Tensor *r)
 {
@@ -477,11 +711,9 @@ eval_full(const Instr *in, Tensor *r)
 }
 
 static void
-eval(Func *fn, const Instr *in, Tensor **vals)
+eval_op(Func *fn, const Instr *in, Tensor **vals, Tensor *r, Tensor *x, int64_t n)
 {
 	const uint32_t *a = ir_args(fn, in);
-	Tensor *r = vals[in->res], *x = in->nargs ? vals[a[0]] : NULL;
-	int64_t n = tensor_numel(r);
 
 	switch (ir_ops[in->op].cls) {
 	case OC_CONVERT: eval_convert(r, x, n); return;
@@ -491,17 +723,42 @@ eval(Func *fn, const Instr *in, Tensor **vals)
 	case OC_REDUCE: eval_reduce(fn, in, r, x); return;
 	case OC_CAT: eval_cat(fn, in, r, vals); return;
 	case OC_FULL: eval_full(in, r); return;
-	case OC_GEMM: eval_scaled_mm(fn, in, r, vals); return;
+	case OC_GEMM:
+		if (in->op == OP_MATMUL)
+			eval_matmul(fn, in, r, vals);
+		else
+			eval_scaled_mm(fn, in, r, vals);
+		return;
 	case OC_CLONE: memcpy(r->data, x->data, tensor_bytes(r)); return;
 	case OC_SHAPE: break;
+	default: unreachable();
 	}
 	switch (in->op) {
 	case OP_BROADCAST: eval_broadcast(fn, in, r, x); return;
 	case OP_TRANSPOSE: eval_transpose(fn, in, r, x); return;
 	case OP_SLICE: eval_slice(fn, in, r, x); return;
+	case OP_FLIP: eval_flip(fn, in, r, x); return;
 	case OP_RESHAPE: case OP_SQUEEZE: memcpy(r->data, x->data, tensor_bytes(r)); return;
 	default: unreachable();
 	}
+}
+
+static bool
+eval(Func *fn, const Instr *in, Tensor **vals, char *err, size_t errlen)
+{
+	const uint32_t *a = ir_args(fn, in);
+	Tensor *r = vals[in->res], *x = in->nargs ? vals[a[0]] : NULL;
+	int64_t n = tensor_numel(r);
+
+	switch (ir_ops[in->op].cls) {
+	case OC_GATHER: return eval_gather(fn, in, r, x, vals[a[1]], err, errlen);
+	case OC_PAD: eval_pad(fn, in, r, x, vals[a[1]]); return true;
+	case OC_BITCAST: memcpy(r->data, x->data, tensor_bytes(r)); return true;
+	case OC_IOTA: eval_iota(fn, in, r); return true;
+	default: break;
+	}
+	eval_op(fn, in, vals, r, x, n);
+	return true;
 }
 
 static bool
@@ -551,7 +808,10 @@ ir_interpret(Func *fn, Tensor **inputs, Tensor **outs, char *err, size_t errlen)
 			ok = false;
 			break;
 		}
-		eval(fn, in, vals);
+		if (!eval(fn, in, vals, err, errlen)) {
+			ok = false;
+			break;
+		}
 		/* free operands whose last use this was */
 		for (uint32_t j = 0; j < in->nargs; j++) {
 			uint32_t a = ir_args(fn, in)[j];

@@ -68,7 +68,7 @@ int dt_lookup(const char *s, size_t n, int which); /* which: 0 ir, 1 thunder, 2 
 /* ---- ops ---- */
 
 typedef enum { OC_CONVERT, OC_UNARY, OC_BINARY, OC_COMPARE, OC_WHERE, OC_REDUCE,
-	OC_SHAPE, OC_CAT, OC_CLONE, OC_FULL, OC_GEMM } OpClass;
+	OC_SHAPE, OC_CAT, OC_CLONE, OC_FULL, OC_GEMM, OC_GATHER, OC_PAD, OC_BITCAST, OC_IOTA } OpClass;
 typedef enum { TC_FLOAT, TC_NUM, TC_INT, TC_ANY, TC_BOOL } TypeClass;
 
 typedef enum {
@@ -84,15 +84,18 @@ typedef struct {
 	OpClass cls;
 	TypeClass tc;
 	const char *prim;     /* Thunder prims.X spelling, "" if none */
+	const char *libdevice; /* __nv_X / __nv_Xf computes it, "" if none */
 } OpInfo;
 
 extern const OpInfo ir_ops[OP_COUNT];
 int op_lookup(const char *s, size_t n);   /* by IR name; -1 if none */
 bool op_elementwise(Op op);               /* convert, unary, binary, compare, where */
+bool op_gemm(Op op);                      /* a GEMM: a plan step of its own */
 
 /* ---- func.c: SSA functions and the builder ---- */
 
-enum { IF_FAST_ACCUM = 1, IF_NO_FIXUP = 2 };
+enum { IF_FAST_ACCUM = 1, IF_NO_FIXUP = 2, IF_TRANS_A = 4, IF_TRANS_B = 8 };
+enum { EPI_NONE, EPI_RELU, EPI_GELU };   /* matmul's epilogue attribute */
 
 typedef struct {
 	uint8_t dtype;        /* DType */
@@ -131,8 +134,22 @@ typedef struct Func {
 	uint32_t *params; uint32_t nparams, capparams;
 	uint32_t *rets; uint32_t nrets, caprets;
 	const char **retnames;                      /* output names; NULL: the value's own */
+	int32_t *pslot, *rslot;                     /* per parameter, output: the state slot it reads,
+	                                               writes; -1: an input, output of the call */
 	Kernel *kernels; uint32_t nkernels, capkernels;
 } Func;
+
+/* A program: functions called one after another (a training step's forward,
+ * then its backward); state slot k is written by the output of one
+ * function whose rslot is k and read by the parameters whose pslot is k. */
+typedef struct {
+	Arena *arena;
+	Func **fns; uint32_t nfns, capfns;
+	uint32_t nslots;
+} Program;
+
+Program *ir_program_new(Arena *a);
+void ir_program_add(Program *p, Func *fn);
 
 Func *ir_func_new(Arena *a, const char *name);
 uint32_t ir_param(Func *fn, const char *name, DType t, int rank, const int64_t *dims);
@@ -144,6 +161,8 @@ uint32_t ir_full(Func *fn, double v, DType t, int rank, const int64_t *dims);
  * earlier output has gets a suffix: NAME_1, NAME_2, ... */
 void ir_return(Func *fn, uint32_t v, const char *name);
 const char *ir_retname(Func *fn, uint32_t i, char buf[16]);
+void ir_set_param_slot(Func *fn, uint32_t i, int32_t slot);
+void ir_set_ret_slot(Func *fn, uint32_t i, int32_t slot);
 uint32_t ir_push_ints(Func *fn, const int64_t *v, int n);
 uint32_t ir_push_ids(Func *fn, const uint32_t *v, int n);
 
@@ -178,7 +197,10 @@ bool ir_check_instr(Func *fn, const Instr *in, char *err, size_t errlen);
 /* ---- print.c ---- */
 
 void ir_print(FILE *f, Func *fn);
+void ir_print_program(FILE *f, const Program *p);
 void ir_print_type(FILE *f, Func *fn, uint32_t v);
+/* the shortest decimal that reads back as d; nan, -nan, inf, -inf */
+void ir_print_double(FILE *f, double d);
 
 /* ---- numeric.c: PyTorch-exact scalar conversions ---- */
 
@@ -229,6 +251,8 @@ void tensor_special(Tensor *t, uint64_t seed);
  * Returns false and writes a message if an input does not match. */
 bool ir_interpret(Func *fn, Tensor **inputs, Tensor **outs, char *err, size_t errlen);
 
+/* one elementwise op on Python numbers: t F64 for floats, I64 for ints */
+double ir_eval_scalar(Op op, const double *x, int n, DType t);
 /* conversion of one element through double, the rules of convert_element_type */
 double ir_convert_scalar(double v, DType from, DType to);
 /* float → integer dtype as PyTorch's CUDA casts: see interp.c */

@@ -40,8 +40,8 @@ ir_print_type(FILE *f, Func *fn, uint32_t v)
 }
 
 /* the shortest decimal that reads back as the same double */
-static void
-print_double(FILE *f, double d)
+void
+ir_print_double(FILE *f, double d)
 {
 	char buf[40];
 
@@ -91,7 +91,7 @@ print_instr(FILE *f, Func *fn, const Instr *in, const char *indent)
 	}
 	if (in->op == OP_FULL) {
 		fputc(' ', f);
-		print_double(f, in->fval);
+		ir_print_double(f, in->fval);
 	}
 	if (in->nattr || ir_ops[in->op].cls == OC_REDUCE || in->op == OP_BROADCAST ||
 	    in->op == OP_SQUEEZE) {
@@ -102,6 +102,10 @@ print_instr(FILE *f, Func *fn, const Instr *in, const char *indent)
 		fputs(" fast_accum", f);
 	if (in->flags & IF_NO_FIXUP)
 		fputs(" no_fixup", f);
+	if (in->flags & IF_TRANS_A)
+		fputs(" trans_a", f);
+	if (in->flags & IF_TRANS_B)
+		fputs(" trans_b", f);
 	fputs(" : ", f);
 	ir_print_type(f, fn, in->res);
 	fputc('\n', f);
@@ -131,6 +135,8 @@ ir_print(FILE *f, Func *fn)
 		print_ref(f, fn, fn->params[i]);
 		fputs(": ", f);
 		ir_print_type(f, fn, fn->params[i]);
+		if (fn->pslot[i] >= 0)
+			fprintf(f, " saved %d", fn->pslot[i]);
 	}
 	fputs(") {\n", f);
 	for (uint32_t i = 0; i < fn->nins; i++) {
@@ -149,6 +155,18 @@ ir_print(FILE *f, Func *fn)
 		print_ref(f, fn, fn->rets[i]);
 		if (fn->retnames[i] && strcmp(fn->retnames[i], ir_name(fn, fn->rets[i], nb)) != 0)
 			fprintf(f, " as %s", fn->retnames[i]);
+		if (fn->rslot[i] >= 0)
+			fprintf(f, " saved %d", fn->rslot[i]);
 	}
 	fputs("\n}\n", f);
+}
+
+void
+ir_print_program(FILE *f, const Program *p)
+{
+	for (uint32_t i = 0; i < p->nfns; i++) {
+		if (i)
+			fputc('\n', f);
+		ir_print(f, p->fns[i]);
+	}
 }

@@ -82,13 +82,14 @@ check_elementwise(Check *c, const uint32_t *a, DType rt)
 				ir_dtypes[t].name, ir_dtypes[fn->vals[a[i]].dtype].name);
 	if (!class_ok(oi->tc, t, oi->cls))
 		return fail(c, "does not take %s operands", ir_dtypes[t].name);
-	if (oi->cls != OC_WHERE && dt_isfp8(t))
+	if ((oi->cls != OC_WHERE && dt_isfp8(t)) ||
+	    ((in->op == OP_BITWISE_LEFT_SHIFT || in->op == OP_BITWISE_RIGHT_SHIFT) && t == DT_B8))
 		return fail(c, "does not take %s operands", ir_dtypes[t].name);
 	for (uint32_t i = 0; i < in->nargs; i++)
 		if (!fits(fn, a[i], in->res))
 			return fail(c, "operand %s does not match result %s",
 				tystr(fn, a[i], b1, sizeof b1), tystr(fn, in->res, b2, sizeof b2));
-	if (oi->cls == OC_COMPARE || in->op == OP_ISFINITE)
+	if (oi->cls == OC_COMPARE || in->op == OP_ISFINITE || in->op == OP_SIGNBIT)
 		t = DT_B8;
 	if (rt != t)
 		return fail(c, "result dtype must be %s, not %s", ir_dtypes[t].name, ir_dtypes[rt].name);
@@ -244,6 +245,102 @@ check_cat(Check *c, const uint32_t *a)
 }
 
 static bool
+check_flip(Check *c, const uint32_t *a)
+{
+	Func *fn = c->fn;
+
+	if (!dims_ok(ir_attr(fn, c->in), c->in->nattr, fn->vals[a[0]].rank))
+		return fail(c, "flipped dims must be distinct, increasing and below the rank %d", fn->vals[a[0]].rank);
+	if (!ir_same_shape(fn, a[0], c->in->res))
+		return fail(c, "result must have the operand's shape");
+	return true;
+}
+
+static bool
+check_gather(Check *c, const uint32_t *a)
+{
+	Func *fn = c->fn;
+	const Value *x = &fn->vals[a[0]], *ix = &fn->vals[a[1]], *r = &fn->vals[c->in->res];
+	const int64_t *xd = ir_dims(fn, a[0]), *id = ir_dims(fn, a[1]), *rd = ir_dims(fn, c->in->res);
+	int64_t dim = c->in->nattr == 1 ? ir_attr(fn, c->in)[0] : -1;
+
+	if (!dt_isint((DType)ix->dtype))
+		return fail(c, "indices must be integers, not %s", ir_dtypes[ix->dtype].name);
+	if (dim < 0 || dim >= x->rank)
+		return fail(c, "needs one dim below the rank %d", x->rank);
+	if (r->dtype != x->dtype || r->rank != x->rank)
+		return fail(c, "result must be %s of rank %d", ir_dtypes[x->dtype].name, x->rank);
+	if (c->in->op == OP_TAKE) {
+		if (ix->rank > 1)
+			return fail(c, "indices must have rank 0 or 1");
+		for (int i = 0; i < x->rank; i++)
+			if (rd[i] != (i == dim ? (ix->rank ? id[0] : 1) : xd[i]))
+				return fail(c, "result dim %d must be %lld", i, (long long)(i == dim ? (ix->rank ? id[0] : 1) : xd[i]));
+		return true;
+	}
+	if (ix->rank != x->rank)
+		return fail(c, "indices must have rank %d", x->rank);
+	for (int i = 0; i < x->rank; i++) {
+		if (rd[i] != id[i])
+			return fail(c, "result must have the shape of the indices");
+		if (i != dim && id[i] > xd[i])
+			return fail(c, "indices dim %d (%lld) exceeds the operand's (%lld)", i, (long long)id[i], (long long)xd[i]);
+	}
+	return true;
+}
+
+static bool
+check_pad(Check *c, const uint32_t *a)
+{
+	Func *fn = c->fn;
+	const int64_t *p = ir_attr(fn, c->in), *xd = ir_dims(fn, a[0]), *rd = ir_dims(fn, c->in->res);
+	int rank = fn->vals[a[0]].rank;
+
+	if (fn->vals[a[1]].rank != 0 || fn->vals[a[1]].dtype != fn->vals[a[0]].dtype)
+		return fail(c, "the padding value must be a %s scalar", ir_dtypes[fn->vals[a[0]].dtype].name);
+	if ((int)c->in->nattr != 3 * rank || fn->vals[c->in->res].rank != rank ||
+	    fn->vals[c->in->res].dtype != fn->vals[a[0]].dtype)
+		return fail(c, "needs low, high and interior padding for each of %d dims", rank);
+	for (int i = 0; i < rank; i++) {
+		int64_t lo = p[i], hi = p[rank + i], in = p[2 * rank + i], n;
+
+		if (in < 0 || in > (INT64_C(1) << 32) || lo < -(INT64_C(1) << 40) || lo > (INT64_C(1) << 40) ||
+		    hi < -(INT64_C(1) << 40) || hi > (INT64_C(1) << 40))
+			return fail(c, "dim %d: padding out of range", i);
+		n = xd[i] + (xd[i] > 0 ? (xd[i] - 1) * in : 0) + lo + hi;
+		if (n < 0 || rd[i] != n)
+			return fail(c, "result dim %d must be %lld", i, (long long)n);
+	}
+	return true;
+}
+
+static bool
+check_bitcast(Check *c, const uint32_t *a)
+{
+	Func *fn = c->fn;
+	DType f = (DType)fn->vals[a[0]].dtype, t = (DType)fn->vals[c->in->res].dtype;
+
+	if (f == DT_B8 || t == DT_B8 || ir_dtypes[f].bits != ir_dtypes[t].bits)
+		return fail(c, "cannot bitcast %s to %s: the widths differ", ir_dtypes[f].name, ir_dtypes[t].name);
+	if (!ir_same_shape(fn, a[0], c->in->res))
+		return fail(c, "result must have the operand's shape");
+	return true;
+}
+
+static bool
+check_iota(Check *c)
+{
+	Func *fn = c->fn;
+	DType t = (DType)fn->vals[c->in->res].dtype;
+
+	if (!dt_isint(t))
+		return fail(c, "result must be an integer, not %s", ir_dtypes[t].name);
+	if (fn->vals[c->in->res].rank != 1 || c->in->nattr != 2)
+		return fail(c, "needs a 1-d result and [start, step]");
+	return true;
+}
+
+static bool
 check_gemm(Check *c, const uint32_t *a)
 {
 	Func *fn = c->fn;
@@ -271,6 +368,49 @@ check_gemm(Check *c, const uint32_t *a)
 	return true;
 }
 
+/* the logical (rows, cols) of a matmul operand given with flag trans */
+static void
+mat_dims(Func *fn, uint32_t v, bool trans, int64_t *rows, int64_t *cols)
+{
+	int r = fn->vals[v].rank;
+	const int64_t *d = ir_dims(fn, v);
+
+	*rows = d[r - (trans ? 1 : 2)];
+	*cols = d[r - (trans ? 2 : 1)];
+}
+
+static bool
+check_matmul(Check *c, const uint32_t *a)
+{
+	Func *fn = c->fn;
+	const Instr *in = c->in;
+	const Value *va = &fn->vals[a[0]], *vb = &fn->vals[a[1]], *vr = &fn->vals[in->res];
+	const int64_t *dr = ir_dims(fn, in->res);
+	int64_t m, k, k2, n;
+
+	if (!dt_isfloat((DType)va->dtype) || vb->dtype != va->dtype || vr->dtype != va->dtype)
+		return fail(c, "operands and result must be of one float dtype");
+	if (va->rank < 2 || vb->rank < 2 || vr->rank < 2)
+		return fail(c, "operands and result must have at least 2 dims");
+	if (in->nattr > 1 || (in->nattr == 1 && (ir_attr(fn, in)[0] < EPI_NONE || ir_attr(fn, in)[0] > EPI_GELU)))
+		return fail(c, "the epilogue must be 0 (none), 1 (relu) or 2 (gelu)");
+	mat_dims(fn, a[0], in->flags & IF_TRANS_A, &m, &k);
+	mat_dims(fn, a[1], in->flags & IF_TRANS_B, &k2, &n);
+	if (k != k2)
+		return fail(c, "inner dims differ (%lld and %lld)", (long long)k, (long long)k2);
+	if (dr[vr->rank - 2] != m || dr[vr->rank - 1] != n)
+		return fail(c, "result must end in (%lld,%lld)", (long long)m, (long long)n);
+	for (int i = 0; i < 2; i++) {
+		const Value *v = &fn->vals[a[i]];
+
+		if (v->rank != 2 && (v->rank != vr->rank || memcmp(ir_dims(fn, a[i]), dr, (size_t)(vr->rank - 2) * sizeof *dr)))
+			return fail(c, "operand %d must be 2-d or have the result's batch dims", i);
+	}
+	if (in->nargs == 3 && (fn->vals[a[2]].dtype != va->dtype || fn->vals[a[2]].rank != 1 || ir_dims(fn, a[2])[0] != n))
+		return fail(c, "bias must be a %s vector of %lld", ir_dtypes[va->dtype].name, (long long)n);
+	return true;
+}
+
 bool
 ir_check_instr(Func *fn, const Instr *in, char *err, size_t errlen)
 {
@@ -291,7 +431,7 @@ ir_check_instr(Func *fn, const Instr *in, char *err, size_t errlen)
 	if (ir_numel(fn, in->res) > INT64_MAX / 64)
 		return fail(&c, "shape has too many elements");
 	if (oi->cls != OC_REDUCE && oi->cls != OC_SHAPE && oi->cls != OC_CAT && oi->cls != OC_GEMM &&
-	    oi->cls != OC_FULL && in->nattr != 0)
+	    oi->cls != OC_FULL && oi->cls != OC_GATHER && oi->cls != OC_PAD && oi->cls != OC_IOTA && in->nattr != 0)
 		return fail(&c, "takes no attributes");
 	switch (oi->cls) {
 	case OC_UNARY: case OC_BINARY: case OC_COMPARE: case OC_WHERE:
@@ -311,6 +451,7 @@ ir_check_instr(Func *fn, const Instr *in, char *err, size_t errlen)
 		case OP_TRANSPOSE: return check_transpose(&c, a);
 		case OP_SQUEEZE: return check_squeeze(&c, a);
 		case OP_SLICE: return check_slice(&c, a);
+		case OP_FLIP: return check_flip(&c, a);
 		case OP_RESHAPE:
 			if (ir_numel(fn, a[0]) != ir_numel(fn, in->res))
 				return fail(&c, "cannot reshape %s to %s", tystr(fn, a[0], b1, sizeof b1),
@@ -326,7 +467,17 @@ ir_check_instr(Func *fn, const Instr *in, char *err, size_t errlen)
 	case OC_FULL:
 		return in->nattr == 0 || fail(&c, "takes no attributes");
 	case OC_GEMM:
+		if (in->op == OP_MATMUL)
+			return check_matmul(&c, a);
 		return in->nattr == 0 ? check_gemm(&c, a) : fail(&c, "takes no attributes");
+	case OC_GATHER:
+		return check_gather(&c, a);
+	case OC_PAD:
+		return check_pad(&c, a);
+	case OC_BITCAST:
+		return check_bitcast(&c, a);
+	case OC_IOTA:
+		return check_iota(&c);
 	}
 	unreachable();
 }

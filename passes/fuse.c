@@ -43,7 +43,7 @@ depths(Func *fn)
 		for (uint32_t j = 0; j < in->nargs; j++)
 			if (dep[ir_args(fn, in)[j]] > d)
 				d = dep[ir_args(fn, in)[j]];
-		dep[in->res] = in->op == OP_SCALED_MM ? d + 1 : d;
+		dep[in->res] = op_gemm((Op)in->op) ? d + 1 : d;
 	}
 	/* constants: the kernel of their earliest user */
 	for (uint32_t i = fn->nins; i-- > 0;) {
@@ -51,7 +51,7 @@ depths(Func *fn)
 
 		for (uint32_t j = 0; j < in->nargs; j++) {
 			uint32_t a = ir_args(fn, in)[j];
-			uint32_t want = in->op == OP_SCALED_MM ? dep[in->res] - 1 : dep[in->res];
+			uint32_t want = op_gemm((Op)in->op) ? dep[in->res] - 1 : dep[in->res];
 
 			if (ir_def(fn, a) && ir_def(fn, a)->op == OP_FULL && (dep[a] == 0 || want < dep[a]))
 				dep[a] = want;
@@ -118,7 +118,7 @@ kernels_io(Func *fn)
 static uint32_t
 slot(const Instr *in, const uint32_t *dep)
 {
-	return in->op == OP_SCALED_MM ? 2 * dep[in->res] - 1 : 2 * dep[in->res];
+	return op_gemm((Op)in->op) ? 2 * dep[in->res] - 1 : 2 * dep[in->res];
 }
 
 /* the instructions by slot, in their order within each: order[start[s] ..

@@ -58,7 +58,43 @@ noop(Func *src, Func *d, const Instr *in, const uint32_t *a)
 	}
 }
 
-/* transpose(transpose(x, p), q) = transpose(x, p∘q); reshape(reshape(x)) = reshape(x) */
+/* true if perm swaps the last two of rank dims and keeps the others */
+static bool
+swaps_last_two(const int64_t *perm, int rank)
+{
+	for (int i = 0; i < rank - 2; i++)
+		if (perm[i] != i)
+			return false;
+	return rank >= 2 && perm[rank - 2] == rank - 1 && perm[rank - 1] == rank - 2;
+}
+
+/* matmul(transpose(x), y): matmul(x, y) trans_a, so that cuBLASLt reads x as
+ * it is; the same for b */
+static uint32_t
+fold_gemm_transposes(Func *src, Func *d, const Instr *in, uint32_t *a, uint32_t *map)
+{
+	uint8_t flags = in->flags;
+	const Instr *t;
+	uint32_t r;
+
+	for (int j = 0; j < 2; j++) {
+		t = ir_def(d, a[j]);
+		if (!t || t->op != OP_TRANSPOSE || !swaps_last_two(ir_attr(d, t), d->vals[a[j]].rank))
+			continue;
+		a[j] = ir_args(d, t)[0];
+		flags ^= j == 0 ? IF_TRANS_A : IF_TRANS_B;
+	}
+	if (flags == in->flags)
+		return ir_copy_instr(d, src, in, map);
+	r = ir_copy_instr(d, src, in, map);
+	d->ins[d->nins - 1].flags = flags;
+	d->argv[d->ins[d->nins - 1].args] = a[0];
+	d->argv[d->ins[d->nins - 1].args + 1] = a[1];
+	return r;
+}
+
+/* transpose(transpose(x, p), q) = transpose(x, p∘q); reshape(reshape(x)) =
+ * reshape(x); transposes of GEMM operands fold into the GEMM */
 static uint32_t
 rewrite_instr(Func *src, Func *d, const Instr *in, uint32_t *map)
 {
@@ -68,6 +104,8 @@ rewrite_instr(Func *src, Func *d, const Instr *in, uint32_t *map)
 
 	for (uint32_t i = 0; i < in->nargs; i++)
 		a[i] = map[ir_args(src, in)[i]];
+	if (in->op == OP_MATMUL)
+		return fold_gemm_transposes(src, d, in, a, map);
 	if ((r = noop(src, d, in, a)) != IR_NONE)
 		return r;
 	inner = in->nargs == 1 ? ir_def(d, a[0]) : NULL;
@@ -133,7 +171,7 @@ only_gemm_b(Func *fn)
 			other[ir_args(fn, in)[j]] |= in->op != OP_SCALED_MM || j != 1;
 	}
 	for (uint32_t i = 0; i < fn->nins; i++)
-		only[fn->ins[i].res] = fn->ins[i].op != OP_SCALED_MM && !other[fn->ins[i].res];
+		only[fn->ins[i].res] = !op_gemm((Op)fn->ins[i].op) && !other[fn->ins[i].res];
 	return only;
 }
 
@@ -172,6 +210,24 @@ legal_gemm(Func *fn, Func *d, const Instr *in, uint32_t *map, const bool *only_b
 	d->vals[r].layout = IR_NONE;
 }
 
+/* a matmul with row-major operands: cuBLASLt reads what its trans flags say
+ * of them, and writes its result row-major */
+static void
+legal_matmul(Func *fn, Func *d, const Instr *in, uint32_t *map, uint32_t *copy)
+{
+	uint32_t a[2], r;
+
+	for (int j = 0; j < 2; j++) {
+		a[j] = map[ir_args(fn, in)[j]];
+		if (!ir_is_rowmajor(d, a[j]))
+			a[j] = copy_of(d, ir_args(fn, in)[j], a[j], NULL, copy);
+	}
+	r = ir_copy_instr(d, fn, in, map);
+	d->argv[d->ins[d->nins - 1].args] = a[0];
+	d->argv[d->ins[d->nins - 1].args + 1] = a[1];
+	d->vals[r].layout = IR_NONE;
+}
+
 Func *
 pass_layouts(Func *fn)
 {
@@ -186,6 +242,8 @@ pass_layouts(Func *fn)
 
 		if (in->op == OP_SCALED_MM)
 			legal_gemm(fn, d, in, map, only_b, copy_a, copy_b);
+		else if (in->op == OP_MATMUL)
+			legal_matmul(fn, d, in, map, copy_a);
 		else
 			ir_copy_instr(d, fn, in, map);
 	}

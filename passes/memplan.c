@@ -3,8 +3,8 @@
  *
  * A value is materialized when a kernel writes it for another step, a GEMM
  * produces it, or it is an input or output. Inputs and outputs live in the
- * caller's tensors; a value returned twice, or an input returned, costs a copy
- * step. Every other value gets a buffer in one workspace: buffers are placed
+ * caller's tensors, and the values a function saves for a later one in state
+ * slots; a value returned twice, or an input returned, costs a copy step. Every other value gets a buffer in one workspace: buffers are placed
  * first-fit at 256-byte alignment, and a buffer whose last reader has run is
  * reused by the next. A step never writes over a buffer it reads. */
 #include <string.h>
@@ -45,7 +45,7 @@ lifetimes(Func *fn, Plan *p, uint32_t *def, uint32_t *last)
 
 		if (in->kernel >= 0 && fn->kernels[in->kernel].first == i)
 			add_step(fn, p, (Step){ .kind = STEP_LAUNCH, .index = (uint32_t)in->kernel });
-		else if (in->op == OP_SCALED_MM)
+		else if (op_gemm((Op)in->op))
 			add_step(fn, p, (Step){ .kind = STEP_GEMM, .index = i });
 		def[in->res] = p->nsteps - 1;
 		if (in->kernel >= 0)
@@ -79,7 +79,7 @@ materialized(Func *fn, const bool *kout, uint32_t v)
 {
 	const Instr *in = ir_def(fn, v);
 
-	if (!in || in->op == OP_SCALED_MM)
+	if (!in || op_gemm((Op)in->op))
 		return true;
 	if (in->kernel < 0)
 		die("value %u is in no kernel: the memory plan wants lowered IR (pass_lowered)", v);
@@ -147,15 +147,16 @@ pass_memplan(Func *fn)
 	for (uint32_t v = 0; v < fn->nvals; v++)
 		last[v] = IR_NONE;
 	lifetimes(fn, p, def, last);
-	for (uint32_t i = 0; i < fn->nparams; i++)
-		p->loc[fn->params[i]] = (Loc){ LOC_IN, i };
-	for (uint32_t i = 0; i < fn->nrets; i++) {
+	for (uint32_t i = 0, n = 0; i < fn->nparams; i++)
+		p->loc[fn->params[i]] = fn->pslot[i] >= 0 ? (Loc){ LOC_STATE, (uint32_t)fn->pslot[i] } : (Loc){ LOC_IN, n++ };
+	for (uint32_t i = 0, n = 0; i < fn->nrets; i++) {
 		uint32_t v = fn->rets[i];
+		Loc dst = fn->rslot[i] >= 0 ? (Loc){ LOC_STATE, (uint32_t)fn->rslot[i] } : (Loc){ LOC_OUT, n++ };
 
 		if (p->loc[v].kind == LOC_NONE)
-			p->loc[v] = (Loc){ LOC_OUT, i };
+			p->loc[v] = dst;
 		else
-			add_step(fn, p, (Step){ .kind = STEP_COPY, .dst = { LOC_OUT, i }, .src = p->loc[v],
+			add_step(fn, p, (Step){ .kind = STEP_COPY, .dst = dst, .src = p->loc[v],
 				.bytes = ir_numel(fn, v) * dt_size((DType)fn->vals[v].dtype) });
 	}
 	place(fn, p, def, last);

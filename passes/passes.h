@@ -15,11 +15,13 @@ typedef struct {
 
 /* ---- the memory plan (memplan.c) ---- */
 
-typedef enum { LOC_NONE, LOC_IN, LOC_OUT, LOC_BUF } LocKind;
+/* LOC_STATE: a state slot, which one function of a program writes and a
+ * later one reads (a forward's saved tensors, its backward's inputs) */
+typedef enum { LOC_NONE, LOC_IN, LOC_OUT, LOC_BUF, LOC_STATE } LocKind;
 
 typedef struct {
 	uint8_t kind;         /* LocKind */
-	uint32_t idx;         /* input, output or buffer number */
+	uint32_t idx;         /* input, output, buffer or state slot number */
 } Loc;
 
 typedef struct {

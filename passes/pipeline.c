@@ -95,10 +95,13 @@ not_lowered(Func *fn, const Instr *in)
 	const uint32_t *a = ir_args(fn, in);
 	static const int64_t colmajor[2] = { 1, 0 };
 
-	if (in->op != OP_SCALED_MM)
+	if (!op_gemm((Op)in->op))
 		return in->kernel < 0 ? "is in no kernel (the fuse pass makes them)" : NULL;
 	if (in->kernel >= 0)
 		return "is inside a kernel (cuBLASLt runs it)";
+	if (in->op == OP_MATMUL)
+		return !ir_is_rowmajor(fn, a[0]) || !ir_is_rowmajor(fn, a[1]) || !ir_is_rowmajor(fn, in->res) ?
+			"has an operand or result that is not row-major (the layouts pass makes them so)" : NULL;
 	if (fn->vals[a[1]].layout == IR_NONE ||
 	    memcmp(&fn->ints[fn->vals[a[1]].layout], colmajor, sizeof colmajor) != 0)
 		return "has a b operand not in layout {1,0} (the layouts pass gives it one)";

@@ -18,6 +18,21 @@
 
 static _Thread_local char thread_err[RT_ERRLEN];
 
+/* ---- versions ----------------------------------------------------------- */
+
+int fp8rt_version(void)
+{
+    return FP8RT_VERSION;
+}
+
+void fp8rt_plan_versions(int *min, int *max)
+{
+    if (min)
+        *min = RT_PLAN_VERSION;   /* one version so far: the parser reads exactly it */
+    if (max)
+        *max = RT_PLAN_VERSION;
+}
+
 /* ---- errors ------------------------------------------------------------- */
 
 fp8rt_status rt_err(fp8rt_context *ctx, fp8rt_status st, const char *fmt, ...)

@@ -38,6 +38,14 @@ extern "C" {
 #define FP8RT_API
 #endif
 
+/* The version of this header; fp8rt_version() is the library's. The
+ * library's SONAME is libfp8rt.so.MAJOR: within one MAJOR version entries
+ * are only added, never changed (runtime/README.md, "ABI"). */
+#define FP8RT_VERSION_MAJOR 0
+#define FP8RT_VERSION_MINOR 1
+#define FP8RT_VERSION_PATCH 0
+#define FP8RT_VERSION (FP8RT_VERSION_MAJOR * 10000 + FP8RT_VERSION_MINOR * 100 + FP8RT_VERSION_PATCH)
+
 #define FP8RT_MAX_RANK 8
 
 typedef enum fp8rt_status {
@@ -106,6 +114,15 @@ typedef struct fp8rt_device_props {
     size_t total_memory;              /* bytes */
 } fp8rt_device_props;
 
+/* ---- versions ------------------------------------------------------------ */
+
+/* The library's version, MAJOR * 10000 + MINOR * 100 + PATCH: compare with
+ * FP8RT_VERSION to see which library a program runs with. */
+FP8RT_API int fp8rt_version(void);
+/* The plan versions (docs/plan.md, "fp8cc-plan V") this library reads:
+ * every V with *min <= V <= *max. Either pointer may be NULL. */
+FP8RT_API void fp8rt_plan_versions(int *min, int *max);
+
 /* ---- errors and small helpers ------------------------------------------- */
 
 /* The message of the last failure on ctx, or with ctx == NULL the last
@@ -161,11 +178,21 @@ FP8RT_API fp8rt_status fp8rt_program_load_data(fp8rt_context *ctx, const void *d
  * the same checks and messages as loading, up to the point where the device
  * is needed. Messages go to fp8rt_last_error(NULL). */
 FP8RT_API fp8rt_status fp8rt_program_check(const void *data, size_t len, const char *name);
+/* The same checks, and a program that answers questions about itself
+ * (fp8rt_program_io_count, _input, _output, _target) without a device, for
+ * tools that want its signature. It belongs to no context and cannot run:
+ * fp8rt_run, fp8rt_time_runs and fp8rt_program_set_graphs answer
+ * FP8RT_INVALID_ARGUMENT. Free it with fp8rt_program_destroy. `name` is
+ * used in messages (NULL: "<memory>"), which go to fp8rt_last_error(NULL). */
+FP8RT_API fp8rt_status fp8rt_program_read(const void *data, size_t len, const char *name, fp8rt_program **out);
 FP8RT_API fp8rt_status fp8rt_program_destroy(fp8rt_program *prog);  /* NULL is a no-op */
 
 FP8RT_API fp8rt_status fp8rt_program_io_count(const fp8rt_program *prog, int *ninputs, int *noutputs);
 FP8RT_API fp8rt_status fp8rt_program_input(const fp8rt_program *prog, int i, fp8rt_tensor_info *out);
 FP8RT_API fp8rt_status fp8rt_program_output(const fp8rt_program *prog, int i, fp8rt_tensor_info *out);
+/* The GPU architecture the plan names ("sm_90"); valid while the program
+ * lives. NULL for a NULL program. */
+FP8RT_API const char *fp8rt_program_target(const fp8rt_program *prog);
 
 /* CUDA-graph replay, on by default. When on, the first run with a given set of
  * input/output pointers captures the whole plan into a CUDA graph, and later

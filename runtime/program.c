@@ -235,7 +235,7 @@ fp8rt_status rt_program_free(fp8rt_program *p, fp8rt_status st)
     fp8rt_context *ctx = p->ctx;
     if (p->prev)
         p->prev->next = p->next;
-    else if (ctx->programs == p)
+    else if (ctx && ctx->programs == p)
         ctx->programs = p->next;
     if (p->next)
         p->next->prev = p->prev;
@@ -396,10 +396,46 @@ fp8rt_status fp8rt_program_check(const void *data, size_t len, const char *name)
     return FP8RT_OK;
 }
 
+/* A program of no context: the plan only, for its signature. */
+fp8rt_status fp8rt_program_read(const void *data, size_t len, const char *name, fp8rt_program **out)
+{
+    char msg[1024];
+    if (!out || (!data && len))
+        return rt_err(NULL, FP8RT_INVALID_ARGUMENT, "fp8rt_program_read: %s is NULL", !out ? "out" : "data");
+    *out = NULL;
+    if (!name)
+        name = "<memory>";
+    fp8rt_program *p = calloc(1, sizeof *p);
+    if (!p || !(p->name = strdup(name))) {
+        free(p);
+        return rt_err(NULL, FP8RT_OUT_OF_MEMORY, "%s: out of host memory", name);
+    }
+    fp8rt_status st = rt_plan_parse_ptx(data, len, name, &p->plan, msg, sizeof msg);
+    if (st != FP8RT_OK) {
+        free(p->name);
+        free(p);
+        return rt_err(NULL, st, "%s", msg);
+    }
+    *out = p;
+    return FP8RT_OK;
+}
+
+/* fp8rt_run and friends on a program that fp8rt_program_read made */
+static fp8rt_status no_context(const fp8rt_program *p, const char *fn)
+{
+    return rt_err(NULL, FP8RT_INVALID_ARGUMENT,
+                  "%s: %s was read without a device (fp8rt_program_read); load it into a context to run it", fn,
+                  p->name);
+}
+
 fp8rt_status fp8rt_program_destroy(fp8rt_program *p)
 {
     if (!p)
         return FP8RT_OK;
+    if (!p->ctx) {
+        rt_program_free(p, FP8RT_OK);   /* owns no CUDA object */
+        return FP8RT_OK;
+    }
     fp8rt_context *ctx = p->ctx;
     fp8rt_status st = rt_enter(ctx);
     if (st != FP8RT_OK)   /* freed all the same */
@@ -447,10 +483,17 @@ fp8rt_status fp8rt_program_output(const fp8rt_program *p, int i, fp8rt_tensor_in
     return port_info(p, i, 1, info);
 }
 
+const char *fp8rt_program_target(const fp8rt_program *p)
+{
+    return p ? p->plan.target : NULL;
+}
+
 fp8rt_status fp8rt_program_set_graphs(fp8rt_program *p, int enable)
 {
     if (!p)
         return rt_err(NULL, FP8RT_INVALID_ARGUMENT, "fp8rt_program_set_graphs: program is NULL");
+    if (!p->ctx)
+        return no_context(p, "fp8rt_program_set_graphs");
     p->graphs = enable != 0;
     if (!enable) {
         fp8rt_status st = rt_enter(p->ctx);
@@ -703,6 +746,8 @@ fp8rt_status fp8rt_run(fp8rt_program *p, const fp8rt_tensor *in, int nin, const 
 {
     if (!p)
         return rt_err(NULL, FP8RT_INVALID_ARGUMENT, "fp8rt_run: program is NULL");
+    if (!p->ctx)
+        return no_context(p, "fp8rt_run");
     fp8rt_status st = check_io(p, in, nin, out, nout);
     if (st != FP8RT_OK)
         return st;
@@ -719,6 +764,8 @@ fp8rt_status fp8rt_time_runs(fp8rt_program *p, const fp8rt_tensor *in, int nin, 
     if (!p || iters < 1 || warmup < 0 || !us)
         return rt_err(p ? p->ctx : NULL, FP8RT_INVALID_ARGUMENT, "fp8rt_time_runs: %s",
                       !p ? "program is NULL" : !us ? "us is NULL" : "iters must be >= 1 and warmup >= 0");
+    if (!p->ctx)
+        return no_context(p, "fp8rt_time_runs");
     fp8rt_context *ctx = p->ctx;
     fp8rt_status st = check_io(p, in, nin, out, nout);
     CUevent *ev = calloc(2 * (size_t)iters, sizeof *ev);

@@ -1,28 +1,32 @@
 /* fp8run — run an fp8cc program on safetensors inputs.
  *
- *   fp8run fused.ptx --inputs IN.safetensors -o OUT.safetensors
- *          [--device N] [--iters N] [--warmup N] [--no-graph]
- *   fp8run fused.ptx --check
+ *   fp8run PROGRAM.ptx --inputs IN.safetensors -o OUT.safetensors
+ *          [--device N] [--iters N] [--warmup N] [--no-graph] [--json]
+ *   fp8run PROGRAM.ptx --json          (the signature only; no GPU needed)
  *
  * Loads the program with libfp8rt, binds each program input to the tensor of
  * the same name in IN (dtype and shape must match), copies them to the
  * device, runs the plan once, and writes every output under the program's
- * name for it to OUT. With --iters N it then times N more runs (after
- * --warmup runs, 3 by default) with CUDA events and prints the median and the
- * minimum in microseconds. --check only reads the program's plan, as loading
- * would, without a device (fp8rt_program_check). Exit status: 0 ok, 1 error,
- * 2 usage.
+ * name for it to OUT (- is standard output). With --iters N it then times N
+ * more runs (after --warmup runs, 3 by default) with CUDA events and prints
+ * the median and the minimum in microseconds; --json prints the signature
+ * and the timings (every run) as one JSON object instead. Options are parsed
+ * with getopt_long. Exit status: 0 ok, 1 error, 2 usage.
  */
+#include <errno.h>
+#include <getopt.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "fp8rt.h"
 #include "safetensors.h"
+#include "signature.h"
 
 typedef struct {
     const char *program, *inputs, *output;
-    int device, iters, warmup, graphs, check;
+    int device, iters, warmup, graphs, json, check;
 } Options;
 
 /* Device tensors of one side of the signature. */
@@ -42,6 +46,29 @@ static const struct {
     {FP8RT_F32, "F32"},   {FP8RT_F64, "F64"}, {FP8RT_F8E4M3FN, "F8_E4M3"}, {FP8RT_F8E5M2, "F8_E5M2"},
 };
 
+static const char usage_text[] =
+    "usage: fp8run PROGRAM.ptx --inputs IN.safetensors -o OUT.safetensors\n"
+    "              [--device N] [--iters N] [--warmup N] [--no-graph] [--json]\n"
+    "       fp8run PROGRAM.ptx --json\n"
+    "       fp8run PROGRAM.ptx --check\n"
+    "\n"
+    "Runs an fp8cc program once on the inputs of the same names and writes its\n"
+    "outputs; with --iters, times that many more runs.\n"
+    "\n"
+    "  -i, --inputs=FILE   safetensors inputs, matched to the program's by name\n"
+    "  -o, --output=FILE   write the outputs (safetensors; - is standard output)\n"
+    "  --device=N          the CUDA device (default 0)\n"
+    "  --iters=N           time N runs with CUDA events (median and minimum)\n"
+    "  --warmup=N          untimed runs before them (default 3)\n"
+    "  --no-graph          run the plan step by step, without CUDA-graph replay\n"
+    "  --json              print the signature and the timings (every run) as JSON;\n"
+    "                      alone, the signature only, without a GPU\n"
+    "  --check             read and check the program's plan as loading would, without a GPU\n"
+    "  -h, --help          this text\n"
+    "  --version           the versions of fp8run and libfp8rt\n"
+    "\n"
+    "Exit status: 0 success, 1 an error, 2 a usage error.\n";
+
 static const char *st_name(fp8rt_dtype dt)
 {
     for (size_t i = 0; i < sizeof dtype_map / sizeof dtype_map[0]; i++)
@@ -50,67 +77,98 @@ static const char *st_name(fp8rt_dtype dt)
     return "?";
 }
 
-static void usage(const char *why)
+static void usage(const char *fmt, ...)
 {
-    if (why)
-        fprintf(stderr, "fp8run: %s\n", why);
-    fprintf(stderr, "usage: fp8run PROGRAM.ptx --inputs IN.safetensors -o OUT.safetensors\n"
-                    "              [--device N] [--iters N] [--warmup N] [--no-graph]\n"
-                    "       fp8run PROGRAM.ptx --check\n");
+    va_list ap;
+    fputs("fp8run: ", stderr);
+    va_start(ap, fmt);
+    vfprintf(stderr, fmt, ap);
+    va_end(ap);
+    fputs("\nfp8run: see 'fp8run --help'\n", stderr);
     exit(2);
 }
 
 static int parse_count(const char *s, const char *opt, int min)
 {
     char *end;
-    long v = s ? strtol(s, &end, 10) : 0;
-    if (!s || !*s || *end || v < min || v > 1000000000) {
-        char msg[128];
-        snprintf(msg, sizeof msg, "%s wants an integer >= %d", opt, min);
-        usage(msg);
-    }
+    long v = strtol(s, &end, 10);
+    if (!*s || *end || v < min || v > 1000000000)
+        usage("%s wants an integer >= %d, not '%s'", opt, min, s);
     return (int)v;
+}
+
+enum { OPT_DEVICE = 256, OPT_ITERS, OPT_WARMUP, OPT_NO_GRAPH, OPT_JSON, OPT_VERSION, OPT_CHECK };
+
+static const struct option longopts[] = {
+    {"inputs", required_argument, NULL, 'i'},
+    {"output", required_argument, NULL, 'o'},
+    {"device", required_argument, NULL, OPT_DEVICE},
+    {"iters", required_argument, NULL, OPT_ITERS},
+    {"warmup", required_argument, NULL, OPT_WARMUP},
+    {"no-graph", no_argument, NULL, OPT_NO_GRAPH},
+    {"json", no_argument, NULL, OPT_JSON},
+    {"check", no_argument, NULL, OPT_CHECK},
+    {"help", no_argument, NULL, 'h'},
+    {"version", no_argument, NULL, OPT_VERSION},
+    {NULL, 0, NULL, 0},
+};
+
+/* "0.1.0" of a version number MAJOR * 10000 + MINOR * 100 + PATCH */
+static const char *version_str(int v, char *buf, size_t n)
+{
+    snprintf(buf, n, "%d.%d.%d", v / 10000, v / 100 % 100, v % 100);
+    return buf;
+}
+
+static void print_version(void)
+{
+    char lib[32];
+    int lo, hi;
+    fp8rt_plan_versions(&lo, &hi);
+    printf("fp8run %s (libfp8rt %s, plan versions %d..%d)\n", FP8CC_VERSION,
+           version_str(fp8rt_version(), lib, sizeof lib), lo, hi);
+}
+
+/* getopt_long's '?': an unknown option, or a value given to a flag */
+static void bad_option(const char *arg)
+{
+    if (optopt && !strncmp(arg, "--", 2))
+        usage("option '%.*s' takes no value", (int)strcspn(arg, "="), arg);
+    if (optopt)
+        usage("unknown option '-%c'", optopt);
+    usage("unknown option '%s'", arg);
 }
 
 static Options parse_args(int argc, char **argv)
 {
-    Options o = {NULL, NULL, NULL, 0, 0, 3, 1, 0};
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i], *next = i + 1 < argc ? argv[i + 1] : NULL;
-        if (!strcmp(a, "--inputs") || !strcmp(a, "-i")) {
-            if (!next)
-                usage("--inputs wants a file");
-            o.inputs = argv[++i];
-        } else if (!strcmp(a, "-o") || !strcmp(a, "--output")) {
-            if (!next)
-                usage("-o wants a file");
-            o.output = argv[++i];
-        } else if (!strcmp(a, "--device")) {
-            o.device = parse_count(next, a, 0), i++;
-        } else if (!strcmp(a, "--iters")) {
-            o.iters = parse_count(next, a, 1), i++;
-        } else if (!strcmp(a, "--warmup")) {
-            o.warmup = parse_count(next, a, 0), i++;
-        } else if (!strcmp(a, "--no-graph")) {
-            o.graphs = 0;
-        } else if (!strcmp(a, "--check")) {
-            o.check = 1;
-        } else if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
-            usage(NULL);
-        } else if (a[0] == '-' && a[1]) {
-            char msg[256];
-            snprintf(msg, sizeof msg, "unknown option '%s'", a);
-            usage(msg);
-        } else if (!o.program) {
-            o.program = a;
-        } else {
-            usage("more than one program given");
+    Options o = {NULL, NULL, NULL, 0, 0, 3, 1, 0, 0};
+    int c;
+    opterr = 0;
+    while ((c = getopt_long(argc, argv, ":i:o:h", longopts, NULL)) != -1) {
+        switch (c) {
+        case 'i': o.inputs = optarg; break;
+        case 'o': o.output = optarg; break;
+        case OPT_DEVICE: o.device = parse_count(optarg, "--device", 0); break;
+        case OPT_ITERS: o.iters = parse_count(optarg, "--iters", 1); break;
+        case OPT_WARMUP: o.warmup = parse_count(optarg, "--warmup", 0); break;
+        case OPT_NO_GRAPH: o.graphs = 0; break;
+        case OPT_JSON: o.json = 1; break;
+        case OPT_CHECK: o.check = 1; break;
+        case 'h': fputs(usage_text, stdout); exit(0);
+        case OPT_VERSION: print_version(); exit(0);
+        case ':': usage("option '%s' needs a value", argv[optind - 1]); break;
+        default: bad_option(argv[optind - 1]); break;
         }
     }
-    if (!o.program)
+    if (optind == argc)
         usage("no program given");
-    if (!o.output && !o.iters && !o.check)
-        usage("nothing to do: give -o OUT.safetensors (or --iters N)");
+    if (argc - optind > 1)
+        usage("more than one program given ('%s')", argv[optind + 1]);
+    o.program = argv[optind];
+    if (!o.output && !o.iters && !o.json && !o.check)
+        usage("nothing to do: give -o OUT.safetensors, --iters N or --json");
+    if (o.output && !strcmp(o.output, "-") && (o.iters || o.json))
+        usage("-o - and %s both want standard output", o.json ? "--json" : "--iters");
     return o;
 }
 
@@ -136,6 +194,73 @@ static void dims_str(const int64_t *dims, int rank, char *buf, size_t n)
     if (used < n)
         snprintf(buf + used, n - used, "]");
 }
+
+/* ---- the signature as JSON (tools/signature.h) ---------------------------- */
+
+/* The signature object of prog. The plan of version 1 names no function:
+ * its one function's name is null. */
+static json_t *signature(const fp8rt_program *prog, const char *path)
+{
+    int nin = 0, nout = 0;
+    fp8rt_program_io_count(prog, &nin, &nout);
+    fp8rt_tensor_info *info = calloc((size_t)(nin + nout) + 1, sizeof *info);
+    SigTensor *t = calloc((size_t)(nin + nout) + 1, sizeof *t);
+    json_t *j = NULL;
+    char stem[256];
+    if (info && t) {
+        for (int i = 0; i < nin + nout; i++) {
+            if (i < nin)
+                fp8rt_program_input(prog, i, &info[i]);
+            else
+                fp8rt_program_output(prog, i - nin, &info[i]);
+            t[i] = (SigTensor){info[i].name, fp8rt_dtype_name(info[i].dtype), info[i].rank, info[i].dims};
+        }
+        SigFunc fn = {NULL, t, t + nin, nin, nout};
+        j = sig_json(sig_stem(path, stem, sizeof stem), fp8rt_program_target(prog), &fn, 1);
+    }
+    free(info);
+    free(t);
+    return j;
+}
+
+/* {"signature": ..., "device": ..., "timing": ...} on stdout; takes the references */
+static int print_json(json_t *sig, json_t *device, json_t *timing)
+{
+    json_t *j = json_pack("{s:o, s:o, s:o}", "signature", sig ? sig : json_null(), "device",
+                          device ? device : json_null(), "timing", timing ? timing : json_null());
+    int rc = j && sig_print(stdout, j) == 0 ? 0 : fail("printing JSON", "out of memory");
+    json_decref(j);
+    return rc;
+}
+
+/* --json alone: read the plan, no device */
+static int signature_only(const char *path)
+{
+    FILE *f = fopen(path, "rb");
+    char *buf = NULL;
+    long n = -1;
+    fp8rt_program *prog = NULL;
+    if (f && fseek(f, 0, SEEK_END) == 0 && (n = ftell(f)) >= 0 && fseek(f, 0, SEEK_SET) == 0 &&
+        (buf = malloc((size_t)n + 1)) && fread(buf, 1, (size_t)n, f) != (size_t)n)
+        n = -1;
+    if (f)
+        fclose(f);
+    if (!f || n < 0 || !buf) {
+        char msg[512];
+        snprintf(msg, sizeof msg, "cannot read %s%s%s", path, f ? "" : ": ", f ? "" : strerror(errno));
+        free(buf);
+        return fail("reading", msg);
+    }
+    fp8rt_status st = fp8rt_program_read(buf, (size_t)n, path, &prog);
+    free(buf);
+    if (st != FP8RT_OK)
+        return fail("loading", fp8rt_last_error(NULL));
+    int rc = print_json(signature(prog, path), NULL, NULL);
+    fp8rt_program_destroy(prog);
+    return rc;
+}
+
+/* ---- running ------------------------------------------------------------- */
 
 /* Allocates the device tensors of one side of the signature. */
 static int alloc_side(fp8rt_context *ctx, const fp8rt_program *prog, int outputs, int n, Side *s)
@@ -211,7 +336,8 @@ static int write_outputs(fp8rt_context *ctx, const Side *s, const char *path)
         else if (fp8rt_memcpy_dtoh(ctx, ts[i].data, s->t[i].data, s->bytes[i]) != FP8RT_OK)
             rc = fail("copying outputs", fp8rt_last_error(ctx));
     }
-    if (rc == 0 && st_write(path, ts, s->n, err, sizeof err) != 0)
+    if (rc == 0 && (strcmp(path, "-") ? st_write(path, ts, s->n, err, sizeof err)
+                                      : st_fwrite(stdout, "<stdout>", ts, s->n, err, sizeof err)) != 0)
         rc = fail("writing outputs", err);
     for (int i = 0; i < s->n; i++)
         free(ts[i].data);
@@ -225,20 +351,40 @@ static int cmp_float(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
-static int time_runs(fp8rt_program *prog, const Side *in, const Side *out, const Options *o)
+/* microseconds, to 0.01 */
+static json_t *us_json(float us)
 {
-    float *us = calloc((size_t)o->iters, sizeof *us);
-    if (!us)
+    return json_real((double)(long long)((double)us * 100 + 0.5) / 100);
+}
+
+/* The timings: a line of text, or with --json the object *timing. */
+static int time_runs(fp8rt_program *prog, const Side *in, const Side *out, const Options *o, json_t **timing)
+{
+    float *us = calloc((size_t)o->iters, sizeof *us), *sorted = calloc((size_t)o->iters, sizeof *sorted);
+    if (!us || !sorted) {
+        free(us), free(sorted);
         return fail("out of memory", "host");
+    }
     if (fp8rt_time_runs(prog, in->t, in->n, out->t, out->n, NULL, o->warmup, o->iters, us) != FP8RT_OK) {
-        free(us);
+        free(us), free(sorted);
         return fail("timing", fp8rt_last_error(NULL));
     }
-    qsort(us, (size_t)o->iters, sizeof *us, cmp_float);
-    float median = o->iters % 2 ? us[o->iters / 2] : (us[o->iters / 2 - 1] + us[o->iters / 2]) / 2;
-    printf("fp8run: %s: %d runs (graphs %s): median %.2f us, min %.2f us\n", o->program, o->iters,
-           o->graphs ? "on" : "off", median, us[0]);
+    memcpy(sorted, us, (size_t)o->iters * sizeof *us);
+    qsort(sorted, (size_t)o->iters, sizeof *sorted, cmp_float);
+    int n = o->iters;
+    float median = n % 2 ? sorted[n / 2] : (sorted[n / 2 - 1] + sorted[n / 2]) / 2;
+    if (o->json) {
+        json_t *runs = json_array();
+        for (int i = 0; runs && i < n; i++)
+            json_array_append_new(runs, us_json(us[i]));
+        *timing = json_pack("{s:b, s:i, s:i, s:o, s:o, s:o*}", "graphs", o->graphs, "warmup", o->warmup, "iters", n,
+                            "median_us", us_json(median), "min_us", us_json(sorted[0]), "runs_us", runs);
+    } else {
+        printf("fp8run: %s: %d runs (graphs %s): median %.2f us, min %.2f us\n", o->program, n,
+               o->graphs ? "on" : "off", median, sorted[0]);
+    }
     free(us);
+    free(sorted);
     return 0;
 }
 
@@ -246,6 +392,8 @@ static int run(fp8rt_context *ctx, const Options *o, const StFile *in)
 {
     fp8rt_program *prog = NULL;
     Side si = {0}, so = {0};
+    json_t *timing = NULL;
+    fp8rt_device_props props;
     int nin, nout, rc;
     if (fp8rt_program_load_file(ctx, o->program, &prog) != FP8RT_OK)
         return fail("loading", fp8rt_last_error(ctx));
@@ -268,8 +416,11 @@ static int run(fp8rt_context *ctx, const Options *o, const StFile *in)
     }
     if (o->output && (rc = write_outputs(ctx, &so, o->output)))
         goto done;
-    if (o->iters)
-        rc = time_runs(prog, &si, &so, o);
+    if (o->iters && (rc = time_runs(prog, &si, &so, o, &timing)))
+        goto done;
+    if (o->json)
+        rc = print_json(signature(prog, o->program),
+                        fp8rt_device_properties(ctx, &props) == FP8RT_OK ? json_string(props.name) : NULL, timing);
 done:
     free_side(ctx, &si);
     free_side(ctx, &so);
@@ -307,11 +458,13 @@ static int check(const char *path)
 int main(int argc, char **argv)
 {
     Options o = parse_args(argc, argv);
+    fp8rt_context *ctx = NULL;
+    StFile in = {0};
+    char err[512];
     if (o.check)
         return check(o.program);
-    fp8rt_context *ctx = NULL;
-    StFile in = {0, NULL};
-    char err[512];
+    if (o.json && !o.output && !o.iters)
+        return signature_only(o.program);
     fp8rt_status st = fp8rt_context_create(o.device, &ctx);
     if (st == FP8RT_NO_DRIVER || st == FP8RT_NO_DEVICE)
         return fail("no CUDA driver/device", fp8rt_last_error(NULL));

@@ -1,35 +1,39 @@
 /* safetensors.c — reader and writer for .safetensors files.
  *
- * Reading: after the 8-byte header length is checked against the file size,
- * a recursive-descent parser reads the JSON header. Its recursion depth is
- * fixed by the format (header -> entry -> tensor -> list); values of unknown
- * keys are skipped by an iterative scanner with an explicit depth limit, so
- * no input can exhaust the stack. Each entry is checked as it is parsed
- * (dtype, rank, dims, element-count overflow, offsets against shape and
- * buffer), then names must be unique and the entries, sorted by offset, must
- * tile the byte buffer exactly. Only then are the bytes copied, in one
- * sequential pass, from memory or from the open file. A Parser owns every
- * allocation until the StFile is complete, so error paths cannot leak.
+ * Reading: the 8-byte header length is checked against the file size, then
+ * jansson parses the JSON header (JSON_REJECT_DUPLICATES: a name or a key
+ * given twice is an error; integers are 64-bit, json_int_t being long long;
+ * nesting is bounded by jansson's parser depth, so no input exhausts the
+ * stack). Each entry is checked (dtype, rank, dims, element-count overflow,
+ * offsets against shape and buffer), then the entries, sorted by offset,
+ * must tile the byte buffer exactly. st_read maps the file (mmap, private,
+ * so the file itself is never written) and the tensors point into the map;
+ * st_read_mem copies the buffer once; st_read_header reads only the header
+ * and checks everything that does not need the buffer.
  *
  * Writing: check every tensor, build the header in a growable buffer in the
  * Python library's layout (space-padded to a multiple of 8), then write the
  * length, the header and the data; a failed write removes the file.
  */
 #ifndef _POSIX_C_SOURCE
-#define _POSIX_C_SOURCE 200809L /* fileno, fstat */
+#define _POSIX_C_SOURCE 200809L /* fileno, fstat, mmap */
 #endif
 #include "safetensors.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
+#include <unistd.h>
+
+#include <jansson.h>
 
 #define MAX_HEADER 100000000u /* header length limit, as in the Python library */
-#define MAX_DEPTH 64          /* nesting limit for skipped JSON values */
 #define MEMNAME "<memory>"    /* the file name st_read_mem reports */
 
 #if defined(__GNUC__)
@@ -104,31 +108,6 @@ static int utf8seq(const unsigned char *s, size_t n)
 	return len;
 }
 
-/* Encode code point cp (valid, not a surrogate) as UTF-8 at d. */
-static size_t utf8put(char *d, uint32_t cp)
-{
-	unsigned char *u = (unsigned char *)d;
-
-	if (cp < 0x80)
-		return u[0] = (unsigned char)cp, 1;
-	if (cp < 0x800) {
-		u[0] = (unsigned char)(0xC0 | cp >> 6);
-		u[1] = (unsigned char)(0x80 | (cp & 0x3F));
-		return 2;
-	}
-	if (cp < 0x10000) {
-		u[0] = (unsigned char)(0xE0 | cp >> 12);
-		u[1] = (unsigned char)(0x80 | (cp >> 6 & 0x3F));
-		u[2] = (unsigned char)(0x80 | (cp & 0x3F));
-		return 3;
-	}
-	u[0] = (unsigned char)(0xF0 | cp >> 18);
-	u[1] = (unsigned char)(0x80 | (cp >> 12 & 0x3F));
-	u[2] = (unsigned char)(0x80 | (cp >> 6 & 0x3F));
-	u[3] = (unsigned char)(0x80 | (cp & 0x3F));
-	return 4;
-}
-
 /* product(dims) * size of dtype into *out; -1 if it overflows. */
 static int nbytes_of(const char *dtype, int rank, const int64_t *dims, size_t *out)
 {
@@ -166,41 +145,32 @@ static int dupcheck(const char **v, int n, const char *file, char *err, size_t e
 
 /* ---- reader ---- */
 
-/* One header entry while it is parsed and checked. */
+/* One header entry while it is checked. */
 typedef struct {
-	char *name;               /* decoded, malloc'd; moved to the StTensor */
+	const char *name;         /* jansson's key: lives as long as the JSON tree */
 	char dtype[12];           /* known safetensors dtype */
 	int rank;                 /* number of dims */
 	int64_t dims[ST_MAXRANK]; /* shape */
 	size_t nbytes;            /* product(dims) * dtype size */
 	uint64_t begin, end;      /* data_offsets */
 	int seq;                  /* position in the header: sort tie-break */
-	int seen;                 /* bit set: dtype 1, shape 2, data_offsets 4 */
 } Ent;
 
-/* The header being parsed, and everything allocated so far. */
+/* What the checks need to know, and where their messages go. */
 typedef struct {
-	const char *s;    /* header text, not NUL-terminated */
-	size_t n, i;      /* its length; the cursor */
-	uint64_t buflen;  /* bytes in the buffer after the header */
-	Ent *e;           /* entries, malloc'd */
-	int ne, cap;      /* entries used, allocated */
-	int meta;         /* __metadata__ seen */
-	const char *cur;  /* name of the tensor being parsed, for messages */
 	const char *file; /* file name for messages */
 	char *err;        /* message buffer */
 	size_t errlen;    /* its size */
-} Parser;
+	uint64_t buflen;  /* bytes in the buffer after the header */
+	int header_only;  /* the buffer may be absent: skip the checks against it */
+	json_t *root;     /* the parsed header */
+	Ent *e;           /* its entries, malloc'd */
+	int ne;           /* their number */
+} Reader;
 
-/* Where tensor bytes come from: memory, or an open file at the buffer. */
-typedef struct {
-	const unsigned char *mem; /* next byte, when fp is NULL */
-	FILE *fp;                 /* file positioned at the next byte */
-} Src;
-
-/* Fail at the cursor: "FILE: byte K: tensor "x": message". */
-PRINTF(2, 3)
-static int perr(Parser *p, const char *fmt, ...)
+/* Fail on the tensor called name: "FILE: tensor "x": message". */
+PRINTF(3, 4)
+static int terr(Reader *r, const char *name, const char *fmt, ...)
 {
 	char m[256];
 	va_list ap;
@@ -208,543 +178,136 @@ static int perr(Parser *p, const char *fmt, ...)
 	va_start(ap, fmt);
 	vsnprintf(m, sizeof m, fmt, ap);
 	va_end(ap);
-	if (p->cur)
-		return fail(p->err, p->errlen, p->file, "byte %zu: tensor \"%.64s\": %s",
-		            p->i + 8, p->cur, m);
-	return fail(p->err, p->errlen, p->file, "byte %zu: %s", p->i + 8, m);
+	return fail(r->err, r->errlen, r->file, "tensor \"%.64s\": %s", name, m);
 }
 
-/* The byte at the cursor, or -1 at the end of the header. */
-static int peek(const Parser *p)
+/* A JSON integer in 0..INT64_MAX (what names it in messages). */
+static int natural(Reader *r, const char *name, json_t *v, uint64_t *out, const char *what)
 {
-	return p->i < p->n ? (unsigned char)p->s[p->i] : -1;
-}
-
-/* Fail on the character at the cursor: "unexpected 'x', expected want". */
-static int unexpected(Parser *p, const char *want)
-{
-	int c = peek(p);
-
-	if (c < 0)
-		return perr(p, "unexpected end of header, expected %s", want);
-	if (c > 0x20 && c < 0x7F)
-		return perr(p, "unexpected '%c', expected %s", c, want);
-	return perr(p, "unexpected byte 0x%02x, expected %s", (unsigned)c, want);
-}
-
-/* ws := [ \t\n\r]* */
-static void ws(Parser *p)
-{
-	int c;
-
-	while ((c = peek(p)) == ' ' || c == '\t' || c == '\n' || c == '\r')
-		p->i++;
-}
-
-/* Skip ws, then consume the character c or fail naming want. */
-static int expect(Parser *p, int c, const char *want)
-{
-	ws(p);
-	if (peek(p) != c)
-		return unexpected(p, want);
-	p->i++;
+	if (!json_is_integer(v))
+		return terr(r, name, "%s is not an integer", what);
+	if (json_integer_value(v) < 0)
+		return terr(r, name, "negative %s", what);
+	*out = (uint64_t)json_integer_value(v);
 	return 0;
 }
 
-/* hex4 := [0-9a-fA-F]{4}, at s[at..], before end */
-static int hex4(const Parser *p, size_t at, size_t end, uint32_t *v)
+/* "dtype": one of the dtypes[] names */
+static int dtype(Reader *r, const char *name, json_t *v, Ent *e)
 {
-	*v = 0;
-	if (at + 4 > end)
-		return -1;
-	for (size_t k = at; k < at + 4; k++) {
-		int c = (unsigned char)p->s[k];
-		int d = c >= '0' && c <= '9' ? c - '0'
-		      : c >= 'a' && c <= 'f' ? c - 'a' + 10
-		      : c >= 'A' && c <= 'F' ? c - 'A' + 10 : -1;
-		if (d < 0)
+	const char *s = json_string_value(v);
+
+	if (!s)
+		return terr(r, name, "dtype is not a string");
+	if (!st_dtype_size(s))
+		return terr(r, name, "unknown dtype \"%.16s\"", s);
+	snprintf(e->dtype, sizeof e->dtype, "%s", s);
+	return 0;
+}
+
+/* "shape": [d0, d1, ...], at most ST_MAXRANK integers >= 0 */
+static int shape(Reader *r, const char *name, json_t *v, Ent *e)
+{
+	uint64_t d;
+
+	if (!json_is_array(v))
+		return terr(r, name, "shape is not a JSON array");
+	if (json_array_size(v) > ST_MAXRANK)
+		return terr(r, name, "rank exceeds 8 (ST_MAXRANK)");
+	e->rank = (int)json_array_size(v);
+	for (int k = 0; k < e->rank; k++) {
+		if (natural(r, name, json_array_get(v, (size_t)k), &d, "dimension"))
 			return -1;
-		*v = *v << 4 | (uint32_t)d;
+		e->dims[k] = (int64_t)d;
 	}
 	return 0;
 }
 
-/* escape := '\' ( ["\/bfnrt] | 'u' hex4 | 'u' hi-surrogate '\u' lo-surrogate )
- * Cursor at the backslash, which is followed by a byte before end. */
-static int escape(Parser *p, char *d, size_t *k, size_t end)
+/* "data_offsets": [begin, end] */
+static int offsets(Reader *r, const char *name, json_t *v, Ent *e)
 {
-	static const char from[] = "\"\\/bfnrt", to[] = "\"\\/\b\f\n\r\t";
-	int c = (unsigned char)p->s[p->i + 1];
-	const char *hit = c ? strchr(from, c) : NULL;
-	uint32_t cp, lo;
-
-	if (hit) {
-		d[(*k)++] = to[hit - from];
-		p->i += 2;
-		return 0;
-	}
-	if (c != 'u')
-		return c > 0x20 && c < 0x7F ? perr(p, "invalid escape '\\%c' in string", c)
-		                            : perr(p, "invalid escape in string");
-	if (hex4(p, p->i + 2, end, &cp))
-		return perr(p, "invalid \\u escape: need 4 hex digits");
-	if (cp >= 0xDC00 && cp <= 0xDFFF)
-		return perr(p, "invalid \\u escape: lone low surrogate \\u%04" PRIX32, cp);
-	if (cp >= 0xD800 && cp <= 0xDBFF) {
-		if (p->i + 7 >= end || p->s[p->i + 6] != '\\' || p->s[p->i + 7] != 'u' ||
-		    hex4(p, p->i + 8, end, &lo) || lo < 0xDC00 || lo > 0xDFFF)
-			return perr(p, "invalid \\u escape: unpaired surrogate \\u%04" PRIX32, cp);
-		cp = 0x10000 + ((cp - 0xD800) << 10) + (lo - 0xDC00);
-		p->i += 6;
-	}
-	p->i += 6;
-	*k += utf8put(d + *k, cp);
-	return 0;
-}
-
-/* char := a UTF-8 character except '"', '\' and U+0000..U+001F | escape */
-static int strchar(Parser *p, char *d, size_t *k, size_t end)
-{
-	const unsigned char *s = (const unsigned char *)p->s + p->i;
-	int m;
-
-	if (*s == '\\')
-		return escape(p, d, k, end);
-	if (*s < 0x20)
-		return perr(p, "control character 0x%02x in string (must be escaped)", *s);
-	m = utf8seq(s, end - p->i);
-	if (!m)
-		return perr(p, "invalid UTF-8 in string");
-	memcpy(d + *k, s, (size_t)m);
-	*k += (size_t)m;
-	p->i += (size_t)m;
-	return 0;
-}
-
-/* string := '"' char* '"'
- * Decoded into malloc'd, NUL-terminated *out of *len bytes (a \u0000 makes
- * strlen(*out) < *len). Decoding never lengthens, so the raw length is
- * enough room. */
-static int string(Parser *p, char **out, size_t *len)
-{
-	size_t end, k = 0;
-	char *d;
-
-	ws(p);
-	if (peek(p) != '"')
-		return unexpected(p, "a string");
-	for (end = p->i + 1; end < p->n && p->s[end] != '"';)
-		end += p->s[end] == '\\' ? 2 : 1;
-	if (end >= p->n)
-		return perr(p, "unterminated string");
-	if (!(d = malloc(end - p->i)))
-		return perr(p, "out of memory");
-	for (p->i++; p->i < end;)
-		if (strchar(p, d, &k, end)) {
-			free(d);
-			return -1;
-		}
-	p->i = end + 1;
-	d[k] = 0;
-	*out = d;
-	*len = k;
-	return 0;
-}
-
-/* digits := [0-9]*   (returns how many) */
-static size_t digits(Parser *p)
-{
-	size_t k = 0;
-
-	for (int c; (c = peek(p)) >= '0' && c <= '9'; k++)
-		p->i++;
-	return k;
-}
-
-/* number := '-'? ( '0' | [1-9][0-9]* ) ( '.' [0-9]+ )? ( [eE] [+-]? [0-9]+ )? */
-static int number(Parser *p)
-{
-	if (peek(p) == '-')
-		p->i++;
-	if (peek(p) == '0')
-		p->i++;
-	else if (!digits(p))
-		return unexpected(p, "a digit");
-	if (peek(p) == '.' && (p->i++, !digits(p)))
-		return unexpected(p, "a digit");
-	if (peek(p) == 'e' || peek(p) == 'E') {
-		p->i++;
-		if (peek(p) == '+' || peek(p) == '-')
-			p->i++;
-		if (!digits(p))
-			return unexpected(p, "a digit");
-	}
-	return 0;
-}
-
-/* scalar := string | number | 'true' | 'false' | 'null' */
-static int scalar(Parser *p)
-{
-	static const char *lit[] = {"true", "false", "null"};
-	int c = peek(p);
-	char *s;
-	size_t n;
-
-	if (c == '"') {
-		if (string(p, &s, &n))
-			return -1;
-		free(s);
-		return 0;
-	}
-	if (c == '-' || (c >= '0' && c <= '9'))
-		return number(p);
-	for (int k = 0; k < 3; k++) {
-		n = strlen(lit[k]);
-		if (p->n - p->i >= n && !memcmp(p->s + p->i, lit[k], n)) {
-			p->i += n;
-			return 0;
-		}
-	}
-	return unexpected(p, "a JSON value");
-}
-
-/* key := string ':'   (inside a skipped object; the key is dropped) */
-static int key(Parser *p)
-{
-	char *s;
-	size_t n;
-
-	if (string(p, &s, &n))
+	if (!json_is_array(v))
+		return terr(r, name, "data_offsets is not a JSON array");
+	if (json_array_size(v) != 2)
+		return terr(r, name, "data_offsets must have exactly 2 entries");
+	if (natural(r, name, json_array_get(v, 0), &e->begin, "data offset") ||
+	    natural(r, name, json_array_get(v, 1), &e->end, "data offset"))
 		return -1;
-	free(s);
-	return expect(p, ':', "':'");
-}
-
-/* value := scalar | '[' ( value ( ',' value )* )? ']'
- *        | '{' ( key value ( ',' key value )* )? '}'
- * Skipped without recursion: open[] holds the open brackets, at most
- * MAX_DEPTH; want says whether a value or a ',' / closer comes next. */
-static int skip(Parser *p)
-{
-	char open[MAX_DEPTH];
-	int d = 0, want = 1, c;
-
-	for (;;) {
-		ws(p);
-		c = peek(p);
-		if (want && (c == '{' || c == '[')) {
-			if (d == MAX_DEPTH)
-				return perr(p, "JSON nesting too deep (limit %d)", MAX_DEPTH);
-			open[d++] = (char)c;
-			p->i++;
-			ws(p);
-			if (peek(p) == (c == '{' ? '}' : ']'))
-				p->i++, d--, want = 0;
-			else if (c == '{' && key(p))
-				return -1;
-		} else if (want) {
-			if (scalar(p))
-				return -1;
-			want = 0;
-		} else if (d == 0) {
-			return 0;
-		} else if (c == (open[d - 1] == '{' ? '}' : ']')) {
-			p->i++, d--;
-		} else if (c == ',') {
-			p->i++, want = 1;
-			if (open[d - 1] == '{' && key(p))
-				return -1;
-		} else {
-			return unexpected(p, open[d - 1] == '{' ? "',' or '}'" : "',' or ']'");
-		}
-	}
-}
-
-/* object := '{' ( string ':' MEMBER ( ',' string ':' MEMBER )* )? '}'
- * fn parses each MEMBER, the cursor after the ':', and owns the key. */
-static int members(Parser *p, int (*fn)(Parser *, char *, size_t, void *), void *ctx)
-{
-	char *k;
-	size_t klen;
-	int c;
-
-	if (expect(p, '{', "'{'"))
-		return -1;
-	ws(p);
-	if (peek(p) == '}')
-		return p->i++, 0;
-	for (;;) {
-		if (string(p, &k, &klen))
-			return -1;
-		if (expect(p, ':', "':'")) {
-			free(k);
-			return -1;
-		}
-		if (fn(p, k, klen, ctx))
-			return -1;
-		ws(p);
-		if ((c = peek(p)) == '}')
-			return p->i++, 0;
-		if (c != ',')
-			return unexpected(p, "',' or '}'");
-		p->i++;
-	}
-}
-
-/* natural := '0' | [1-9][0-9]*   (a JSON number that must be an integer
- * in 0..lim; what names it in messages) */
-static int natural(Parser *p, uint64_t lim, uint64_t *v, const char *what)
-{
-	int c;
-
-	ws(p);
-	if ((c = peek(p)) == '-')
-		return perr(p, "negative %s", what);
-	if (c < '0' || c > '9')
-		return unexpected(p, what);
-	if (c == '0' && p->i + 1 < p->n && p->s[p->i + 1] >= '0' && p->s[p->i + 1] <= '9')
-		return perr(p, "leading zero in %s", what);
-	for (*v = 0; (c = peek(p)) >= '0' && c <= '9'; p->i++) {
-		if (*v > (lim - (uint64_t)(c - '0')) / 10)
-			return perr(p, "%s too large", what);
-		*v = *v * 10 + (uint64_t)(c - '0');
-	}
-	if (c == '.' || c == 'e' || c == 'E')
-		return perr(p, "%s is not an integer", what);
-	return 0;
-}
-
-/* list := '[' ( natural ( ',' natural )* )? ']'   (at most max of them) */
-static int list(Parser *p, uint64_t *v, int max, int *cnt, uint64_t lim,
-                const char *what, const char *toomany)
-{
-	int c;
-
-	*cnt = 0;
-	if (expect(p, '[', "'['"))
-		return -1;
-	ws(p);
-	if (peek(p) == ']')
-		return p->i++, 0;
-	for (;;) {
-		if (*cnt == max)
-			return perr(p, "%s", toomany);
-		if (natural(p, lim, &v[(*cnt)++], what))
-			return -1;
-		ws(p);
-		if ((c = peek(p)) == ']')
-			return p->i++, 0;
-		if (c != ',')
-			return unexpected(p, "',' or ']'");
-		p->i++;
-	}
-}
-
-/* dtype := string   (one of the dtypes[] names) */
-static int dtype(Parser *p, Ent *e)
-{
-	char *v;
-	size_t n;
-
-	if (string(p, &v, &n))
-		return -1;
-	if (strlen(v) != n || !st_dtype_size(v)) {
-		if (strlen(v) != n)
-			perr(p, "unknown dtype (it contains \\u0000)");
-		else
-			perr(p, "unknown dtype \"%.16s\"", v);
-		free(v);
-		return -1;
-	}
-	memcpy(e->dtype, v, n + 1);
-	free(v);
-	return 0;
-}
-
-/* shape := list   (at most ST_MAXRANK dims, each at most INT64_MAX) */
-static int shape(Parser *p, Ent *e)
-{
-	uint64_t v[ST_MAXRANK];
-
-	if (list(p, v, ST_MAXRANK, &e->rank, INT64_MAX, "dimension",
-	         "rank exceeds 8 (ST_MAXRANK)"))
-		return -1;
-	for (int k = 0; k < e->rank; k++)
-		e->dims[k] = (int64_t)v[k];
-	return 0;
-}
-
-/* offsets := '[' natural ',' natural ']' */
-static int offsets(Parser *p, Ent *e)
-{
-	static const char *two = "data_offsets must have exactly 2 entries";
-	uint64_t v[2];
-	int n;
-
-	if (list(p, v, 2, &n, UINT64_MAX, "data offset", two))
-		return -1;
-	if (n != 2)
-		return perr(p, "%s", two);
-	e->begin = v[0];
-	e->end = v[1];
-	return 0;
-}
-
-/* field := '"dtype"' ':' dtype | '"shape"' ':' shape
- *        | '"data_offsets"' ':' offsets | string ':' value   (skipped) */
-static int field(Parser *p, char *k, size_t klen, void *ctx)
-{
-	static const char *known[] = {"dtype", "shape", "data_offsets"};
-	Ent *e = ctx;
-	int b = 0;
-
-	while (b < 3 && (strlen(known[b]) != klen || strcmp(known[b], k)))
-		b++;
-	free(k);
-	if (b == 3)
-		return skip(p);
-	if (e->seen & 1 << b)
-		return perr(p, "duplicate key \"%s\"", known[b]);
-	e->seen |= 1 << b;
-	return b == 0 ? dtype(p, e) : b == 1 ? shape(p, e) : offsets(p, e);
-}
-
-/* tensor := '{' field ( ',' field )* '}'   (each known field exactly once) */
-static int tensor(Parser *p, Ent *e)
-{
-	static const char *known[] = {"dtype", "shape", "data_offsets"};
-
-	ws(p);
-	if (peek(p) != '{')
-		return perr(p, "entry is not a JSON object");
-	if (members(p, field, e))
-		return -1;
-	for (int b = 0; b < 3; b++)
-		if (!(e->seen & 1 << b))
-			return perr(p, "missing \"%s\"", known[b]);
 	return 0;
 }
 
 /* Element count, byte size and offsets of a parsed entry. */
-static int check(Parser *p, Ent *e)
+static int check(Reader *r, Ent *e)
 {
 	if (nbytes_of(e->dtype, e->rank, e->dims, &e->nbytes))
-		return perr(p, "element count overflow: shape * dtype size exceeds 64 bits");
+		return terr(r, e->name, "element count overflow: shape * dtype size exceeds 64 bits");
 	if (e->end < e->begin)
-		return perr(p, "data_offsets [%" PRIu64 ", %" PRIu64 "]: end before begin",
+		return terr(r, e->name, "data_offsets [%" PRIu64 ", %" PRIu64 "]: end before begin",
 		            e->begin, e->end);
 	if (e->end - e->begin != e->nbytes)
-		return perr(p, "data_offsets [%" PRIu64 ", %" PRIu64 "] span %" PRIu64
+		return terr(r, e->name, "data_offsets [%" PRIu64 ", %" PRIu64 "] span %" PRIu64
 		            " bytes, but shape * dtype size is %zu",
 		            e->begin, e->end, e->end - e->begin, e->nbytes);
-	if (e->end > p->buflen)
-		return perr(p, "data_offsets [%" PRIu64 ", %" PRIu64 "] out of bounds: "
-		            "the byte buffer has %" PRIu64 " bytes", e->begin, e->end, p->buflen);
+	if (!r->header_only && e->end > r->buflen)
+		return terr(r, e->name, "data_offsets [%" PRIu64 ", %" PRIu64 "] out of bounds: "
+		            "the byte buffer has %" PRIu64 " bytes", e->begin, e->end, r->buflen);
 	return 0;
 }
 
-/* metaval := string   (a __metadata__ value; dropped) */
-static int metaval(Parser *p, char *k, size_t klen, void *ctx)
+/* tensor := {"dtype": ..., "shape": ..., "data_offsets": ..., other keys ignored} */
+static int tensor(Reader *r, const char *name, json_t *v, Ent *e)
 {
-	char *v;
-	size_t n;
+	static const char *known[] = {"dtype", "shape", "data_offsets"};
+	json_t *f[3];
 
-	(void)klen, (void)ctx;
-	ws(p);
-	if (peek(p) != '"') {
-		perr(p, "__metadata__ value of \"%.64s\" is not a string", k);
-		free(k);
+	if (!json_is_object(v))
+		return terr(r, name, "entry is not a JSON object");
+	for (int k = 0; k < 3; k++)
+		if (!(f[k] = json_object_get(v, known[k])))
+			return terr(r, name, "missing \"%s\"", known[k]);
+	e->name = name;
+	if (dtype(r, name, f[0], e) || shape(r, name, f[1], e) || offsets(r, name, f[2], e))
 		return -1;
-	}
-	free(k);
-	if (string(p, &v, &n))
-		return -1;
-	free(v);
+	return check(r, e);
+}
+
+/* metadata := {"key": "string value", ...} */
+static int metadata(Reader *r, json_t *v)
+{
+	const char *k;
+	json_t *s;
+
+	if (!json_is_object(v))
+		return fail(r->err, r->errlen, r->file, "\"__metadata__\" is not a JSON object");
+	json_object_foreach(v, k, s)
+		if (!json_is_string(s))
+			return fail(r->err, r->errlen, r->file, "__metadata__ value of \"%.64s\" is "
+			            "not a string", k);
 	return 0;
 }
 
-/* metadata := '{' ( string ':' metaval ( ',' string ':' metaval )* )? '}' */
-static int metadata(Parser *p)
+/* header := {"__metadata__": metadata, "name": tensor, ...} */
+static int entries(Reader *r)
 {
-	if (p->meta++)
-		return perr(p, "duplicate key \"__metadata__\"");
-	ws(p);
-	if (peek(p) != '{')
-		return perr(p, "\"__metadata__\" is not a JSON object");
-	return members(p, metaval, NULL);
-}
+	const char *k;
+	json_t *v;
 
-/* A new zeroed entry at the end of p->e, or NULL. */
-static Ent *newent(Parser *p)
-{
-	if (p->ne == p->cap) {
-		int cap = p->cap ? 2 * p->cap : 16;
-		Ent *e = cap > 0 ? realloc(p->e, (size_t)cap * sizeof *e) : NULL;
-		if (!e)
-			return NULL;
-		p->e = e;
-		p->cap = cap;
+	if (!json_is_object(r->root))
+		return fail(r->err, r->errlen, r->file, "header is not a JSON object");
+	if (!(r->e = calloc(json_object_size(r->root) + 1, sizeof *r->e)))
+		return fail(r->err, r->errlen, r->file, "out of memory");
+	json_object_foreach(r->root, k, v) {
+		if (!strcmp(k, "__metadata__")) {
+			if (metadata(r, v))
+				return -1;
+			continue;
+		}
+		r->e[r->ne].seq = r->ne;
+		if (tensor(r, k, v, &r->e[r->ne]))
+			return -1;
+		r->ne++;
 	}
-	memset(&p->e[p->ne], 0, sizeof p->e[0]);
-	p->e[p->ne].seq = p->ne;
-	return &p->e[p->ne++];
-}
-
-/* entry := '"__metadata__"' ':' metadata | string ':' tensor */
-static int entry(Parser *p, char *k, size_t klen, void *ctx)
-{
-	Ent *e;
-
-	(void)ctx;
-	if (klen == 12 && !strcmp(k, "__metadata__")) {
-		free(k);
-		return metadata(p);
-	}
-	if (strlen(k) != klen) {
-		free(k);
-		return perr(p, "tensor name contains \\u0000");
-	}
-	if (!(e = newent(p))) {
-		free(k);
-		return perr(p, "out of memory");
-	}
-	e->name = k;
-	p->cur = k;
-	if (tensor(p, e) || check(p, e))
-		return -1;
-	p->cur = NULL;
 	return 0;
-}
-
-/* header := ws '{' ( entry ( ',' entry )* )? '}' ws */
-static int header(Parser *p)
-{
-	ws(p);
-	if (peek(p) != '{')
-		return perr(p, "header is not a JSON object");
-	if (members(p, entry, NULL))
-		return -1;
-	ws(p);
-	if (p->i < p->n)
-		return perr(p, "trailing garbage after the JSON object");
-	return 0;
-}
-
-/* Tensor names must be unique. */
-static int dupnames(Parser *p)
-{
-	const char **v;
-	int rc;
-
-	if (p->ne < 2)
-		return 0;
-	if (!(v = malloc((size_t)p->ne * sizeof *v)))
-		return fail(p->err, p->errlen, p->file, "out of memory");
-	for (int k = 0; k < p->ne; k++)
-		v[k] = p->e[k].name;
-	rc = dupcheck(v, p->ne, p->file, p->err, p->errlen);
-	free(v);
-	return rc;
 }
 
 static int byoffset(const void *a, const void *b)
@@ -758,89 +321,73 @@ static int byoffset(const void *a, const void *b)
 	return (x->seq > y->seq) - (x->seq < y->seq);
 }
 
-/* Sort by offset; the tensors must cover the buffer without holes or overlap. */
-static int tile(Parser *p)
+/* Sort by offset; the tensors must cover the buffer without holes or
+ * overlap (up to the last tensor only, when the buffer may be absent). */
+static int tile(Reader *r)
 {
 	uint64_t at = 0;
 
-	if (p->ne > 1)
-		qsort(p->e, (size_t)p->ne, sizeof *p->e, byoffset);
-	for (int k = 0; k < p->ne; k++) {
-		Ent *e = &p->e[k];
+	if (r->ne > 1)
+		qsort(r->e, (size_t)r->ne, sizeof *r->e, byoffset);
+	for (int k = 0; k < r->ne; k++) {
+		Ent *e = &r->e[k];
 		if (e->begin < at)
-			return fail(p->err, p->errlen, p->file, "tensor \"%.64s\" overlaps tensor "
+			return fail(r->err, r->errlen, r->file, "tensor \"%.64s\" overlaps tensor "
 			            "\"%.64s\" in the byte buffer", e->name, e[-1].name);
 		if (e->begin > at)
-			return fail(p->err, p->errlen, p->file, "hole in the byte buffer: bytes [%"
+			return fail(r->err, r->errlen, r->file, "hole in the byte buffer: bytes [%"
 			            PRIu64 ", %" PRIu64 ") before tensor \"%.64s\" belong to no tensor",
 			            at, e->begin, e->name);
 		at = e->end;
 	}
-	if (at != p->buflen)
-		return fail(p->err, p->errlen, p->file, "byte buffer not fully covered: bytes [%"
+	if (!r->header_only && at != r->buflen)
+		return fail(r->err, r->errlen, r->file, "byte buffer not fully covered: bytes [%"
 		            PRIu64 ", %" PRIu64 ") after the last tensor belong to no tensor",
-		            at, p->buflen);
+		            at, r->buflen);
 	return 0;
 }
 
-/* The next n bytes of the buffer into dst. */
-static int load(Src *s, void *dst, size_t n)
+/* Parse and check the n-byte header hdr into r->root and r->e. */
+static int parse(Reader *r, const char *hdr, size_t n)
 {
-	if (!n)
-		return 0;
-	if (s->fp)
-		return fread(dst, 1, n, s->fp) == n ? 0 : -1;
-	memcpy(dst, s->mem, n);
-	s->mem += n;
-	return 0;
+	json_error_t je;
+
+	if (!(r->root = json_loadb(hdr, n, JSON_REJECT_DUPLICATES, &je)))
+		return fail(r->err, r->errlen, r->file, "byte %zu: invalid JSON header: %s",
+		            (size_t)je.position + 8, je.text);
+	return entries(r) || tile(r) ? -1 : 0;
 }
 
-/* Move the sorted entries into *out and copy their bytes from src. */
-static int build(Parser *p, Src *src, StFile *out)
+/* The checked entries as *out; tensor k's data at data + its offset (NULL
+ * data: no data). */
+static int build(Reader *r, unsigned char *data, StFile *out)
 {
-	StFile f = {0, NULL};
+	StFile f = {0};
 
-	if (p->ne && !(f.t = calloc((size_t)p->ne, sizeof *f.t)))
-		return fail(p->err, p->errlen, p->file, "out of memory");
-	for (int k = 0; k < p->ne; k++) {
-		Ent *e = &p->e[k];
-		StTensor *t = &f.t[f.n++];
-		t->name = e->name;
-		e->name = NULL;
+	if (r->ne && !(f.t = calloc((size_t)r->ne, sizeof *f.t)))
+		return fail(r->err, r->errlen, r->file, "out of memory");
+	for (int k = 0; k < r->ne; k++) {
+		Ent *e = &r->e[k];
+		StTensor *t = &f.t[f.n];
+		if (!(t->name = strdup(e->name))) {
+			st_free(&f);
+			return fail(r->err, r->errlen, r->file, "out of memory");
+		}
+		f.n++;
 		memcpy(t->dtype, e->dtype, sizeof t->dtype);
 		t->rank = e->rank;
 		memcpy(t->dims, e->dims, sizeof t->dims);
 		t->nbytes = e->nbytes;
-		if (!(t->data = malloc(e->nbytes ? e->nbytes : 1)) || load(src, t->data, e->nbytes)) {
-			fail(p->err, p->errlen, p->file, "tensor \"%.64s\": %s", t->name,
-			     t->data ? "short read (file changed?)" : "out of memory");
-			st_free(&f);
-			return -1;
-		}
+		t->data = data ? data + e->begin : NULL;
 	}
 	*out = f;
 	return 0;
 }
 
-/* Parse and check the n-byte header hdr, then read the buflen-byte buffer
- * from src into *out. */
-static int parse(const char *hdr, size_t n, uint64_t buflen, Src *src, const char *file,
-                 StFile *out, char *err, size_t errlen)
+static void reader_free(Reader *r)
 {
-	Parser p = {.s = hdr, .n = n, .buflen = buflen, .file = file, .err = err,
-	            .errlen = errlen};
-	int rc = header(&p);
-
-	if (!rc)
-		rc = dupnames(&p);
-	if (!rc)
-		rc = tile(&p);
-	if (!rc)
-		rc = build(&p, src, out);
-	for (int k = 0; k < p.ne; k++)
-		free(p.e[k].name);
-	free(p.e);
-	return rc;
+	json_decref(r->root);
+	free(r->e);
 }
 
 /* Check the header length N in the first 8 of total bytes. */
@@ -862,37 +409,97 @@ static int prelude(const unsigned char *b, uint64_t total, uint64_t *n, const ch
 	return 0;
 }
 
-int st_read_mem(const void *buf, size_t len, StFile *out, char *err, size_t errlen)
+/* Read the len-byte image b. The tensors point into its buffer, or with
+ * copy into a malloc'd copy of the buffer that *out then owns (0-byte
+ * tensors of an empty buffer keep pointing into b: never dereferenced). */
+static int image(const unsigned char *b, size_t len, int copy, const char *file, StFile *out,
+                 char *err, size_t errlen)
 {
-	const unsigned char *b = buf;
+	Reader r = {.file = file, .err = err, .errlen = errlen};
+	unsigned char *data, *dup = NULL;
 	uint64_t n;
-	Src src = {NULL, NULL};
+	int rc;
 
-	if (!out)
-		return fail(err, errlen, MEMNAME, "no output StFile");
-	*out = (StFile){0, NULL};
-	if (!buf && len)
-		return fail(err, errlen, MEMNAME, "buffer is NULL");
-	if (prelude(b, len, &n, MEMNAME, err, errlen))
+	if (prelude(b, len, &n, file, err, errlen))
 		return -1;
-	src.mem = b + 8 + n;
-	return parse((const char *)b + 8, (size_t)n, len - 8 - n, &src, MEMNAME, out, err,
-	             errlen);
+	r.buflen = len - 8 - n;
+	data = (unsigned char *)b + 8 + n;
+	rc = parse(&r, (const char *)b + 8, (size_t)n);
+	if (!rc && copy && r.buflen) {   /* an empty buffer: nothing to copy, nothing to free */
+		if (!(dup = malloc((size_t)r.buflen)))
+			rc = fail(err, errlen, file, "out of memory");
+		else
+			data = memcpy(dup, data, (size_t)r.buflen);
+	}
+	if (!rc)
+		rc = build(&r, data, out);
+	if (!rc && copy)
+		out->base = dup, out->baselen = (size_t)r.buflen;
+	else
+		free(dup);
+	reader_free(&r);
+	return rc;
 }
 
-/* st_read on an open file. */
-static int readfp(FILE *fp, const char *path, StFile *out, char *err, size_t errlen)
+int st_read_mem(const void *buf, size_t len, StFile *out, char *err, size_t errlen)
+{
+	if (!out)
+		return fail(err, errlen, MEMNAME, "no output StFile");
+	*out = (StFile){0};
+	if (!buf && len)
+		return fail(err, errlen, MEMNAME, "buffer is NULL");
+	return image(buf, len, 1, MEMNAME, out, err, errlen);
+}
+
+int st_read(const char *path, StFile *out, char *err, size_t errlen)
 {
 	struct stat sb;
+	void *map;
+	size_t size;
+	int fd, rc;
+
+	if (!out)
+		return fail(err, errlen, path ? path : "(null)", "no output StFile");
+	*out = (StFile){0};
+	if (!path)
+		return fail(err, errlen, "(null)", "no path");
+	if ((fd = open(path, O_RDONLY)) < 0)
+		return fail(err, errlen, path, "cannot open: %s", strerror(errno));
+	if (fstat(fd, &sb) || !S_ISREG(sb.st_mode)) {
+		close(fd);
+		return fail(err, errlen, path, "not a regular file");
+	}
+	size = (size_t)sb.st_size;
+	if (size < 8) {
+		close(fd);
+		return fail(err, errlen, path, "file too short: %zu bytes, need 8 for the header "
+		            "length", size);
+	}
+	/* private and writable: callers may scribble on tensor data, never on the file */
+	map = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_PRIVATE, fd, 0);
+	close(fd);
+	if (map == MAP_FAILED)
+		return fail(err, errlen, path, "cannot map: %s", strerror(errno));
+	if ((rc = image(map, size, 0, path, out, err, errlen)) == 0) {
+		out->base = map;
+		out->baselen = size;
+		out->mapped = 1;
+	} else {
+		munmap(map, size);
+	}
+	return rc;
+}
+
+/* st_read_header on an open file of size bytes. */
+static int headerfp(FILE *fp, uint64_t size, const char *path, StFile *out, char *err,
+                    size_t errlen)
+{
+	Reader r = {.file = path, .err = err, .errlen = errlen, .header_only = 1};
 	unsigned char b8[8];
-	uint64_t size, n;
-	Src src = {NULL, fp};
+	uint64_t n;
 	char *hdr;
 	int rc;
 
-	if (fstat(fileno(fp), &sb) || !S_ISREG(sb.st_mode))
-		return fail(err, errlen, path, "not a regular file");
-	size = (uint64_t)sb.st_size;
 	if (size >= 8 && fread(b8, 1, 8, fp) != 8)
 		return fail(err, errlen, path, "read error");
 	if (prelude(b8, size, &n, path, err, errlen))
@@ -901,25 +508,30 @@ static int readfp(FILE *fp, const char *path, StFile *out, char *err, size_t err
 		return fail(err, errlen, path, "out of memory");
 	if (fread(hdr, 1, (size_t)n, fp) != n)
 		rc = fail(err, errlen, path, "short read in the header (file changed?)");
-	else
-		rc = parse(hdr, (size_t)n, size - 8 - n, &src, path, out, err, errlen);
+	else if ((rc = parse(&r, hdr, (size_t)n)) == 0)
+		rc = build(&r, NULL, out);
+	reader_free(&r);
 	free(hdr);
 	return rc;
 }
 
-int st_read(const char *path, StFile *out, char *err, size_t errlen)
+int st_read_header(const char *path, StFile *out, char *err, size_t errlen)
 {
+	struct stat sb;
 	FILE *fp;
 	int rc;
 
 	if (!out)
 		return fail(err, errlen, path ? path : "(null)", "no output StFile");
-	*out = (StFile){0, NULL};
+	*out = (StFile){0};
 	if (!path)
 		return fail(err, errlen, "(null)", "no path");
 	if (!(fp = fopen(path, "rb")))
 		return fail(err, errlen, path, "cannot open: %s", strerror(errno));
-	rc = readfp(fp, path, out, err, errlen);
+	if (fstat(fileno(fp), &sb) || !S_ISREG(sb.st_mode))
+		rc = fail(err, errlen, path, "not a regular file");
+	else
+		rc = headerfp(fp, (uint64_t)sb.st_size, path, out, err, errlen);
 	fclose(fp);
 	return rc;
 }
@@ -928,13 +540,14 @@ void st_free(StFile *f)
 {
 	if (!f)
 		return;
-	for (int k = 0; k < f->n; k++) {
+	for (int k = 0; k < f->n; k++)
 		free(f->t[k].name);
-		free(f->t[k].data);
-	}
 	free(f->t);
-	f->n = 0;
-	f->t = NULL;
+	if (f->mapped)
+		munmap(f->base, f->baselen);
+	else
+		free(f->base);
+	*f = (StFile){0};
 }
 
 const StTensor *st_find(const StFile *f, const char *name)
@@ -1110,6 +723,20 @@ static int wfile(FILE *f, const Buf *h, const StTensor *ts, int n)
 	return 0;
 }
 
+/* Check the tensors and build the header into *h; 0 or -1 with a message. */
+static int prepare(Buf *h, const StTensor *ts, int n, const char *name, char *err, size_t errlen)
+{
+	if (n < 0 || (n && !ts))
+		return fail(err, errlen, name, "bad tensor list (n = %d)", n);
+	if (wcheckall(ts, n, name, err, errlen))
+		return -1;
+	if (whead(h, ts, n)) {
+		free(h->p);
+		return fail(err, errlen, name, "out of memory");
+	}
+	return 0;
+}
+
 int st_write(const char *path, const StTensor *ts, int n, char *err, size_t errlen)
 {
 	Buf h = {NULL, 0, 0, 0};
@@ -1118,14 +745,8 @@ int st_write(const char *path, const StTensor *ts, int n, char *err, size_t errl
 
 	if (!path)
 		return fail(err, errlen, "(null)", "no path");
-	if (n < 0 || (n && !ts))
-		return fail(err, errlen, path, "bad tensor list (n = %d)", n);
-	if (wcheckall(ts, n, path, err, errlen))
+	if (prepare(&h, ts, n, path, err, errlen))
 		return -1;
-	if (whead(&h, ts, n)) {
-		free(h.p);
-		return fail(err, errlen, path, "out of memory");
-	}
 	if (!(f = fopen(path, "wb"))) {
 		free(h.p);
 		return fail(err, errlen, path, "cannot create: %s", strerror(errno));
@@ -1140,4 +761,26 @@ int st_write(const char *path, const StTensor *ts, int n, char *err, size_t errl
 		return 0;
 	remove(path);
 	return fail(err, errlen, path, "write failed: %s", e ? strerror(e) : "short write");
+}
+
+int st_fwrite(FILE *f, const char *name, const StTensor *ts, int n, char *err, size_t errlen)
+{
+	Buf h = {NULL, 0, 0, 0};
+	int rc, e;
+
+	if (!name)
+		name = "(stream)";
+	if (!f)
+		return fail(err, errlen, name, "no stream");
+	if (prepare(&h, ts, n, name, err, errlen))
+		return -1;
+	errno = 0;
+	rc = wfile(f, &h, ts, n);
+	if (!rc && fflush(f))
+		rc = -1;
+	e = errno;
+	free(h.p);
+	if (!rc)
+		return 0;
+	return fail(err, errlen, name, "write failed: %s", e ? strerror(e) : "short write");
 }

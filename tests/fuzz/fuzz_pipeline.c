@@ -129,7 +129,10 @@ check_plan(Func *fn, Plan *plan, const Launch *l)
 
 	if (!f)
 		abort();
-	be_print_plan(f, fn, plan, l, "sm_90", "");
+	Program prog = { .arena = fn->arena, .fns = &fn, .nfns = 1 };
+
+	be_print_plan_head(f, &prog, "sm_90", "");
+	be_print_plan(f, fn, plan, l, be_plan_version(&prog), "");
 	if (fclose(f))
 		abort();
 	for (uint32_t i = 0; i < fn->nrets; i++)

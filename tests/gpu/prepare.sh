@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Prepare a GPU run (the GPU machine has no LLVM and no package registry):
 # compile every GPU test program to PTX here, draw its inputs, and record the
-# reference interpreter's outputs; fetch the criterion packages the runtime
-# tests need there. Everything lands in DIR (default .carry/gpu), which
+# reference interpreter's outputs; fetch the packages the build needs there
+# (criterion for the runtime tests, jansson for fp8run's safetensors reader). Everything lands in DIR (default .carry/gpu), which
 # tests/gpu/run.sh reads on the GPU machine.
 #
 # usage: tests/gpu/prepare.sh [DIR]     (FP8CC=path/to/fp8cc to pick a build)
@@ -56,6 +56,10 @@ done
 compile backward_trace examples/fp8_linear_backward.trace
 
 (cd "$out/debs" && apt-get download libcriterion3 libcriterion-dev libnanomsg5 libgit2-1.5 \
-	libboxfort-dev libmbedtls14 libmbedx509-1 libmbedcrypto7 libhttp-parser2.9 libssh2-1 >/dev/null 2>&1)
+	libboxfort-dev libmbedtls14 libmbedx509-1 libmbedcrypto7 libhttp-parser2.9 libssh2-1 \
+	libjansson4 libjansson-dev >/dev/null 2>&1)
+for p in libcriterion-dev libjansson-dev libjansson4; do
+	ls "$out/debs/${p}_"*.deb >/dev/null 2>&1 || { echo "prepare: could not download $p" >&2; exit 1; }
+done
 git rev-parse HEAD > "$out/commit" 2>/dev/null || echo unknown > "$out/commit"
 du -sh "$out"

@@ -23,9 +23,12 @@ nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader
 echo "commit $(cat "$dir/commit")  date $(date -u +%F)"
 
 step "build libfp8rt, fp8run, rt_tests"
+# the .deb files prepare.sh carried (criterion, jansson), unpacked, not installed:
+# no apt repository there; CMAKE_PREFIX_PATH and LD_LIBRARY_PATH find them
 crit=/tmp/criterion
 mkdir -p $crit
 for d in "$dir"/debs/*.deb; do dpkg -x "$d" $crit; done
+ls $crit/usr/include/jansson.h >/dev/null || bad "no jansson in $dir/debs (run prepare.sh again)"
 export LD_LIBRARY_PATH=$crit/usr/lib/x86_64-linux-gnu:${LD_LIBRARY_PATH:-}
 cmake -S . -B build-gpu -DFP8CC_COMPILER=OFF -DCMAKE_PREFIX_PATH=$crit/usr \
 	-DCMAKE_BUILD_TYPE=Release > "$out/cmake.log" 2>&1 || bad "cmake (see cmake.log)"

@@ -6,6 +6,7 @@
  *   d  = a · wᵀ · sa · sb + bias   (gemm, e4m3 x e4m3 -> bf16)
  *   xc = x                         (copy)
  */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -144,6 +145,17 @@ char *test_program_ptx(int line, const char *with)
     size_t n = strlen(plan);
     plan = append(plan, &n, "// end-plan\n\n", test_kernels_ptx);
     return plan;
+}
+
+int test_write_program(const char *path)
+{
+    char *ptx = test_program_ptx(0, NULL);
+    FILE *f = fopen(path, "w");
+    int ok = f && fputs(ptx, f) >= 0;
+    if (f && fclose(f) != 0)
+        ok = 0;
+    free(ptx);
+    return ok ? 0 : -1;
 }
 
 char *test_replace(const char *s, const char *old, const char *with)

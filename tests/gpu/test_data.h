@@ -13,6 +13,8 @@ extern const char test_kernels_ptx[];
 char *test_plan_text(int line, const char *with, const char *prefix);
 /* The whole PTX file, with the same replacement. malloc'd. */
 char *test_program_ptx(int line, const char *with);
+/* The whole PTX file, unchanged, written to path; 0, or -1 on failure. */
+int test_write_program(const char *path);
 /* s with the first `old` replaced by `with` (which must be there). malloc'd. */
 char *test_replace(const char *s, const char *old, const char *with);
 

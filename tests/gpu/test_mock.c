@@ -12,6 +12,8 @@
 
 #include <cuda.h>
 
+#include <jansson.h>
+
 #include "rt_test.h"
 #include "safetensors.h"
 #include "test_data.h"
@@ -494,6 +496,30 @@ Test(mock, fp8run_end_to_end)
         cr_assert_eq(((const float *)xc->data)[i], x[i], "xc[%d]", i);
     }
     st_free(&res);
+    /* --json: the signature, the device, every timed run */
+    snprintf(cmd, sizeof cmd,
+             "FP8RT_LIBCUDA='%s' '%s' %s/p.ptx --inputs %s/in.safetensors --iters 5 --warmup=1 --json --no-graph",
+             MOCKCUDA_PATH, FP8RUN_PATH, dir, dir);
+    cr_assert_eq(sh(cmd, out, sizeof out), 0, "%s\n%s", cmd, out);
+    json_error_t je;
+    json_t *j = json_loads(out, JSON_REJECT_DUPLICATES, &je);
+    cr_assert(j, "not JSON (%s): %s", je.text, out);
+    json_t *timing = json_object_get(j, "timing"), *runs = json_object_get(timing, "runs_us");
+    cr_assert_eq(json_integer_value(json_object_get(timing, "iters")), 5);
+    cr_assert_eq(json_integer_value(json_object_get(timing, "warmup")), 1);
+    cr_assert(json_is_false(json_object_get(timing, "graphs")));
+    cr_assert_eq(json_array_size(runs), 5);
+    double lo = 1e30, hi = -1, median = json_number_value(json_object_get(timing, "median_us"));
+    for (size_t i = 0; i < json_array_size(runs); i++) {
+        double v = json_number_value(json_array_get(runs, i));
+        lo = v < lo ? v : lo, hi = v > hi ? v : hi;
+    }
+    cr_assert_eq(json_number_value(json_object_get(timing, "min_us")), lo, "min is the least run");
+    cr_assert(median >= lo && median <= hi, "median %g outside [%g, %g]", median, lo, hi);
+    cr_assert(json_string_value(json_object_get(j, "device")), "%s", out);
+    json_t *fn = json_array_get(json_object_get(json_object_get(j, "signature"), "functions"), 0);
+    cr_assert_eq(json_array_size(json_object_get(fn, "inputs")), 6);
+    json_decref(j);
     /* wrong dtype of an input */
     snprintf(ts[0].dtype, sizeof ts[0].dtype, "I32");
     snprintf(cmd, sizeof cmd, "%s/bad.safetensors", dir);

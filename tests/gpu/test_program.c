@@ -348,12 +348,7 @@ Test(fp8run, runs_program_end_to_end)
     char dir[] = "/tmp/fp8run_test_XXXXXX", path[256], cmd[2048], out[8192], err[512];
     cr_assert(mkdtemp(dir));
     snprintf(path, sizeof path, "%s/prog.ptx", dir);
-    char *ptx = test_program_ptx(0, NULL);
-    FILE *f = fopen(path, "w");
-    cr_assert(f);
-    fputs(ptx, f);
-    fclose(f);
-    free(ptx);
+    cr_assert_eq(test_write_program(path), 0, "cannot write %s", path);
     StTensor ts[] = {
         st_tensor("x", "F32", 1, N, 0, h.x, sizeof h.x),
         st_tensor("a", "F8_E4M3", 2, M, K, h.a, sizeof h.a),

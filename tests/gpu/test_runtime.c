@@ -7,7 +7,10 @@
 #include <sys/stat.h>
 #include <sys/wait.h>
 
+#include <jansson.h>
+
 #include "rt_test.h"
+#include "test_data.h"
 
 #define CUDA_STUB "/usr/local/cuda/lib64/stubs/libcuda.so"
 
@@ -93,6 +96,60 @@ Test(api, check_program_without_device)
                  "g.txt:1: not an fp8cc PTX file");
 }
 
+/* The header's version is the library's, and the plan versions it reads
+ * include the one fp8cc writes. */
+Test(api, versions)
+{
+    cr_assert_eq(fp8rt_version(), FP8RT_VERSION);
+    cr_assert_eq(FP8RT_VERSION, FP8RT_VERSION_MAJOR * 10000 + FP8RT_VERSION_MINOR * 100 + FP8RT_VERSION_PATCH);
+    int lo = -1, hi = -1;
+    fp8rt_plan_versions(&lo, &hi);
+    cr_assert(lo == 1 && hi == 1, "plan versions %d..%d", lo, hi);
+    fp8rt_plan_versions(NULL, NULL);
+    /* the first one it does not read is refused, as docs/plan.md says */
+    char *ptx = test_program_ptx(1, "fp8cc-plan 2");
+    ASSERT_FAILS(fp8rt_program_check(ptx, strlen(ptx), "v2.ptx"), FP8RT_BAD_PROGRAM, NULL,
+                 "plan version 2; this runtime reads version 1");
+    free(ptx);
+}
+
+/* fp8rt_program_read: the signature and target without a device; a program
+ * that cannot run; the checks and messages of fp8rt_program_check. */
+Test(api, read_program_without_device)
+{
+    char *ptx = test_program_ptx(0, NULL);
+    fp8rt_program *p = NULL;
+    CHECK_OK(fp8rt_program_read(ptx, strlen(ptx), "t.ptx", &p), NULL);
+    int nin = -1, nout = -1;
+    CHECK_OK(fp8rt_program_io_count(p, &nin, &nout), NULL);
+    cr_assert(nin == 6 && nout == 3, "%d inputs, %d outputs", nin, nout);
+    fp8rt_tensor_info info;
+    CHECK_OK(fp8rt_program_input(p, 2, &info), NULL);
+    cr_assert_str_eq(info.name, "w");
+    cr_assert(info.dtype == FP8RT_F8E4M3FN && info.rank == 2 && info.dims[0] == 16 && info.dims[1] == 64);
+    CHECK_OK(fp8rt_program_output(p, 1, &info), NULL);
+    cr_assert_str_eq(info.name, "d");
+    cr_assert_str_eq(fp8rt_program_target(p), "sm_90");
+    cr_assert_null(fp8rt_program_target(NULL));
+    ASSERT_FAILS(fp8rt_run(p, NULL, 0, NULL, 0, NULL), FP8RT_INVALID_ARGUMENT, NULL,
+                 "t.ptx was read without a device");
+    float us[1];
+    ASSERT_FAILS(fp8rt_time_runs(p, NULL, 0, NULL, 0, NULL, 0, 1, us), FP8RT_INVALID_ARGUMENT, NULL,
+                 "fp8rt_time_runs: t.ptx was read without a device");
+    ASSERT_FAILS(fp8rt_program_set_graphs(p, 0), FP8RT_INVALID_ARGUMENT, NULL, "read without a device");
+    CHECK_OK(fp8rt_program_destroy(p), NULL);
+    free(ptx);
+
+    ptx = test_program_ptx(3, "input 0 x f32[1024] extra");
+    p = (fp8rt_program *)1;
+    ASSERT_FAILS(fp8rt_program_read(ptx, strlen(ptx), "bad.ptx", &p), FP8RT_BAD_PROGRAM, NULL, "bad.ptx:3: ");
+    cr_assert_null(p);
+    free(ptx);
+    ASSERT_FAILS(fp8rt_program_read("x", 1, NULL, &p), FP8RT_BAD_PROGRAM, NULL, "<memory>:1: not an fp8cc PTX file");
+    ASSERT_FAILS(fp8rt_program_read(NULL, 1, "x", &p), FP8RT_INVALID_ARGUMENT, NULL, "data is NULL");
+    ASSERT_FAILS(fp8rt_program_read("x", 1, "x", NULL), FP8RT_INVALID_ARGUMENT, NULL, "out is NULL");
+}
+
 /* ---- fp8run ---------------------------------------------------------------- */
 
 /* Runs fp8run with args (and the environment prefix env); returns its exit
@@ -110,17 +167,82 @@ static int fp8run(const char *env, const char *args, char *out, size_t n)
     return WEXITSTATUS(status);
 }
 
+/* Usage errors: exit 2, a message that says what is wrong, and a hint. */
 Test(fp8run, usage_errors_exit_2)
 {
+    static const struct {
+        const char *args, *want;
+    } cases[] = {
+        {"", "fp8run: no program given\nfp8run: see 'fp8run --help'"},
+        {"p.ptx --bogus -o o.st", "unknown option '--bogus'"},
+        {"p.ptx -x -o o.st", "unknown option '-x'"},
+        {"p.ptx --iters zero -o o.st", "--iters wants an integer >= 1, not 'zero'"},
+        {"p.ptx --iters=0 -o o.st", "--iters wants an integer >= 1, not '0'"},
+        {"p.ptx --json=yes", "option '--json' takes no value"},
+        {"p.ptx --inputs", "option '--inputs' needs a value"},
+        {"p.ptx q.ptx -o o.st", "more than one program given ('q.ptx')"},
+        {"p.ptx --json -o -", "-o - and --json both want standard output"},
+        {"p.ptx", "nothing to do"},
+    };
     char out[4096];
-    cr_assert_eq(fp8run("", "", out, sizeof out), 2, "%s", out);
-    cr_assert(strstr(out, "usage: fp8run"), "%s", out);
-    cr_assert_eq(fp8run("", "p.ptx --bogus -o o.st", out, sizeof out), 2, "%s", out);
-    cr_assert(strstr(out, "unknown option '--bogus'"), "%s", out);
-    cr_assert_eq(fp8run("", "p.ptx --iters zero -o o.st", out, sizeof out), 2, "%s", out);
-    cr_assert(strstr(out, "--iters wants an integer"), "%s", out);
-    cr_assert_eq(fp8run("", "p.ptx", out, sizeof out), 2, "%s", out);
-    cr_assert(strstr(out, "nothing to do"), "%s", out);
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        cr_assert_eq(fp8run("", cases[i].args, out, sizeof out), 2, "fp8run %s: %s", cases[i].args, out);
+        cr_assert(strstr(out, cases[i].want), "fp8run %s: no \"%s\" in %s", cases[i].args, cases[i].want, out);
+        cr_assert(strstr(out, "see 'fp8run --help'"), "fp8run %s: no hint in %s", cases[i].args, out);
+    }
+}
+
+/* --help on standard output, exit 0; --version says both versions. */
+Test(fp8run, help_and_version)
+{
+    char out[4096], want[128];
+    cr_assert_eq(fp8run("", "--help 2>/dev/null", out, sizeof out), 0, "%s", out);
+    cr_assert(!strncmp(out, "usage: fp8run PROGRAM.ptx", 25), "%s", out);
+    cr_assert(strstr(out, "--json"), "%s", out);
+    cr_assert_eq(fp8run("", "-h 2>/dev/null", out, sizeof out), 0, "%s", out);
+    cr_assert(!strncmp(out, "usage: fp8run", 13), "%s", out);
+    cr_assert_eq(fp8run("", "--version", out, sizeof out), 0, "%s", out);
+    snprintf(want, sizeof want, "fp8run %d.%d.%d (libfp8rt %d.%d.%d, plan versions 1..1)\n", FP8RT_VERSION_MAJOR,
+             FP8RT_VERSION_MINOR, FP8RT_VERSION_PATCH, FP8RT_VERSION_MAJOR, FP8RT_VERSION_MINOR, FP8RT_VERSION_PATCH);
+    cr_assert_str_eq(out, want);
+}
+
+/* --json alone prints the signature in the shape fp8cc --emit=signature
+ * has, without a device (the driver path here does not exist). */
+Test(fp8run, json_signature_without_device)
+{
+    char dir[] = "/tmp/fp8run_json_XXXXXX", path[256], args[512], out[16384];
+    cr_assert(mkdtemp(dir));
+    snprintf(path, sizeof path, "%s/prog.ptx", dir);
+    cr_assert_eq(test_write_program(path), 0, "cannot write %s", path);
+    snprintf(args, sizeof args, "%s --json 2>&1", path);
+    cr_assert_eq(fp8run("FP8RT_LIBCUDA=/nonexistent/libcuda.so.1", args, out, sizeof out), 0, "%s", out);
+    json_error_t je;
+    json_t *j = json_loads(out, JSON_REJECT_DUPLICATES, &je);
+    cr_assert(j, "not JSON (%s): %s", je.text, out);
+    json_t *sig = json_object_get(j, "signature"), *fn = json_array_get(json_object_get(sig, "functions"), 0);
+    cr_assert_str_eq(json_string_value(json_object_get(sig, "program")), "prog");
+    cr_assert_str_eq(json_string_value(json_object_get(sig, "target")), "sm_90");
+    cr_assert_eq(json_array_size(json_object_get(sig, "functions")), 1);
+    cr_assert(json_is_null(json_object_get(fn, "name")), "plan version 1 names no function");
+    cr_assert(json_is_null(json_object_get(j, "timing")) && json_is_null(json_object_get(j, "device")));
+    json_t *in = json_object_get(fn, "inputs"), *outs = json_object_get(fn, "outputs");
+    cr_assert_eq(json_array_size(in), 6);
+    cr_assert_eq(json_array_size(outs), 3);
+    json_t *w = json_array_get(in, 2), *shape = json_object_get(w, "shape");
+    cr_assert_str_eq(json_string_value(json_object_get(w, "name")), "w");
+    cr_assert_str_eq(json_string_value(json_object_get(w, "dtype")), "f8e4m3fn");
+    cr_assert(json_array_size(shape) == 2 && json_integer_value(json_array_get(shape, 0)) == 16 &&
+              json_integer_value(json_array_get(shape, 1)) == 64);
+    cr_assert_eq(json_array_size(json_object_get(json_array_get(in, 3), "shape")), 0);
+    cr_assert_str_eq(json_string_value(json_object_get(json_array_get(outs, 1), "name")), "d");
+    json_decref(j);
+    /* a file that is not a program: the loader's message, exit 1 */
+    snprintf(args, sizeof args, "%s/nope.ptx --json 2>&1", dir);
+    cr_assert_eq(fp8run("", args, out, sizeof out), 1, "%s", out);
+    cr_assert(strstr(out, "fp8run: reading: cannot read "), "%s", out);
+    snprintf(args, sizeof args, "rm -rf '%s'", dir);
+    cr_assert_eq(system(args), 0);
 }
 
 /* The message a user without a GPU sees (forced here with a driver path that

@@ -16,6 +16,8 @@ The tolerance of output X is --tol if given, else EXPECTED's metadata
   ulp:N       at most N units in the last place of the dtype apart
               (+0 and -0 are 0 apart)
   rel:R,abs:A |got - want| <= A + R * |want|
+  frob:R      the whole tensor: ||got - want|| <= R * ||want|| (Frobenius norms;
+              NaN where want has NaN, inf where it has inf)
   gemm:R      for scaled_mm: |got - want| <= R * |sa*sb| * sum_k |a[i,k]*b[k,j]|
               + one ulp of the dtype at |want| (operands from "args.X")
 Under every tolerance NaN must meet NaN and an infinity the same infinity;
@@ -176,12 +178,14 @@ def parse_tol(s):
             return ("ulp", int(s[4:]))
         if s.startswith("gemm:"):
             return ("gemm", float(s[5:]))
+        if s.startswith("frob:"):
+            return ("frob", float(s[5:]))
         if s.startswith("rel:"):
             parts = dict(p.split(":") for p in s.split(","))
             return ("rel", float(parts["rel"]), float(parts.get("abs", "0")))
     except (ValueError, KeyError):
         pass
-    raise Error("bad tolerance %r (exact, ulp:N, rel:R,abs:A or gemm:R)" % s)
+    raise Error("bad tolerance %r (exact, ulp:N, rel:R,abs:A, frob:R or gemm:R)" % s)
 
 
 def same(dtype, kind, want, got, tol, bound=0.0):
@@ -233,11 +237,33 @@ def index_str(shape, i):
     return "[" + ",".join(str(x) for x in reversed(idx)) + "]"
 
 
+def frobenius(name, want, got, r):
+    """1 if the relative Frobenius error exceeds r (or a NaN or inf is not
+    where want has one), else 0"""
+    num = den = 0.0
+    for i in range(len(want.bits)):
+        w, g = want.value(i), got.value(i)
+        if math.isnan(w) or math.isinf(w) or math.isnan(g) or math.isinf(g):
+            if not (w == g or (math.isnan(w) and math.isnan(g))):
+                print("  %s%s: want %s got %s" % (name, index_str(want.shape, i), fmt(w), fmt(g)))
+                return 1
+            continue
+        num += (g - w) ** 2
+        den += w * w
+    err = math.sqrt(num) / (math.sqrt(den) or 1.0)
+    if err > r:
+        print("  %s: relative Frobenius error %.3g > %g" % (name, err, r))
+        return 1
+    return 0
+
+
 def compare_tensor(name, want, got, tol, operands, show):
     """number of mismatches; prints the first show of them"""
     if want.dtype != got.dtype or want.shape != got.shape:
         print("  %s: expected %s%s, got %s%s" % (name, want.dtype, want.shape, got.dtype, got.shape))
         return max(1, len(want.bits))
+    if tol[0] == "frob":
+        return frobenius(name, want, got, tol[1])
     bounds = gemm_bounds(want, operands, tol[1]) if tol[0] == "gemm" else None
     if bounds is not None:
         operands = []

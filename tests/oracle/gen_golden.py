@@ -83,6 +83,55 @@ def _scaled_mm(flags, out_dtype):
     return run
 
 
+def _pad(x, v, attrs):
+    """prims.pad: interior padding, then low and high (negative: cut); fp8
+    through its byte codes"""
+    fp8 = x.dtype in (torch.float8_e4m3fn, torch.float8_e5m2)
+    dt = x.dtype
+    if fp8:
+        x, v = x.view(torch.uint8), v.view(torch.uint8)
+    r = x.dim()
+    lo, hi, inner = attrs[:r], attrs[r:2 * r], attrs[2 * r:]
+    for d in range(r):
+        n = x.shape[d]
+        if inner[d] > 0 and n > 1:
+            shape = list(x.shape)
+            shape[d] = n + (n - 1) * inner[d]
+            z = v.expand(shape).clone()
+            idx = [slice(None)] * r
+            idx[d] = slice(0, None, inner[d] + 1)
+            z[tuple(idx)] = x
+            x = z
+    cfg = []
+    for d in reversed(range(r)):
+        cfg += [lo[d], hi[d]]
+    if x.dtype.is_floating_point:
+        x = torch.nn.functional.pad(x, cfg, value=v.item())
+    else:   # constant padding of integers: through a larger zeroed tensor
+        x = torch.nn.functional.pad(x.double(), cfg, value=float(v.item())).to(x.dtype)
+    return x.view(dt) if fp8 else x
+
+
+def _matmul(attrs, flags):
+    epi = attrs[0] if attrs else 0
+
+    def run(a, b, bias=None):
+        if "trans_a" in flags:
+            a = a.transpose(-2, -1)
+        if "trans_b" in flags:
+            b = b.transpose(-2, -1)
+        if bias is not None and a.dim() == 2:
+            r = torch.addmm(bias, a, b)
+        else:
+            r = torch.matmul(a, b) if bias is None else torch.matmul(a, b) + bias
+        if epi == 1:
+            r = torch.relu(r)
+        elif epi == 2:
+            r = torch.nn.functional.gelu(r, approximate="tanh")
+        return r
+    return run
+
+
 # IR op -> the torch function that defines it
 TORCH_OPS = {
     "abs": torch.abs, "neg": torch.neg, "reciprocal": torch.reciprocal,
@@ -101,6 +150,13 @@ TORCH_OPS = {
     "where": torch.where,
     "amax": _reduce(torch.amax), "amin": _reduce(torch.amin),
     "sum": _reduce(torch.sum), "prod": _reduce(torch.prod),
+    "acos": torch.acos, "acosh": torch.acosh, "asin": torch.asin, "asinh": torch.asinh,
+    "atan": torch.atan, "atanh": torch.atanh, "cosh": torch.cosh, "sinh": torch.sinh,
+    "tan": torch.tan, "erfc": torch.erfc, "erfinv": torch.erfinv, "expm1": torch.expm1,
+    "log10": torch.log10, "lgamma": torch.lgamma, "signbit": torch.signbit,
+    "atan2": torch.atan2, "nextafter": torch.nextafter,
+    "bitwise_left_shift": torch.bitwise_left_shift, "bitwise_right_shift": torch.bitwise_right_shift,
+    "flip": None, "take": None, "gather": None, "pad": None, "bitcast": None, "iota": None,
 }
 
 
@@ -112,6 +168,23 @@ def compute(out, args):
         return _scaled_mm(out.flags, torch_dtype(out.dtype))(*args)
     if out.op in ("amax", "amin", "sum", "prod"):
         return TORCH_OPS[out.op](args[0], out.attrs)
+    if out.op == "take":    # prims.take: index_select
+        return torch.index_select(args[0], out.attrs[0], args[1])
+    if out.op == "gather":
+        return torch.gather(args[0], out.attrs[0], args[1].long())
+    if out.op == "flip":
+        return torch.flip(args[0], out.attrs)
+    if out.op == "pad":
+        return _pad(args[0], args[1], out.attrs)
+    if out.op == "bitcast":
+        return args[0].view(torch_dtype(out.dtype))
+    if out.op == "iota":
+        start, step = out.attrs
+        n = out.shape[0]
+        return torch.arange(start, start + n * step, step, dtype=torch_dtype(out.dtype), device="cuda")
+    if out.op == "matmul":
+        torch.backends.cuda.matmul.allow_tf32 = False
+        return _matmul(out.attrs, out.flags)(*args)
     return TORCH_OPS[out.op](*args)
 
 

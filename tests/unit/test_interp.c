@@ -210,7 +210,7 @@ unary_table(DType t, const Unary *cases, size_t ncases)
 	for (size_t c = 0; c < ncases; c++) {
 		const Unary *u = &cases[c];
 		Tensor *x = tens("a", t, 1, I64(u->n), u->x);
-		Tensor *r = eval_op(u->op, u->op == OP_ISFINITE ? DT_B8 : t, &x, 1);
+		Tensor *r = eval_op(u->op, u->op == OP_ISFINITE || u->op == OP_SIGNBIT ? DT_B8 : t, &x, 1);
 		char what[64];
 		int bad = 0;
 
@@ -271,6 +271,28 @@ static const Unary f32_unary[] = {
 		{ NAN, INFINITY, -2, 2, -0.0, -0.0, 0.0 } },
 	{ OP_ISFINITE, 8, { NAN, INFINITY, -INFINITY, 0.0, -0.0, TINY, FLT_MAX, -NAN },
 		{ 0, 0, 0, 1, 1, 1, 1, 0 } },
+	{ OP_SIGNBIT, 8, { NAN, -NAN, INFINITY, -INFINITY, 0.0, -0.0, -TINY, 2 },
+		{ 0, 1, 0, 1, 0, 1, 1, 0 } },
+	{ OP_ACOS, 6, { NAN, 1, -1, 0.0, 2, INFINITY },
+		{ NAN, 0.0, 0x1.921fb6p+1, 0x1.921fb6p+0, NAN, NAN } },
+	{ OP_ACOSH, 5, { NAN, 1, INFINITY, 0.5, -INFINITY }, { NAN, 0.0, INFINITY, NAN, NAN } },
+	{ OP_ASIN, 6, { NAN, 0.0, -0.0, 1, -1, 2 }, { NAN, 0.0, -0.0, 0x1.921fb6p+0, -0x1.921fb6p+0, NAN } },
+	{ OP_ASINH, 5, { NAN, 0.0, -0.0, INFINITY, -INFINITY }, { NAN, 0.0, -0.0, INFINITY, -INFINITY } },
+	{ OP_ATAN, 5, { NAN, 0.0, -0.0, INFINITY, -INFINITY },
+		{ NAN, 0.0, -0.0, 0x1.921fb6p+0, -0x1.921fb6p+0 } },
+	{ OP_ATANH, 6, { NAN, 0.0, -0.0, 1, -1, 2 }, { NAN, 0.0, -0.0, INFINITY, -INFINITY, NAN } },
+	{ OP_COSH, 5, { NAN, 0.0, -0.0, INFINITY, -INFINITY }, { NAN, 1, 1, INFINITY, INFINITY } },
+	{ OP_SINH, 5, { NAN, 0.0, -0.0, INFINITY, -INFINITY }, { NAN, 0.0, -0.0, INFINITY, -INFINITY } },
+	{ OP_TAN, 5, { NAN, 0.0, -0.0, INFINITY, TINY }, { NAN, 0.0, -0.0, NAN, TINY } },
+	{ OP_ERFC, 5, { NAN, INFINITY, -INFINITY, 0.0, 10 }, { NAN, 0.0, 2, 1, 0x1p-149 } },
+	/* erfinv: Newton on erf in double, the f32 result rounded once */
+	{ OP_ERFINV, 8, { NAN, 0.0, -0.0, 1, -1, 2, 0.5, -0.9 },
+		{ NAN, 0.0, -0.0, INFINITY, -INFINITY, NAN, 0x1.e861fcp-2, -0x1.29c014p+0 } },
+	{ OP_EXPM1, 6, { NAN, INFINITY, -INFINITY, 0.0, -0.0, TINY }, { NAN, INFINITY, -1, 0.0, -0.0, TINY } },
+	{ OP_LOG10, 8, { NAN, INFINITY, 0.0, -0.0, -1, 1, 100, 1000 },
+		{ NAN, INFINITY, -INFINITY, -INFINITY, NAN, 0.0, 2, 3 } },
+	{ OP_LGAMMA, 7, { NAN, 1, 2, INFINITY, 0.0, -INFINITY, -1 },
+		{ NAN, 0.0, 0.0, INFINITY, INFINITY, INFINITY, INFINITY } },
 };
 
 Test(interp, unary_f32_special_values)
@@ -458,6 +480,14 @@ static const Binary f32_binary[] = {
 	{ OP_GE, 9, { NAN, NAN, 1, 1, -0.0, INFINITY, 1, 2, -INFINITY },
 		{ 1, NAN, NAN, 1, 0.0, INFINITY, 2, 1, INFINITY },
 		{ 0, 0, 0, 1, 1, 1, 0, 1, 0 } },
+	/* atan2(y, x): the angle of (x, y), the signs of zeros kept */
+	{ OP_ATAN2, 8, { NAN, 0.0, -0.0, 0.0, 1, -1, 1, INFINITY },
+		{ 1, 1, 1, -1, 0.0, 0.0, INFINITY, INFINITY },
+		{ NAN, 0.0, -0.0, 0x1.921fb6p+1, 0x1.921fb6p+0, -0x1.921fb6p+0, 0.0, 0x1.921fb6p-1 } },
+	/* nextafter in f32: one float step towards b */
+	{ OP_NEXTAFTER, 6, { 1, 1, 0.0, -0.0, NAN, FLT_MAX },
+		{ 2, 0.0, 1, -1, 1, INFINITY },
+		{ 0x1.000002p+0, 0x1.fffffep-1, 0x1p-149, -0x1p-149, NAN, INFINITY } },
 };
 
 Test(interp, binary_f32_special_values)

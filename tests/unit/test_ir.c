@@ -246,7 +246,7 @@ build_all_ops(Arena *a, bool kernels)
 			set_layout(fn, v, I64(1, 0));
 			break;
 		case OC_UNARY:
-			v = ir_instr(fn, op, ARGS(src), NOATTR, op == OP_ISFINITE ? DT_B8 : st, SH(2, 3));
+			v = ir_instr(fn, op, ARGS(src), NOATTR, op == OP_ISFINITE || op == OP_SIGNBIT ? DT_B8 : st, SH(2, 3));
 			if (op == OP_ABS)
 				set_name(fn, v, "abs.x");
 			break;
@@ -295,6 +295,10 @@ build_all_ops(Arena *a, bool kernels)
 				ir_instr(fn, op, ARGS(x), ATTR(0, 1, 2, 3, 1, 2), DT_F32, SH(2, 1));
 				ir_instr(fn, op, ARGS(s), NOATTR, DT_F32, SCALAR);
 				break;
+			case OP_FLIP:
+				ir_instr(fn, op, ARGS(x), ATTR(1), DT_F32, SH(2, 3));
+				ir_instr(fn, op, ARGS(r8), ATTR(0, 7), DT_F32, SH(1, 2, 1, 2, 1, 2, 1, 2));
+				break;
 			default:
 				cr_assert_fail("shape op %s: teach build_all_ops to build it", oi->name);
 			}
@@ -314,7 +318,33 @@ build_all_ops(Arena *a, bool kernels)
 			ir_full(fn, 1, DT_B8, SH(1));
 			ir_full(fn, 448, DT_F8E4M3FN, SH(0, 4));
 			break;
+		case OC_GATHER:
+			if (op == OP_TAKE) {
+				v = ir_instr(fn, OP_RESHAPE, ARGS(i), NOATTR, DT_I32, SH(6));
+				ir_instr(fn, op, ARGS(y, v), ATTR(1), DT_F32, SH(2, 6));
+				v = ir_instr(fn, OP_SLICE, ARGS(v), ATTR(0, 1, 1), DT_I32, SH(1));
+				ir_instr(fn, op, ARGS(x, v), ATTR(0), DT_F32, SH(1, 3));
+			} else {
+				ir_instr(fn, op, ARGS(x, i), ATTR(1), DT_F32, SH(2, 3));
+			}
+			break;
+		case OC_PAD:
+			ir_instr(fn, op, ARGS(x, s), ATTR(1, -1, 0, 2, 0, 1), DT_F32, SH(3, 6));
+			break;
+		case OC_BITCAST:
+			ir_instr(fn, op, ARGS(x), NOATTR, DT_I32, SH(2, 3));
+			break;
+		case OC_IOTA:
+			ir_instr(fn, op, NULL, 0, ATTR(-2, 3), DT_I64, SH(5));
+			break;
 		case OC_GEMM:
+			if (op == OP_MATMUL) {
+				ir_instr(fn, op, ARGS(x, y), NOATTR, DT_F32, SH(2, 2));
+				set_flags(fn, IF_TRANS_B);
+				v = ir_instr(fn, OP_RESHAPE, ARGS(x), NOATTR, DT_F32, SH(3, 2));
+				ir_instr(fn, op, ARGS(x, v, ir_full(fn, 0.5, DT_F32, SH(2))), ATTR(EPI_GELU), DT_F32, SH(2, 2));
+				break;
+			}
 			gemm = ir_instr(fn, op, ARGS(a8, w8, s, s, bias), NOATTR, DT_BF16, SH(4, 8));
 			set_flags(fn, IF_FAST_ACCUM);
 			set_name(fn, gemm, "mm");
@@ -543,6 +573,34 @@ static const char every_op_text[] =
 	"  %mm3 = scaled_mm %a8, %w8, %s, %s fast_accum no_fixup : f16[4,8]\n"
 	"  %90 = add %abs, %mul : f32[2,3]\n"
 	"  %91 = mul %90, %90 : f32[2,3]\n"
+	"  %acos = acos %x : f32[2,3]\n"
+	"  %acosh = acosh %x : f32[2,3]\n"
+	"  %asin = asin %x : f32[2,3]\n"
+	"  %asinh = asinh %d : f64[2,3]\n"
+	"  %atan = atan %x : f32[2,3]\n"
+	"  %atanh = atanh %h : f16[2,3]\n"
+	"  %cosh = cosh %x : f32[2,3]\n"
+	"  %sinh = sinh %x : f32[2,3]\n"
+	"  %tan = tan %x : f32[2,3]\n"
+	"  %erfc = erfc %x : f32[2,3]\n"
+	"  %erfinv = erfinv %x : f32[2,3]\n"
+	"  %expm1 = expm1 %x : f32[2,3]\n"
+	"  %log10 = log10 %x : f32[2,3]\n"
+	"  %lgamma = lgamma %x : f32[2,3]\n"
+	"  %signbit = signbit %i : b8[2,3]\n"
+	"  %shl = bitwise_left_shift %i, %i : i32[2,3]\n"
+	"  %shr = bitwise_right_shift %u, %u : u8[4]\n"
+	"  %atan2 = atan2 %x, %y : f32[2,3]\n"
+	"  %nextafter = nextafter %d, %d : f64[2,3]\n"
+	"  %flip = flip %x [0,1] : f32[2,3]\n"
+	"  %take = take %x, %l [1] : f32[2,2]\n"
+	"  %gather = gather %x, %i [1] : f32[2,3]\n"
+	"  %pad = pad %x, %s [1,0,0,2,0,1] : f32[3,7]\n"
+	"  %bitcast = bitcast %h : i16[2,3]\n"
+	"  %iota = iota [0,1] : i64[3]\n"
+	"  %matmul = matmul %x, %y trans_b : f32[2,2]\n"
+	"  %bias3 = full 0.5 : f32[3]\n"
+	"  %mm4 = matmul %x, %x, %bias3 [1] trans_a : f32[3,3]\n"
 	"  return %scaled_mm, %amax as a_max, %91, %x as x_in, %91 as last\n"
 	"}\n";
 
@@ -1447,7 +1505,7 @@ Test(ir_parse, duplicate_numeric_name)
 
 Test(ir_parse, text_after_function)
 {
-	parse_fails_at("func @f(%x: f32[]) {\n  return %x\n}\nfunc @g() {\n  return\n}\n",
+	parse_fails_at("func @f(%x: f32[]) {\n  return %x\n}\nreturn %x\n",
 		"t.ir:4:1: error: text after the function");
 }
 

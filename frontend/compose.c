@@ -1,0 +1,510 @@
+/* compose.c — prims that lower to several IR ops: var, var_mean and std,
+ * batch_norm, embedding and its backward. Reductions compute in f32 for
+ * f16 and bf16 inputs (f64 stays f64), as PyTorch's kernels accumulate;
+ * their results match PyTorch within a tolerance, not bit for bit, since
+ * the order of a sum is the kernel's (docs/ir.md, "Numerics"). */
+#include "trace.h"
+
+/* ---- building blocks ---- */
+
+static uint32_t
+un(Reader *r, Op op, uint32_t x)
+{
+	Type t;
+
+	tr_vtype(r->fn, x, &t);
+	return tr_emit(r, op, &x, 1, NULL, 0, &t);
+}
+
+/* a binary op on x and y of one dtype; the result has the shape of the
+ * operand that is not rank 0 */
+static uint32_t
+bin(Reader *r, Op op, uint32_t x, uint32_t y)
+{
+	uint32_t args[2] = { x, y };
+	Type t;
+
+	tr_vtype(r->fn, r->fn->vals[x].rank ? x : y, &t);
+	if (ir_ops[op].cls == OC_COMPARE)
+		t.dt = DT_B8;
+	return tr_emit(r, op, args, 2, NULL, 0, &t);
+}
+
+static uint32_t
+where(Reader *r, uint32_t c, uint32_t x, uint32_t y)
+{
+	uint32_t args[3] = { c, x, y };
+	Type t;
+
+	tr_vtype(r->fn, r->fn->vals[x].rank ? x : y, &t);
+	if (t.rank == 0)
+		tr_vtype(r->fn, c, &t), t.dt = tr_vdtype(r, x);
+	return tr_emit(r, OP_WHERE, args, 3, NULL, 0, &t);
+}
+
+static uint32_t
+cvt(Reader *r, uint32_t x, DType t)
+{
+	return tr_vdtype(r, x) == t ? x : tr_convert(r, x, t);
+}
+
+static uint32_t
+sum(Reader *r, uint32_t x, const Ints *d)
+{
+	Type t;
+
+	tr_vtype(r->fn, x, &t);
+	tr_drop_dims(&t, d);
+	return tr_emit(r, OP_SUM, &x, 1, d->v, d->n, &t);
+}
+
+/* v (x's shape without the dims in d) broadcast back to x's shape */
+static uint32_t
+unreduce(Reader *r, uint32_t v, uint32_t like, const Ints *d)
+{
+	int64_t keep[IR_MAXRANK];
+	int n = 0;
+	Type t;
+
+	tr_vtype(r->fn, like, &t);
+	t.dt = tr_vdtype(r, v);
+	for (int i = 0, j = 0; i < t.rank; i++) {
+		if (j < d->n && d->v[j] == i)
+			j++;
+		else
+			keep[n++] = i;
+	}
+	return tr_emit(r, OP_BROADCAST, &v, 1, keep, n, &t);
+}
+
+/* v broadcast to the shape dims, its dims going to bd */
+static uint32_t
+bcast(Reader *r, uint32_t v, int rank, const int64_t *dims, const int64_t *bd)
+{
+	Type t;
+
+	t.dt = tr_vdtype(r, v);
+	t.rank = rank;
+	memcpy(t.d, dims, (size_t)rank * sizeof *dims);
+	return tr_emit(r, OP_BROADCAST, &v, 1, bd, r->fn->vals[v].rank, &t);
+}
+
+static uint32_t
+reshape(Reader *r, uint32_t x, int rank, const int64_t *dims)
+{
+	Type t;
+
+	t.dt = tr_vdtype(r, x);
+	t.rank = rank;
+	memcpy(t.d, dims, (size_t)rank * sizeof *dims);
+	return tr_emit(r, OP_RESHAPE, &x, 1, NULL, 0, &t);
+}
+
+/* the dtype reductions of t compute in */
+static DType
+acc_dtype(DType t)
+{
+	return t == DT_F64 ? DT_F64 : DT_F32;
+}
+
+static int64_t
+count(Reader *r, uint32_t x, const Ints *d)
+{
+	int64_t n = 1;
+
+	for (int i = 0; i < d->n; i++)
+		n *= ir_dims(r->fn, x)[d->v[i]];
+	return n;
+}
+
+static void
+results(Reader *r, int n, const uint32_t *v)
+{
+	r->nmulti = n;
+	memcpy(r->multi, v, (size_t)n * sizeof *v);
+}
+
+/* ---- var, var_mean, std ---- */
+
+/* the mean of x (in its accumulation dtype) over d and the variance with
+ * Bessel's correction c: sum((x - mean)^2) / (n - c) */
+static void
+moments(Reader *r, uint32_t x, const Ints *d, double corr, uint32_t *mean, uint32_t *var)
+{
+	DType ct = acc_dtype(tr_vdtype(r, x));
+	int64_t n = count(r, x, d);
+	uint32_t xc = cvt(r, x, ct), m, dev;
+
+	m = bin(r, OP_DIV, sum(r, xc, d), tr_konst(r, (double)n, ct));
+	dev = bin(r, OP_SUB, xc, unreduce(r, m, xc, d));
+	*var = bin(r, OP_DIV, sum(r, bin(r, OP_MUL, dev, dev), d), tr_konst(r, (double)n - corr, ct));
+	*mean = m;
+}
+
+static const Param P_VAR[] = { { "a", false }, { "dims", false }, { "correction", false } };
+
+static void
+var_args(Reader *r, const Expr *c, uint32_t *x, Ints *d, double *corr)
+{
+	const Expr *a[3];
+
+	tr_bind(r, c, P_VAR, 3, a);
+	*x = tr_tensor(r, a[0]);
+	if (!dt_isfloat(tr_vdtype(r, *x)))
+		tr_errat(r, a[0]->line, a[0]->col, "%s: expected a float tensor", r->callee);
+	tr_dims_arg(r, a[1], r->fn->vals[*x].rank, d);
+	if (a[2]->kind != E_INT && a[2]->kind != E_FLOAT)
+		tr_errat(r, a[2]->line, a[2]->col, "%s: correction must be a number", r->callee);
+	*corr = a[2]->kind == E_INT ? (double)a[2]->i : a[2]->f;
+}
+
+/* var_mean(a, dims, *, correction) -> (var, mean) */
+uint32_t
+tr_lower_var_mean(Reader *r, const Expr *c, Op op)
+{
+	uint32_t x, m, v, res[2];
+	double corr;
+	Ints d;
+
+	(void)op;
+	var_args(r, c, &x, &d, &corr);
+	moments(r, x, &d, corr, &m, &v);
+	res[0] = cvt(r, v, tr_vdtype(r, x));
+	res[1] = cvt(r, m, tr_vdtype(r, x));
+	results(r, 2, res);
+	return res[0];
+}
+
+/* var(a, dims, *, correction); std: its square root */
+uint32_t
+tr_lower_var(Reader *r, const Expr *c, Op op)
+{
+	uint32_t x, m, v;
+	double corr;
+	Ints d;
+
+	var_args(r, c, &x, &d, &corr);
+	moments(r, x, &d, corr, &m, &v);
+	if (op == OP_SQRT)
+		v = un(r, OP_SQRT, v);
+	return cvt(r, v, tr_vdtype(r, x));
+}
+
+/* ---- batch_norm ---- */
+
+/* batch_norm(a, weight, bias, running_mean, running_var, training, momentum,
+ * eps) -> (out, mean, invstd) over every dim but 1. In training the running
+ * statistics are updated in place: fp8cc returns their new values as
+ * outputs of their own, after the trace's (NAME_updated). */
+uint32_t
+tr_lower_batch_norm(Reader *r, const Expr *c, Op op)
+{
+	static const Param ps[] = { { "a", false }, { "weight", false }, { "bias", false },
+		{ "running_mean", false }, { "running_var", false }, { "training", false }, { "momentum", false },
+		{ "eps", false } };
+	const Expr *a[8];
+	uint32_t x, w = IR_NONE, b = IR_NONE, rm = IR_NONE, rv = IR_NONE, xc, m, v, inv, y, res[3];
+	DType t, ct, st;
+	double mom, eps;
+	bool train;
+	int64_t n;
+	Ints d = { 0 };
+
+	(void)op;
+	tr_bind(r, c, ps, 8, a);
+	x = tr_tensor(r, a[0]);
+	t = tr_vdtype(r, x);
+	ct = acc_dtype(t);
+	if (!dt_isfloat(t) || r->fn->vals[x].rank < 2)
+		tr_errat(r, a[0]->line, a[0]->col, "%s: expected a float tensor with batch and channel dims", r->callee);
+	for (int i = 0; i < r->fn->vals[x].rank; i++)
+		if (i != 1)
+			d.v[d.n++] = i;
+	w = tr_isnone(a[1]) ? IR_NONE : tr_tensor(r, a[1]);
+	b = tr_isnone(a[2]) ? IR_NONE : tr_tensor(r, a[2]);
+	rm = tr_isnone(a[3]) ? IR_NONE : tr_tensor(r, a[3]);
+	rv = tr_isnone(a[4]) ? IR_NONE : tr_tensor(r, a[4]);
+	train = tr_bool_arg(r, a[5], false);
+	if ((a[6]->kind != E_INT && a[6]->kind != E_FLOAT) || (a[7]->kind != E_INT && a[7]->kind != E_FLOAT))
+		tr_errat(r, a[6]->line, a[6]->col, "%s: momentum and eps must be numbers", r->callee);
+	mom = a[6]->kind == E_INT ? (double)a[6]->i : a[6]->f;
+	eps = a[7]->kind == E_INT ? (double)a[7]->i : a[7]->f;
+	if (!train && (rm == IR_NONE || rv == IR_NONE))
+		tr_errat(r, c->line, r->ccol, "%s: evaluation needs running_mean and running_var", r->callee);
+	n = count(r, x, &d);
+	xc = cvt(r, x, ct);
+	if (train) {
+		moments(r, x, &d, 0, &m, &v);
+	} else {
+		m = cvt(r, rm, ct);
+		v = cvt(r, rv, ct);
+	}
+	inv = un(r, OP_RECIPROCAL, un(r, OP_SQRT, bin(r, OP_ADD, v, tr_konst(r, (double)(float)eps, ct))));
+	y = bin(r, OP_MUL, bin(r, OP_SUB, xc, unreduce(r, m, xc, &d)), unreduce(r, inv, xc, &d));
+	if (w != IR_NONE)
+		y = bin(r, OP_MUL, unreduce(r, cvt(r, w, ct), xc, &d), y);
+	if (b != IR_NONE)
+		y = bin(r, OP_ADD, y, unreduce(r, cvt(r, b, ct), xc, &d));
+	st = rm != IR_NONE ? tr_vdtype(r, rm) : t;
+	res[0] = cvt(r, y, t);
+	res[1] = cvt(r, m, st);
+	res[2] = cvt(r, inv, st);
+	if (train && rm != IR_NONE) {   /* running = (1 - momentum) * running + momentum * batch */
+		uint32_t k1 = tr_konst(r, (double)(float)(1 - mom), ct), k2 = tr_konst(r, (double)(float)mom, ct);
+		uint32_t vu = bin(r, OP_MUL, v, tr_konst(r, (double)n / (double)(n > 1 ? n - 1 : 1), ct));
+
+		tr_update(r, rm, cvt(r, bin(r, OP_ADD, bin(r, OP_MUL, cvt(r, rm, ct), k1), bin(r, OP_MUL, m, k2)), tr_vdtype(r, rm)));
+		tr_update(r, rv, cvt(r, bin(r, OP_ADD, bin(r, OP_MUL, cvt(r, rv, ct), k1), bin(r, OP_MUL, vu, k2)), tr_vdtype(r, rv)));
+	}
+	results(r, 3, res);
+	return res[0];
+}
+
+/* ---- embedding ---- */
+
+/* embedding(a, weight, *, padding_idx, max_norm, norm_type, scale_grad_by_freq,
+ * sparse): the rows of weight at the indices of a */
+uint32_t
+tr_lower_embedding(Reader *r, const Expr *c, Op op)
+{
+	static const Param ps[] = { { "a", false }, { "weight", false }, { "padding_idx", true },
+		{ "max_norm", true }, { "norm_type", true }, { "scale_grad_by_freq", true }, { "sparse", true } };
+	const Expr *a[7];
+	uint32_t ix, w, flat, args[2];
+	int64_t n, dim = 0, dims[IR_MAXRANK];
+	Type t, it;
+
+	(void)op;
+	tr_bind(r, c, ps, 7, a);
+	ix = tr_tensor(r, a[0]);
+	w = tr_tensor(r, a[1]);
+	if (!tr_isnone(a[3]))
+		tr_errat(r, a[3]->line, a[3]->col, "%s: max_norm renormalizes the weight in place, which is not supported",
+			r->callee);
+	tr_vtype(r->fn, ix, &it);
+	tr_vtype(r->fn, w, &t);
+	if (!dt_isint(it.dt) || t.rank != 2 || it.rank + 1 > IR_MAXRANK)
+		tr_errat(r, c->line, r->ccol, "%s: expected integer indices and a 2-d weight", r->callee);
+	n = ir_numel(r->fn, ix);
+	flat = reshape(r, ix, 1, &n);
+	args[0] = w;
+	args[1] = flat;
+	t.d[0] = n;
+	w = tr_emit(r, OP_TAKE, args, 2, &dim, 1, &t);
+	memcpy(dims, it.d, (size_t)it.rank * sizeof *dims);
+	dims[it.rank] = t.d[1];
+	return reshape(r, w, it.rank + 1, dims);
+}
+
+/* embedding_backward(grad, indices, num_weights, padding_idx,
+ * scale_grad_by_freq, sparse): row w of the result sums the rows of grad
+ * whose index is w, in order: a sum over the indices of a (weights, indices,
+ * features) space. Deterministic, but its work grows as weights x indices x
+ * features. */
+uint32_t
+tr_lower_embedding_backward(Reader *r, const Expr *c, Op op)
+{
+	static const Param ps[] = { { "grad", false }, { "indices", false }, { "num_weights", false },
+		{ "padding_idx", false }, { "scale_grad_by_freq", false }, { "sparse", false } };
+	const Expr *a[6];
+	uint32_t g, ix, rows, eq, hit, out;
+	int64_t V, N, D, pad, sp[3], flat[2], io[2] = { 0, 1 };
+	Type gt, it, rt = { DT_I64, 1, { 0 } };
+	Ints d = { 1, { 1 }, { NULL }, NULL };
+
+	(void)op;
+	tr_bind(r, c, ps, 6, a);
+	g = tr_tensor(r, a[0]);
+	ix = tr_tensor(r, a[1]);
+	V = tr_int_arg(r, a[2], "num_weights");
+	pad = tr_int_arg(r, a[3], "padding_idx");
+	if (tr_bool_arg(r, a[5], false))
+		tr_errat(r, a[5]->line, a[5]->col, "%s: sparse gradients are not supported", r->callee);
+	tr_vtype(r->fn, g, &gt);
+	tr_vtype(r->fn, ix, &it);
+	N = ir_numel(r->fn, ix);
+	D = gt.rank ? gt.d[gt.rank - 1] : 1;
+	if (!dt_isint(it.dt) || !dt_isfloat(gt.dt) || gt.rank != it.rank + 1 || N * D != ir_numel(r->fn, g) || V <= 0)
+		tr_errat(r, c->line, r->ccol, "%s: expected float grad of the indices' shape and one more dim", r->callee);
+	flat[0] = N;
+	flat[1] = D;
+	sp[0] = V;
+	sp[1] = N;
+	sp[2] = D;
+	g = bcast(r, reshape(r, g, 2, flat), 3, sp, (int64_t[]){ 1, 2 });
+	ix = cvt(r, reshape(r, ix, 1, &N), DT_I64);
+	rt.d[0] = V;
+	rows = tr_emit(r, OP_IOTA, NULL, 0, io, 2, &rt);
+	eq = bin(r, OP_EQ, bcast(r, rows, 3, sp, (int64_t[]){ 0 }), bcast(r, ix, 3, sp, (int64_t[]){ 1 }));
+	if (pad >= 0)
+		eq = bin(r, OP_BITWISE_AND, eq, bin(r, OP_NE, bcast(r, ix, 3, sp, (int64_t[]){ 1 }), tr_konst(r, (double)pad, DT_I64)));
+	hit = where(r, eq, g, tr_konst(r, 0, gt.dt));
+	if (tr_bool_arg(r, a[4], false)) {   /* each row's contributions divided by how often it occurs */
+		uint32_t ones = where(r, eq, tr_konst(r, 1, gt.dt), tr_konst(r, 0, gt.dt));
+		uint32_t freq = sum(r, ones, &d);
+
+		freq = bin(r, OP_MAXIMUM, freq, tr_konst(r, 1, gt.dt));
+		out = bin(r, OP_DIV, sum(r, hit, &d), freq);
+	} else {
+		out = sum(r, hit, &d);
+	}
+	return out;
+}
+
+/* ---- linear and matmul ---- */
+
+static uint32_t
+matmul(Reader *r, uint32_t a, uint32_t b, uint32_t bias, uint8_t flags, const Type *t)
+{
+	uint32_t args[3] = { a, b, bias };
+	uint32_t v = ir_instr(r->fn, OP_MATMUL, args, bias == IR_NONE ? 2 : 3, NULL, 0, t->dt, t->rank, t->d);
+
+	r->fn->ins[r->fn->nins - 1].flags |= flags;
+	tr_check_last(r);
+	return v;
+}
+
+static void
+same_float(Reader *r, const Expr *e, uint32_t x, uint32_t y)
+{
+	DType t = tr_vdtype(r, x);
+
+	if (!dt_isfloat(t))
+		tr_errat(r, e->line, e->col, "%s: operands must be floats, not %s", r->callee, ir_dtypes[t].thunder);
+	if (tr_vdtype(r, y) != t)
+		tr_errat(r, e->line, e->col, "%s: operands have different dtypes (%s and %s)", r->callee,
+			ir_dtypes[t].thunder, ir_dtypes[tr_vdtype(r, y)].thunder);
+}
+
+/* linear(a (..., K), w (N, K), bias (N) or None) -> (..., N) */
+uint32_t
+tr_lower_linear(Reader *r, const Expr *c, Op op)
+{
+	static const Param ps[] = { { "a|input", false }, { "w|weight", false }, { "bias", true } };
+	const Expr *e[3];
+	uint32_t a, w, bias = IR_NONE, v;
+	int64_t k, n, one[2];
+	Type ta, tw, t;
+
+	(void)op;
+	tr_bind(r, c, ps, 3, e);
+	a = tr_tensor(r, e[0]);
+	w = tr_tensor(r, e[1]);
+	same_float(r, e[1], a, w);
+	tr_vtype(r->fn, a, &ta);
+	tr_vtype(r->fn, w, &tw);
+	if (ta.rank < 1 || tw.rank != 2)
+		tr_errat(r, c->line, r->ccol, "%s: expected an input of rank 1 or more and a 2-d weight", r->callee);
+	k = ta.d[ta.rank - 1];
+	n = tw.d[0];
+	if (tw.d[1] != k)
+		tr_errat(r, e[1]->line, e[1]->col, "%s: the weight is (%lld, %lld); the input's last dim is %lld",
+			r->callee, (long long)tw.d[0], (long long)tw.d[1], (long long)k);
+	if (!tr_isnone(e[2])) {
+		bias = tr_tensor(r, e[2]);
+		same_float(r, e[2], a, bias);
+		if (r->fn->vals[bias].rank != 1 || ir_dims(r->fn, bias)[0] != n)
+			tr_errat(r, e[2]->line, e[2]->col, "%s: bias must be a vector of %lld", r->callee, (long long)n);
+	}
+	if (ta.rank == 1) {
+		one[0] = 1;
+		one[1] = k;
+		a = reshape(r, a, 2, one);
+	}
+	t = ta;
+	t.rank = ta.rank == 1 ? 2 : ta.rank;
+	if (ta.rank == 1)
+		t.d[0] = 1;
+	t.d[t.rank - 1] = n;
+	tr_check_numel(r, c->line, r->ccol, &t);
+	v = matmul(r, a, w, bias, IF_TRANS_B, &t);
+	return ta.rank == 1 ? reshape(r, v, 1, &n) : v;
+}
+
+/* an operand of a batched matmul: 2-d, or broadcast to the result's batch */
+static uint32_t
+batch_operand(Reader *r, uint32_t x, const Type *out)
+{
+	Type t;
+	int64_t bd[IR_MAXRANK];
+
+	tr_vtype(r->fn, x, &t);
+	if (t.rank == 2 || (t.rank == out->rank && !memcmp(t.d, out->d, (size_t)(out->rank - 2) * sizeof *t.d)))
+		return x;
+	for (int i = 0; i < t.rank; i++)
+		bd[i] = out->rank - t.rank + i;
+	t.rank = out->rank;
+	memcpy(t.d, out->d, (size_t)(out->rank - 2) * sizeof *t.d);
+	t.d[out->rank - 2] = ir_dims(r->fn, x)[r->fn->vals[x].rank - 2];
+	t.d[out->rank - 1] = ir_dims(r->fn, x)[r->fn->vals[x].rank - 1];
+	return bcast(r, x, t.rank, t.d, bd);
+}
+
+/* matmul(a, b) with torch's rules: a 1-d operand is a row (a) or a column (b)
+ * that the result drops again; batch dims broadcast */
+uint32_t
+tr_lower_matmul(Reader *r, const Expr *c, Op op)
+{
+	static const Param ps[] = { { "a|input", false }, { "b|other", false } };
+	const Expr *e[2];
+	uint32_t a, b, v;
+	Type ta, tb, t;
+	int64_t two[2];
+	char b1[256], b2[256];
+
+	(void)op;
+	tr_bind(r, c, ps, 2, e);
+	a = tr_tensor(r, e[0]);
+	b = tr_tensor(r, e[1]);
+	same_float(r, e[1], a, b);
+	tr_vtype(r->fn, a, &ta);
+	tr_vtype(r->fn, b, &tb);
+	if (ta.rank == 0 || tb.rank == 0)
+		tr_errat(r, c->line, r->ccol, "%s: operands must have at least one dim", r->callee);
+	if (ta.rank == 1) {
+		two[0] = 1, two[1] = ta.d[0];
+		a = reshape(r, a, 2, two);
+	}
+	if (tb.rank == 1) {
+		two[0] = tb.d[0], two[1] = 1;
+		b = reshape(r, b, 2, two);
+	}
+	tr_vtype(r->fn, a, &t);
+	tr_vtype(r->fn, b, &tb);
+	if (t.d[t.rank - 1] != tb.d[tb.rank - 2])
+		tr_errat(r, c->line, r->ccol, "%s: cannot multiply %s and %s", r->callee,
+			tr_tystr(&ta, b1, sizeof b1), tr_tystr(&tb, b2, sizeof b2));
+	if (tb.rank > t.rank) {   /* the result's batch: the two broadcast */
+		Type u = t;
+
+		t = tb;
+		t.d[t.rank - 2] = u.d[u.rank - 2];
+	}
+	for (int i = 0; i < t.rank - 2; i++) {
+		int64_t x = i - (t.rank - ta.rank) >= 0 && ta.rank > 2 ? ir_dims(r->fn, a)[i - (t.rank - r->fn->vals[a].rank)] : 1;
+		int64_t y = i - (t.rank - tb.rank) >= 0 && tb.rank > 2 ? tb.d[i - (t.rank - tb.rank)] : 1;
+
+		if (x != y && x != 1 && y != 1)
+			tr_errat(r, c->line, r->ccol, "%s: batch dims %lld and %lld do not broadcast", r->callee,
+				(long long)x, (long long)y);
+		t.d[i] = x > y ? x : y;
+	}
+	t.d[t.rank - 1] = tb.d[tb.rank - 1];
+	tr_check_numel(r, c->line, r->ccol, &t);
+	v = matmul(r, batch_operand(r, a, &t), batch_operand(r, b, &t), IR_NONE, 0, &t);
+	if (ta.rank == 1 || tb.rank == 1) {   /* drop the dims the 1-d operands added */
+		Type u;
+
+		tr_vtype(r->fn, v, &u);
+		if (tb.rank == 1 || (ta.rank == 1 && tb.rank == 1))
+			u.rank--;
+		if (ta.rank == 1) {
+			u.d[u.rank - 1] = u.d[u.rank];
+			u.rank--;
+		}
+		if (ta.rank == 1 && tb.rank == 1)
+			u.rank = 0;
+		v = reshape(r, v, u.rank, u.d);
+	}
+	return v;
+}

@@ -1,0 +1,44 @@
+#!/usr/bin/env bash
+# The real traces as fp8cc reads them today: one Markdown row per trace
+# (the pairs 18+19 and 22+23 also as one program each), with what fp8cc
+# made of it or the ops its errors name. docs/corpus.md holds the table.
+#
+# usage: tests/real/table.sh [FP8CC]    (FP8CC: default build/fp8cc)
+set -uo pipefail
+cd "$(dirname "$0")/../.."
+fp8cc=${1:-build/fp8cc}
+dir=tests/real
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+
+# signature NAME: the --signature option for a trace of signatures.txt
+signature() {
+	local spec
+	spec=$(grep "^$1 " $dir/signatures.txt | cut -d' ' -f2-) || return 0
+	[ -n "$spec" ] || return 0
+	python3 $dir/signature.py "$tmp/$1.sig" $spec && echo "--signature $tmp/$1.sig"
+}
+
+row() {   # LABEL FILES...
+	local label=$1 sig
+	shift
+	sig=$(signature "$(basename "$1")")
+	if "$fp8cc" "$@" $sig -o "$tmp/p.ptx" 2> "$tmp/err"; then
+		local k g
+		k=$(grep -c '^// launch' "$tmp/p.ptx")
+		g=$(grep -c '^// gemm' "$tmp/p.ptx")
+		echo "| $label | compiles${sig:+ (with its signature)}: $k kernel launch(es), $g GEMM(s) | - |"
+	else
+		local what
+		what=$(grep -o "error: .*" "$tmp/err" | sed -E "s/^error: //; s/ \(([0-9]+) uses.*/ (\1 uses)/; s/^unknown callee '([^']*)' has no subsymbols.*/\`\1\`: no subsymbols/; s/^'([^']*)' is a collective.*/\`\1\`: collective/; s/^'([^']*)' has no type.*/\`\1\`: no type/" | paste -sd ';' | sed 's/;/; /g')
+		echo "| $label | errors | $what |"
+	fi
+}
+
+echo "| trace | result | what is missing |"
+echo "| --- | --- | --- |"
+for t in $dir/*.trace; do
+	row "$(basename "$t" .trace)" "$t"
+done
+row "18 + 19 (one program)" $dir/18_mlp_cpu_offload_aug_fwd.trace $dir/19_mlp_cpu_offload_backward.trace
+row "22 + 23 (one program)" $dir/22_fsdp_aug_fwd_allgather.trace $dir/23_fsdp_backward_reduce_scatter.trace
