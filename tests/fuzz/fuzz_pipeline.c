@@ -16,7 +16,7 @@
 #include "fuzz.h"
 
 #define MAXELEMS (1 << 16)    /* interpret programs whose values hold this many elements */
-#define MAXMACS (1 << 18)     /* and whose GEMMs this many multiply-adds */
+#define MAXMACS (1 << 18)     /* and whose GEMMs about this many multiply-adds */
 
 typedef struct {
 	uint32_t n;
@@ -36,13 +36,14 @@ small(Func *fn)
 	}
 	for (uint32_t i = 0; i < fn->nins; i++) {
 		const Instr *in = &fn->ins[i];
-		const int64_t *da, *db;
+		uint32_t a = in->nargs ? ir_args(fn, in)[0] : 0;
+		int64_t k = 1;
 
-		if (in->op != OP_SCALED_MM)
+		if (!op_gemm((Op)in->op))
 			continue;
-		da = ir_dims(fn, ir_args(fn, in)[0]);
-		db = ir_dims(fn, ir_args(fn, in)[1]);
-		if (da[0] * da[1] * db[1] > MAXMACS)
+		for (int d = 0; d < fn->vals[a].rank; d++)   /* at least K */
+			k = ir_dims(fn, a)[d] > k ? ir_dims(fn, a)[d] : k;
+		if (ir_numel(fn, in->res) * k > MAXMACS)
 			return false;
 	}
 	return true;
@@ -116,7 +117,7 @@ same_outs(const Outs *a, const Outs *b, int opt)
 
 /* fuzz_planread.c: libfp8rt's parser on the plan text (plan.h and
  * passes.h cannot meet in one file) */
-void fuzz_read_plan(const char *text, size_t len, uint32_t nin, const char *const *outs, uint32_t nout);
+void fuzz_read_plan(const char *text, size_t len, int version, uint32_t nin, const char *const *outs, uint32_t nout);
 
 /* the plan as text, read back by libfp8rt with the program's signature */
 static void
@@ -126,18 +127,17 @@ check_plan(Func *fn, Plan *plan, const Launch *l)
 	const char **outs = arena_alloc(fn->arena, (fn->nrets + 1) * sizeof *outs);
 	size_t len;
 	FILE *f = open_memstream(&text, &len);
+	Program prog = { .arena = fn->arena, .fns = &fn, .nfns = 1 };
 
 	if (!f)
 		abort();
-	Program prog = { .arena = fn->arena, .fns = &fn, .nfns = 1 };
-
 	be_print_plan_head(f, &prog, "sm_90", "");
 	be_print_plan(f, fn, plan, l, be_plan_version(&prog), "");
 	if (fclose(f))
 		abort();
 	for (uint32_t i = 0; i < fn->nrets; i++)
 		outs[i] = arena_printf(fn->arena, "%s", ir_retname(fn, i, nb));
-	fuzz_read_plan(text, len, fn->nparams, outs, fn->nrets);
+	fuzz_read_plan(text, len, be_plan_version(&prog), fn->nparams, outs, fn->nrets);
 	free(text);
 }
 
