@@ -261,12 +261,16 @@ double
 ir_eval_scalar(Op op, const double *x, int n, DType t)
 {
 	bool cmp = ir_ops[op].cls == OC_COMPARE;
+	int64_t a, b;
 
 	if (t == DT_F64)
 		return cmp ? compare(op, x[0], x[1]) : n == 1 ? unary_d(op, x[0]) : binary_d(op, x[0], x[1]);
+	/* ints held in doubles: 2^63 saturates (ir_float_to_int), no cast past int64 */
+	a = ir_float_to_int(x[0], DT_F64, DT_I64);
+	b = n > 1 ? ir_float_to_int(x[1], DT_F64, DT_I64) : 0;
 	if (cmp)
-		return compare_i(op, (int64_t)x[0], (int64_t)x[1]);
-	return (double)(n == 1 ? unary_i(op, (int64_t)x[0], t) : binary_i(op, (int64_t)x[0], (int64_t)x[1], t));
+		return compare_i(op, a, b);
+	return (double)(n == 1 ? unary_i(op, a, t) : binary_i(op, a, b, t));
 }
 
 /* operand i of an elementwise op: rank-0 operands broadcast */
