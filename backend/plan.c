@@ -80,8 +80,9 @@ print_gemm(FILE *f, Func *fn, const Plan *p, const Instr *in, const char *pre, i
 	fprintf(f, " fast_accum=%d\n", (in->flags & IF_FAST_ACCUM) != 0);
 }
 
-/* matmul: cuBLASLt's strided batch; a batched a times a 2-d b folds the
- * batch into the rows when a is not transposed */
+/* matmul: cuBLASLt's strided batch (batch 1, strides 0 for one matrix);
+ * a batched a times a 2-d b folds the batch into the rows when a is not
+ * transposed */
 static void
 print_matmul(FILE *f, Func *fn, const Plan *p, const Instr *in, const char *pre)
 {
@@ -90,9 +91,14 @@ print_matmul(FILE *f, Func *fn, const Plan *p, const Instr *in, const char *pre)
 	const int64_t *dr = ir_dims(fn, in->res);
 	int ra = fn->vals[a[0]].rank, rb = fn->vals[a[1]].rank, rr = fn->vals[in->res].rank;
 	bool ta = in->flags & IF_TRANS_A, tb = in->flags & IF_TRANS_B;
-	int64_t m = dr[rr - 2], n = dr[rr - 1], k = ir_dims(fn, a[0])[ra - (ta ? 2 : 1)];
-	int64_t batch = ir_numel(fn, in->res) / (m * n > 0 ? m * n : 1);
+	int64_t m = dr[rr - 2], n = dr[rr - 1], k = ir_dims(fn, a[0])[ra - (ta ? 2 : 1)], batch = 1;
 
+	for (int i = 0; i < rr - 2; i++)
+		batch *= dr[i];
+	if (batch == 0)   /* an empty product: nothing to run */
+		m = 0, batch = 1;
+	if (batch == 1)
+		ra = rb = 2;   /* one matrix each: no strides */
 	if (batch > 1 && ra > 2 && rb == 2 && !ta) {
 		m *= batch;
 		batch = 1;
@@ -150,7 +156,7 @@ be_print_plan_head(FILE *f, const Program *prog, const char *gpu, const char *pr
 				continue;
 			fprintf(f, "%sstate %d %s ", pre, fn->rslot[i], ir_retname(fn, i, nb));
 			print_type(f, fn, fn->rets[i]);
-			fputc('\n', f);
+			fprintf(f, " from=%s\n", fn->name);
 		}
 	}
 }

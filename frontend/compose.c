@@ -448,7 +448,7 @@ tr_lower_matmul(Reader *r, const Expr *c, Op op)
 	static const Param ps[] = { { "a|input", false }, { "b|other", false } };
 	const Expr *e[2];
 	uint32_t a, b, v;
-	Type ta, tb, t;
+	Type ga, gb, ta, tb, t;   /* as given; as multiplied; the product */
 	int64_t two[2];
 	char b1[256], b2[256];
 
@@ -457,54 +457,46 @@ tr_lower_matmul(Reader *r, const Expr *c, Op op)
 	a = tr_tensor(r, e[0]);
 	b = tr_tensor(r, e[1]);
 	same_float(r, e[1], a, b);
-	tr_vtype(r->fn, a, &ta);
-	tr_vtype(r->fn, b, &tb);
-	if (ta.rank == 0 || tb.rank == 0)
+	tr_vtype(r->fn, a, &ga);
+	tr_vtype(r->fn, b, &gb);
+	if (ga.rank == 0 || gb.rank == 0)
 		tr_errat(r, c->line, r->ccol, "%s: operands must have at least one dim", r->callee);
-	if (ta.rank == 1) {
-		two[0] = 1, two[1] = ta.d[0];
+	if (ga.rank == 1) {
+		two[0] = 1, two[1] = ga.d[0];
 		a = reshape(r, a, 2, two);
 	}
-	if (tb.rank == 1) {
-		two[0] = tb.d[0], two[1] = 1;
+	if (gb.rank == 1) {
+		two[0] = gb.d[0], two[1] = 1;
 		b = reshape(r, b, 2, two);
 	}
-	tr_vtype(r->fn, a, &t);
+	tr_vtype(r->fn, a, &ta);
 	tr_vtype(r->fn, b, &tb);
-	if (t.d[t.rank - 1] != tb.d[tb.rank - 2])
+	if (ta.d[ta.rank - 1] != tb.d[tb.rank - 2])
 		tr_errat(r, c->line, r->ccol, "%s: cannot multiply %s and %s", r->callee,
-			tr_tystr(&ta, b1, sizeof b1), tr_tystr(&tb, b2, sizeof b2));
-	if (tb.rank > t.rank) {   /* the result's batch: the two broadcast */
-		Type u = t;
-
-		t = tb;
-		t.d[t.rank - 2] = u.d[u.rank - 2];
-	}
+			tr_tystr(&ga, b1, sizeof b1), tr_tystr(&gb, b2, sizeof b2));
+	t = ta.rank >= tb.rank ? ta : tb;   /* the batch dims broadcast, aligned on the right */
 	for (int i = 0; i < t.rank - 2; i++) {
-		int64_t x = i - (t.rank - ta.rank) >= 0 && ta.rank > 2 ? ir_dims(r->fn, a)[i - (t.rank - r->fn->vals[a].rank)] : 1;
-		int64_t y = i - (t.rank - tb.rank) >= 0 && tb.rank > 2 ? tb.d[i - (t.rank - tb.rank)] : 1;
+		int ia = i - (t.rank - ta.rank), ib = i - (t.rank - tb.rank);
+		int64_t x = ia >= 0 ? ta.d[ia] : 1, y = ib >= 0 ? tb.d[ib] : 1;
 
 		if (x != y && x != 1 && y != 1)
 			tr_errat(r, c->line, r->ccol, "%s: batch dims %lld and %lld do not broadcast", r->callee,
 				(long long)x, (long long)y);
 		t.d[i] = x > y ? x : y;
 	}
+	t.d[t.rank - 2] = ta.d[ta.rank - 2];
 	t.d[t.rank - 1] = tb.d[tb.rank - 1];
 	tr_check_numel(r, c->line, r->ccol, &t);
-	v = matmul(r, batch_operand(r, a, &t), batch_operand(r, b, &t), IR_NONE, 0, &t);
-	if (ta.rank == 1 || tb.rank == 1) {   /* drop the dims the 1-d operands added */
-		Type u;
-
-		tr_vtype(r->fn, v, &u);
-		if (tb.rank == 1 || (ta.rank == 1 && tb.rank == 1))
-			u.rank--;
-		if (ta.rank == 1) {
-			u.d[u.rank - 1] = u.d[u.rank];
-			u.rank--;
-		}
-		if (ta.rank == 1 && tb.rank == 1)
-			u.rank = 0;
-		v = reshape(r, v, u.rank, u.d);
+	a = batch_operand(r, a, &t);
+	b = batch_operand(r, b, &t);
+	v = matmul(r, a, b, IR_NONE, 0, &t);
+	if (ga.rank > 1 && gb.rank > 1)
+		return v;
+	if (gb.rank == 1)   /* drop the dims the 1-d operands added: b's column */
+		t.rank--;
+	if (ga.rank == 1) {   /* and a's row */
+		t.d[t.rank - 2 + (gb.rank == 1)] = t.d[t.rank - 1 + (gb.rank == 1)];
+		t.rank--;
 	}
-	return v;
+	return reshape(r, v, t.rank, t.d);
 }

@@ -648,11 +648,18 @@ eval_scaled_mm(Func *fn, const Instr *in, Tensor *r, Tensor **vals)
 	free(bt);
 }
 
-/* gelu's tanh approximation, as cuBLASLt's epilogue computes it */
+/* gelu's tanh approximation, as cuBLASLt's epilogue computes it (in the
+ * accumulator's type) */
 static float
 gelu_tanh(float x)
 {
 	return 0.5f * x * (1.0f + tanhf(0.7978845608028654f * (x + 0.044715f * x * x * x)));
+}
+
+static double
+gelu_tanh64(double x)
+{
+	return 0.5 * x * (1.0 + tanh(0.7978845608028654 * (x + 0.044715 * x * x * x)));
 }
 
 /* element (i, j) of matrix b of operand t (2-d, or batch b) given with trans */
@@ -696,7 +703,7 @@ eval_matmul(Func *fn, const Instr *in, Tensor *r, Tensor **vals)
 				if (epi == EPI_RELU)
 					facc = facc > 0 ? facc : 0, dacc = dacc > 0 ? dacc : 0;
 				else if (epi == EPI_GELU)
-					facc = gelu_tanh(facc), dacc = gelu_tanh((float)dacc);
+					facc = gelu_tanh(facc), dacc = gelu_tanh64(dacc);
 				tensor_setf(r, (b * M + i) * N + j, dbl ? dacc : facc);
 			}
 }

@@ -28,9 +28,9 @@ int fp8rt_version(void)
 void fp8rt_plan_versions(int *min, int *max)
 {
     if (min)
-        *min = RT_PLAN_VERSION;   /* one version so far: the parser reads exactly it */
+        *min = RT_PLAN_VERSION_MIN;
     if (max)
-        *max = RT_PLAN_VERSION;
+        *max = RT_PLAN_VERSION_MAX;
 }
 
 /* ---- errors ------------------------------------------------------------- */

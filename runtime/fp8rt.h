@@ -2,9 +2,12 @@
  *
  * An fp8cc program is one PTX file: the fused kernels plus, at its top, the
  * plan (docs/plan.md) that says which buffers exist and which kernels, copies
- * and cuBLASLt FP8 GEMMs run in which order. libfp8rt loads such a file through
- * the CUDA Driver API and runs the plan on a stream. It also exposes the FP8
- * GEMM on its own (fp8rt_scaled_mm), with torch._scaled_mm's semantics.
+ * and cuBLASLt GEMMs run in which order. libfp8rt loads such a file through
+ * the CUDA Driver API and runs the plan on a stream. A program is one or
+ * more functions (a training step's forward and backward); what one saves
+ * for a later one lives in a state (fp8rt_state). libfp8rt also exposes the
+ * GEMMs on their own: fp8rt_scaled_mm, with torch._scaled_mm's semantics, and
+ * fp8rt_matmul, torch.matmul's on bf16/f16/f32/f64.
  *
  * Conventions:
  *  - Every entry returns an fp8rt_status; FP8RT_OK is 0. On failure a readable
@@ -42,7 +45,7 @@ extern "C" {
  * library's SONAME is libfp8rt.so.MAJOR: within one MAJOR version entries
  * are only added, never changed (runtime/README.md, "ABI"). */
 #define FP8RT_VERSION_MAJOR 0
-#define FP8RT_VERSION_MINOR 1
+#define FP8RT_VERSION_MINOR 2
 #define FP8RT_VERSION_PATCH 0
 #define FP8RT_VERSION (FP8RT_VERSION_MAJOR * 10000 + FP8RT_VERSION_MINOR * 100 + FP8RT_VERSION_PATCH)
 
@@ -82,6 +85,7 @@ typedef enum fp8rt_dtype {
 
 typedef struct fp8rt_context fp8rt_context;
 typedef struct fp8rt_program fp8rt_program;
+typedef struct fp8rt_state fp8rt_state;
 
 /* A device tensor handed to fp8rt_run. Program tensors are dense row-major:
  * strides[i] (in elements) must equal dims[i+1] * strides[i+1], with
@@ -187,12 +191,18 @@ FP8RT_API fp8rt_status fp8rt_program_check(const void *data, size_t len, const c
 FP8RT_API fp8rt_status fp8rt_program_read(const void *data, size_t len, const char *name, fp8rt_program **out);
 FP8RT_API fp8rt_status fp8rt_program_destroy(fp8rt_program *prog);  /* NULL is a no-op */
 
+/* The signature of the program's first function (its only one, for a
+ * program compiled from one trace): fp8rt_function_io_count(prog, 0, ...). */
 FP8RT_API fp8rt_status fp8rt_program_io_count(const fp8rt_program *prog, int *ninputs, int *noutputs);
 FP8RT_API fp8rt_status fp8rt_program_input(const fp8rt_program *prog, int i, fp8rt_tensor_info *out);
 FP8RT_API fp8rt_status fp8rt_program_output(const fp8rt_program *prog, int i, fp8rt_tensor_info *out);
 /* The GPU architecture the plan names ("sm_90"); valid while the program
  * lives. NULL for a NULL program. */
 FP8RT_API const char *fp8rt_program_target(const fp8rt_program *prog);
+/* The plan version the program's file is written in (docs/plan.md); 0 for
+ * a NULL program. A version 1 plan names no function: libfp8rt calls its
+ * one function "main". */
+FP8RT_API int fp8rt_program_plan_version(const fp8rt_program *prog);
 
 /* CUDA-graph replay, on by default. When on, the first run with a given set of
  * input/output pointers captures the whole plan into a CUDA graph, and later
@@ -202,19 +212,72 @@ FP8RT_API const char *fp8rt_program_target(const fp8rt_program *prog);
  * caller's capture instead. Turning it off frees the kept graphs. */
 FP8RT_API fp8rt_status fp8rt_program_set_graphs(fp8rt_program *prog, int enable);
 
-/* Run the plan on `stream`: inputs[i] / outputs[i] match the program's
- * signature (fp8rt_program_input / _output) in count, dtype, rank and dims,
- * dense row-major. Everything is checked before anything is enqueued. The
- * call is asynchronous: results are ready after the stream is synchronized. */
+/* Run the program's first function with the default state:
+ * fp8rt_run_function(prog, 0, NULL, ...). */
 FP8RT_API fp8rt_status fp8rt_run(fp8rt_program *prog, const fp8rt_tensor *inputs, int ninputs,
                                  const fp8rt_tensor *outputs, int noutputs, void *stream);
 
-/* Time `iters` runs (after `warmup` untimed ones) with CUDA events, one event
- * pair around each run, and synchronize; us[i] gets run i's time in
- * microseconds. */
+/* fp8rt_time_function(prog, 0, NULL, ...) */
 FP8RT_API fp8rt_status fp8rt_time_runs(fp8rt_program *prog, const fp8rt_tensor *inputs, int ninputs,
                                        const fp8rt_tensor *outputs, int noutputs, void *stream,
                                        int warmup, int iters, float *us);
+
+/* ---- functions and state ---------------------------------------------------
+ * A program compiled from a forward and a backward trace has two functions,
+ * "forward" and "backward", in that order. What the forward saves for the
+ * backward (Thunder's saved_for_backward) is not an output the caller
+ * handles: it is a state slot, written by the function that saves it and read
+ * by the later ones, kept in an fp8rt_state on the device. A program with
+ * state slots has a default state; fp8rt_state_create makes more, one per
+ * step in flight (micro-batches of gradient accumulation, pipeline stages).
+ * Running a function that reads a slot no call has written into that state
+ * is an error (FP8RT_INVALID_ARGUMENT naming the slot and its function).
+ * Functions are numbered from 0 in the plan's order. */
+
+FP8RT_API int fp8rt_program_function_count(const fp8rt_program *prog);          /* 0 for NULL */
+/* "forward"; NULL when f is out of range. Valid while the program lives. */
+FP8RT_API const char *fp8rt_program_function_name(const fp8rt_program *prog, int f);
+/* The number of the function called `name`; FP8RT_INVALID_ARGUMENT if none. */
+FP8RT_API fp8rt_status fp8rt_program_find_function(const fp8rt_program *prog, const char *name, int *f);
+FP8RT_API fp8rt_status fp8rt_function_io_count(const fp8rt_program *prog, int f, int *ninputs, int *noutputs);
+FP8RT_API fp8rt_status fp8rt_function_input(const fp8rt_program *prog, int f, int i, fp8rt_tensor_info *out);
+FP8RT_API fp8rt_status fp8rt_function_output(const fp8rt_program *prog, int f, int i, fp8rt_tensor_info *out);
+
+FP8RT_API int fp8rt_program_state_count(const fp8rt_program *prog);             /* 0 for NULL */
+/* State slot i: its name (the trace's), type, and the function that writes
+ * it (from may be NULL). */
+FP8RT_API fp8rt_status fp8rt_program_state_info(const fp8rt_program *prog, int i, fp8rt_tensor_info *out,
+                                                int *from);
+
+/* A new state for prog: every slot zeroed and unwritten. States belong to
+ * their program and are freed with it; fp8rt_state_destroy frees one before
+ * (after the work that uses it is done). */
+FP8RT_API fp8rt_status fp8rt_state_create(fp8rt_program *prog, fp8rt_state **out);
+FP8RT_API fp8rt_status fp8rt_state_destroy(fp8rt_state *state);                 /* NULL is a no-op */
+/* The program's default state (NULL for a program without state slots). */
+FP8RT_API fp8rt_state *fp8rt_program_default_state(fp8rt_program *prog);
+/* Slot i of a state as a device tensor (dense row-major), to read or set it
+ * (checkpointing, debugging). Setting a slot by hand does not mark it
+ * written; fp8rt_state_mark_written does. */
+FP8RT_API fp8rt_status fp8rt_state_tensor(const fp8rt_state *state, int i, fp8rt_tensor *out);
+FP8RT_API fp8rt_status fp8rt_state_mark_written(fp8rt_state *state, int i);
+
+/* Run function f on `stream` with `state` (NULL: the default state):
+ * inputs[i] / outputs[i] match the function's signature
+ * (fp8rt_function_input / _output) in count, dtype, rank and dims, dense
+ * row-major. Everything is checked before anything is enqueued. The call is
+ * asynchronous: results are ready after the stream is synchronized; the
+ * slots it writes count as written once it is enqueued. */
+FP8RT_API fp8rt_status fp8rt_run_function(fp8rt_program *prog, int f, fp8rt_state *state,
+                                          const fp8rt_tensor *inputs, int ninputs, const fp8rt_tensor *outputs,
+                                          int noutputs, void *stream);
+
+/* Time `iters` runs of function f (after `warmup` untimed ones) with CUDA
+ * events, one event pair around each run, and synchronize; us[i] gets run
+ * i's time in microseconds. */
+FP8RT_API fp8rt_status fp8rt_time_function(fp8rt_program *prog, int f, fp8rt_state *state,
+                                           const fp8rt_tensor *inputs, int ninputs, const fp8rt_tensor *outputs,
+                                           int noutputs, void *stream, int warmup, int iters, float *us);
 
 /* ---- the FP8 GEMM -------------------------------------------------------- */
 
@@ -253,6 +316,48 @@ typedef struct fp8rt_scaled_mm_args {
 } fp8rt_scaled_mm_args;
 
 FP8RT_API fp8rt_status fp8rt_scaled_mm(fp8rt_context *ctx, const fp8rt_scaled_mm_args *args, void *stream);
+
+/* ---- GEMMs on float operands ---------------------------------------------- */
+
+typedef enum fp8rt_epilogue {
+    FP8RT_EPILOGUE_NONE = 0,
+    FP8RT_EPILOGUE_RELU,      /* max(x, 0) */
+    FP8RT_EPILOGUE_GELU,      /* GELU, tanh form (cuBLASLt's) */
+} fp8rt_epilogue;
+
+/* For each of `batch` problems p:
+ *   D_p (m,n) = epilogue(op(A_p) · op(B_p) + bias)
+ * all of one dtype (f16, bf16, f32, f64), accumulated in f32 (f64 for f64;
+ * f32 without TF32, as torch's default allow_tf32=False), row-major:
+ *   a: (m,k), row stride lda (0: k); with trans_a, stored (k,m), lda (0: m)
+ *   b: (k,n), row stride ldb (0: n); with trans_b, stored (n,k), ldb (0: k)
+ *      — torch's F.linear(x, w) is a = x, b = w, trans_b = 1
+ *   d: (m,n), row stride ldd (0: n)
+ *   bias: NULL or a device vector of n, added to every row
+ *   stride_a, stride_b, stride_d: elements from problem p to p+1 (0 for a
+ *      and b: the same matrix in every problem; d's must not make problems
+ *      overlap)
+ * Each pointer needs the alignment of its element (cuBLASLt picks its
+ * algorithm for the alignment the pointers and strides have). `size` is sizeof(fp8rt_matmul_args) as the
+ * caller was built with (runtime/README.md, "ABI"). Asynchronous on
+ * `stream`. */
+typedef struct fp8rt_matmul_args {
+    size_t size;
+    int64_t m, n, k, batch;         /* batch 0 means 1 */
+    fp8rt_dtype dtype;
+    const void *a;
+    int64_t lda, stride_a;
+    int trans_a;
+    const void *b;
+    int64_t ldb, stride_b;
+    int trans_b;
+    const void *bias;
+    void *d;
+    int64_t ldd, stride_d;
+    fp8rt_epilogue epilogue;
+} fp8rt_matmul_args;
+
+FP8RT_API fp8rt_status fp8rt_matmul(fp8rt_context *ctx, const fp8rt_matmul_args *args, void *stream);
 
 #ifdef __cplusplus
 }

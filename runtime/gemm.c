@@ -1,19 +1,24 @@
-/* gemm.c — the FP8 GEMM through cuBLASLt, and fp8rt_scaled_mm.
+/* gemm.c — GEMMs through cuBLASLt: the plan's gemm steps, fp8rt_scaled_mm
+ * and fp8rt_matmul.
  *
- * Row-major D(M,N) = A(M,K) · B(K,N), B stored as (N,K) row-major, is
- * cuBLASLt's column-major "TN" problem D^T(N,M) = B_stored^T · A^T, which is
- * the only FP8 form Hopper supports — exactly what torch._scaled_mm does:
- *   cuBLASLt A := B   rows=K cols=N ld=ldb, transa = T
- *   cuBLASLt B := A   rows=K cols=M ld=lda, transb = N
+ * Row-major D(M,N) = op(A) · op(B) is cuBLASLt's column-major problem
+ * D^T(N,M) = op(B)^T · op(A)^T: a row-major matrix is its transpose in
+ * column-major, so the operands swap and keep their bytes:
+ *   cuBLASLt A := B   trans_b: rows=K cols=N, transa = T; else rows=N cols=K, N
+ *   cuBLASLt B := A   trans_a: rows=M cols=K, transb = T; else rows=K cols=M, N
  *   cuBLASLt C = D    rows=N cols=M ld=ldd (beta = 0)
- *   m = N, n = M, k = K; A_SCALE_POINTER = scale_b, B_SCALE_POINTER = scale_a.
- * The bias (a vector of N) is broadcast along cuBLASLt's rows, which are our
- * columns: CUBLASLT_EPILOGUE_BIAS.
+ *   m = N, n = M, k = K; batches by BATCH_COUNT and STRIDED_BATCH_OFFSET.
+ * FP8 is the TN case only (B stored (N,K), trans_b; Hopper has no other FP8
+ * form), as torch._scaled_mm: A_SCALE_POINTER = scale_b, B_SCALE_POINTER =
+ * scale_a. The bias (a vector of N) is broadcast along cuBLASLt's rows, which
+ * are our columns: the BIAS epilogues, with RELU or GELU when asked for.
+ * Float GEMMs compute in f32 (f64 for f64), no TF32.
  *
  * A prepared GEMM — the matmul descriptor, the three layouts and the
  * heuristic's algorithm — is kept per problem key (shape, leading dims,
- * dtypes, bias, fast_accum, pointer alignments) in the context; a call only
- * sets the scale and bias pointers on the descriptor and enqueues.
+ * batch and strides, dtypes, transposes, epilogue, bias, fast_accum, pointer
+ * alignments) in the context; a call only sets the scale and bias pointers
+ * on the descriptor and enqueues.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -24,9 +29,9 @@
 /* Everything a cuBLASLt algorithm choice depends on. Compared with memcmp:
  * always zero-filled before it is set. */
 typedef struct {
-    int64_t m, n, k, lda, ldb, ldd;
-    int32_t at, bt, dt, bias_dt, fast_accum;
-    uint32_t align_a, align_b, align_d;     /* bytes, 16..256 */
+    int64_t m, n, k, batch, lda, ldb, ldd, stride_a, stride_b, stride_d;
+    int32_t at, bt, dt, bias_dt, fast_accum, trans_a, trans_b, scaled, epilogue;
+    uint32_t align_a, align_b, align_d;     /* bytes, 1..256 */
 } GemmKey;
 
 struct RtGemmEntry {
@@ -43,62 +48,103 @@ static cudaDataType_t cuda_type(fp8rt_dtype dt)
     case FP8RT_F8E5M2: return CUDA_R_8F_E5M2;
     case FP8RT_BF16: return CUDA_R_16BF;
     case FP8RT_F16: return CUDA_R_16F;
+    case FP8RT_F64: return CUDA_R_64F;
     default: return CUDA_R_32F;
     }
 }
 
-/* The largest power of two (up to 256) that divides p. */
-static uint32_t alignment(CUdeviceptr p)
+/* The largest power of two (up to 256) that divides p, and every batch
+ * entry's start p + i * stride elements. */
+static uint32_t alignment(CUdeviceptr p, int64_t batch, int64_t stride, fp8rt_dtype dt)
 {
+    uint64_t bytes = batch > 1 ? (uint64_t)stride * rt_dtype_size(dt) : 0;
     uint32_t a = 256;
-    while (a > 1 && p % a)
+    while (a > 1 && (p % a || bytes % a))
         a /= 2;
     return a;
 }
 
 /* ---- checks --------------------------------------------------------------- */
 
-static fp8rt_status check_ptr(fp8rt_context *ctx, CUdeviceptr p, const char *what, unsigned align)
+static fp8rt_status check_ptr(fp8rt_context *ctx, const char *what, CUdeviceptr p, const char *name,
+                              unsigned align)
 {
     if (!p)
-        return rt_err(ctx, FP8RT_INVALID_ARGUMENT, "fp8rt_scaled_mm: %s is NULL", what);
+        return rt_err(ctx, FP8RT_INVALID_ARGUMENT, "%s: %s is NULL", what, name);
     if (p % align)
-        return rt_err(ctx, FP8RT_INVALID_ARGUMENT, "fp8rt_scaled_mm: %s (0x%llx) is not %u-byte aligned", what,
+        return rt_err(ctx, FP8RT_INVALID_ARGUMENT, "%s: %s (0x%llx) is not %u-byte aligned", what, name,
                       (unsigned long long)p, align);
     return FP8RT_OK;
 }
 
-static fp8rt_status check_ld(fp8rt_context *ctx, const char *what, int64_t ld, int64_t min, size_t esize)
+/* ld >= min; with `rows16`, rows start 16-byte aligned (FP8) */
+static fp8rt_status check_ld(fp8rt_context *ctx, const char *what, const char *name, int64_t ld, int64_t min,
+                             size_t esize, int rows16)
 {
-    if (ld < min)
-        return rt_err(ctx, FP8RT_INVALID_ARGUMENT, "fp8rt_scaled_mm: %s=%lld is less than %lld", what,
-                      (long long)ld, (long long)min);
-    if ((ld * (int64_t)esize) % 16)
+    if (ld < min || ld < 1)
+        return rt_err(ctx, FP8RT_INVALID_ARGUMENT, "%s: %s=%lld is less than %lld", what, name, (long long)ld,
+                      (long long)(min > 1 ? min : 1));
+    if (rows16 && (ld * (int64_t)esize) % 16)
         return rt_err(ctx, FP8RT_INVALID_ARGUMENT,
-                      "fp8rt_scaled_mm: %s=%lld: rows must start 16-byte aligned (%s * %zu bytes %% 16 != 0)", what,
-                      (long long)ld, what, esize);
+                      "%s: %s=%lld: rows must start 16-byte aligned (%s * %zu bytes %% 16 != 0)", what, name,
+                      (long long)ld, name, esize);
     return FP8RT_OK;
 }
 
-fp8rt_status rt_gemm_check(fp8rt_context *ctx, const RtGemmCall *g)
+static fp8rt_status check_scaled(fp8rt_context *ctx, const RtGemmCall *g, const char *what)
 {
     char msg[256];
     fp8rt_status st = rt_gemm_rules(g->m, g->n, g->k, g->at, g->bt, g->dt, g->bias_dt, msg, sizeof msg);
     if (st)
-        return rt_err(ctx, st, "fp8rt_scaled_mm: %s", msg);
+        return rt_err(ctx, st, "%s: %s", what, msg);
     const fp8rt_device_props *pr = &ctx->props;
     if (pr->cc_major * 10 + pr->cc_minor < 89)
-        return rt_err(ctx, FP8RT_UNSUPPORTED, "fp8rt_scaled_mm: FP8 GEMMs need compute capability 8.9 or newer; %s is %d.%d",
-                      pr->name, pr->cc_major, pr->cc_minor);
-    if ((st = check_ld(ctx, "lda", g->lda, g->k, 1)) || (st = check_ld(ctx, "ldb", g->ldb, g->k, 1)) ||
-        (st = check_ld(ctx, "ldd", g->ldd, g->n, rt_dtype_size(g->dt))))
+        return rt_err(ctx, FP8RT_UNSUPPORTED, "%s: FP8 GEMMs need compute capability 8.9 or newer; %s is %d.%d",
+                      what, pr->name, pr->cc_major, pr->cc_minor);
+    if ((st = check_ld(ctx, what, "lda", g->lda, g->k, 1, 1)) || (st = check_ld(ctx, what, "ldb", g->ldb, g->k, 1, 1)) ||
+        (st = check_ld(ctx, what, "ldd", g->ldd, g->n, rt_dtype_size(g->dt), 1)))
         return st;
-    if ((st = check_ptr(ctx, g->a, "a", 16)) || (st = check_ptr(ctx, g->b, "b", 16)) ||
-        (st = check_ptr(ctx, g->d, "d", 16)) || (st = check_ptr(ctx, g->scale_a, "scale_a", 4)) ||
-        (st = check_ptr(ctx, g->scale_b, "scale_b", 4)) ||
-        (g->bias_dt != FP8RT_DTYPE_NONE && (st = check_ptr(ctx, g->bias, "bias", 16))))
+    if ((st = check_ptr(ctx, what, g->a, "a", 16)) || (st = check_ptr(ctx, what, g->b, "b", 16)) ||
+        (st = check_ptr(ctx, what, g->d, "d", 16)) || (st = check_ptr(ctx, what, g->scale_a, "scale_a", 4)) ||
+        (st = check_ptr(ctx, what, g->scale_b, "scale_b", 4)) ||
+        (g->bias_dt != FP8RT_DTYPE_NONE && (st = check_ptr(ctx, what, g->bias, "bias", 16))))
         return st;
     return FP8RT_OK;
+}
+
+static fp8rt_status check_float(fp8rt_context *ctx, const RtGemmCall *g, const char *what)
+{
+    char msg[256];
+    size_t es = rt_dtype_size(g->dt);
+    fp8rt_status st = rt_matmul_rules(g->m, g->n, g->k, g->batch, g->at, g->bt, g->dt, msg, sizeof msg);
+    if (st)
+        return rt_err(ctx, st, "%s: %s", what, msg);
+    if ((unsigned)g->epilogue > RT_EPI_GELU)
+        return rt_err(ctx, FP8RT_INVALID_ARGUMENT, "%s: epilogue %d is not one of none, relu, gelu", what,
+                      (int)g->epilogue);
+    if (g->bias_dt != FP8RT_DTYPE_NONE && g->bias_dt != g->dt)
+        return rt_err(ctx, FP8RT_INVALID_ARGUMENT, "%s: the bias is %s, the GEMM %s: they must be one dtype", what,
+                      rt_dtype_name(g->bias_dt), rt_dtype_name(g->dt));
+    if ((st = check_ld(ctx, what, "lda", g->lda, g->trans_a ? g->m : g->k, es, 0)) ||
+        (st = check_ld(ctx, what, "ldb", g->ldb, g->trans_b ? g->k : g->n, es, 0)) ||
+        (st = check_ld(ctx, what, "ldd", g->ldd, g->n, es, 0)))
+        return st;
+    if (g->stride_a < 0 || g->stride_b < 0 || g->stride_d < 0)
+        return rt_err(ctx, FP8RT_INVALID_ARGUMENT, "%s: a batch stride is negative", what);
+    if (g->batch > 1 && g->stride_d < g->m * g->ldd)
+        return rt_err(ctx, FP8RT_INVALID_ARGUMENT,
+                      "%s: stride_d=%lld is less than m*ldd=%lld: the batch entries of d would overlap", what,
+                      (long long)g->stride_d, (long long)(g->m * g->ldd));
+    if ((st = check_ptr(ctx, what, g->a, "a", (unsigned)es)) || (st = check_ptr(ctx, what, g->b, "b", (unsigned)es)) ||
+        (st = check_ptr(ctx, what, g->d, "d", (unsigned)es)) ||
+        (g->bias_dt != FP8RT_DTYPE_NONE && (st = check_ptr(ctx, what, g->bias, "bias", (unsigned)es))))
+        return st;
+    return FP8RT_OK;
+}
+
+fp8rt_status rt_gemm_check(fp8rt_context *ctx, const RtGemmCall *g, const char *what)
+{
+    return g->scaled ? check_scaled(ctx, g, what) : check_float(ctx, g, what);
 }
 
 /* ---- prepared GEMMs ------------------------------------------------------- */
@@ -107,9 +153,13 @@ static GemmKey key_of(const RtGemmCall *g)
 {
     GemmKey k;
     memset(&k, 0, sizeof k);
-    k.m = g->m, k.n = g->n, k.k = g->k, k.lda = g->lda, k.ldb = g->ldb, k.ldd = g->ldd;
+    k.m = g->m, k.n = g->n, k.k = g->k, k.batch = g->batch, k.lda = g->lda, k.ldb = g->ldb, k.ldd = g->ldd;
+    k.stride_a = g->stride_a, k.stride_b = g->stride_b, k.stride_d = g->stride_d;
     k.at = g->at, k.bt = g->bt, k.dt = g->dt, k.bias_dt = g->bias_dt, k.fast_accum = g->fast_accum;
-    k.align_a = alignment(g->a), k.align_b = alignment(g->b), k.align_d = alignment(g->d);
+    k.trans_a = g->trans_a, k.trans_b = g->trans_b, k.scaled = g->scaled, k.epilogue = (int32_t)g->epilogue;
+    k.align_a = alignment(g->a, g->batch, g->stride_a, g->at);
+    k.align_b = alignment(g->b, g->batch, g->stride_b, g->bt);
+    k.align_d = alignment(g->d, g->batch, g->stride_d, g->dt);
     return k;
 }
 
@@ -144,26 +194,58 @@ fp8rt_status rt_lt_free(fp8rt_context *ctx, fp8rt_status st)
 }
 
 #define SET_DESC(attr, v) CHECK(cublasLtMatmulDescSetAttribute(e->desc, attr, &(v), sizeof(v)))
+#define SET_LAYOUT(l, attr, v) CHECK(cublasLtMatrixLayoutSetAttribute(l, attr, &(v), sizeof(v)))
+
+static uint32_t epilogue_of(const GemmKey *k)
+{
+    int bias = k->bias_dt != FP8RT_DTYPE_NONE;
+    switch ((RtEpilogue)k->epilogue) {
+    case RT_EPI_RELU: return bias ? CUBLASLT_EPILOGUE_RELU_BIAS : CUBLASLT_EPILOGUE_RELU;
+    case RT_EPI_GELU: return bias ? CUBLASLT_EPILOGUE_GELU_BIAS : CUBLASLT_EPILOGUE_GELU;
+    default: return bias ? CUBLASLT_EPILOGUE_BIAS : CUBLASLT_EPILOGUE_DEFAULT;
+    }
+}
+
+static fp8rt_status make_layout(fp8rt_context *ctx, cublasLtMatrixLayout_t *l, fp8rt_dtype dt, int64_t rows,
+                                int64_t cols, int64_t ld, int64_t batch, int64_t stride)
+{
+    fp8rt_status st = FP8RT_OK;
+    int32_t count = (int32_t)batch;
+    CHECK(cublasLtMatrixLayoutCreate(l, cuda_type(dt), (uint64_t)rows, (uint64_t)cols, ld));
+    if (batch > 1) {
+        SET_LAYOUT(*l, CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT, count);
+        SET_LAYOUT(*l, CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET, stride);
+    }
+fail:
+    return st;
+}
 
 static fp8rt_status make_descriptors(fp8rt_context *ctx, RtGemmEntry *e)
 {
     fp8rt_status st = FP8RT_OK;
     const GemmKey *k = &e->key;
-    int32_t ta = CUBLAS_OP_T, tb = CUBLAS_OP_N;
+    int f64 = k->dt == FP8RT_F64;
+    int32_t ta = k->trans_b ? CUBLAS_OP_T : CUBLAS_OP_N, tb = k->trans_a ? CUBLAS_OP_T : CUBLAS_OP_N;
+    uint32_t epi = epilogue_of(k);
     int8_t fast = (int8_t)k->fast_accum;
-    CHECK(cublasLtMatmulDescCreate(&e->desc, CUBLAS_COMPUTE_32F, CUDA_R_32F));
+    CHECK(cublasLtMatmulDescCreate(&e->desc, f64 ? CUBLAS_COMPUTE_64F : CUBLAS_COMPUTE_32F,
+                                   f64 ? CUDA_R_64F : CUDA_R_32F));
     SET_DESC(CUBLASLT_MATMUL_DESC_TRANSA, ta);
     SET_DESC(CUBLASLT_MATMUL_DESC_TRANSB, tb);
-    SET_DESC(CUBLASLT_MATMUL_DESC_FAST_ACCUM, fast);
-    if (k->bias_dt != FP8RT_DTYPE_NONE) {
-        uint32_t epi = CUBLASLT_EPILOGUE_BIAS;
-        int32_t bt = cuda_type((fp8rt_dtype)k->bias_dt);
+    if (k->scaled)
+        SET_DESC(CUBLASLT_MATMUL_DESC_FAST_ACCUM, fast);
+    if (epi != CUBLASLT_EPILOGUE_DEFAULT)
         SET_DESC(CUBLASLT_MATMUL_DESC_EPILOGUE, epi);
+    if (k->scaled && k->bias_dt != FP8RT_DTYPE_NONE) {
+        int32_t bt = cuda_type((fp8rt_dtype)k->bias_dt);
         SET_DESC(CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE, bt);
     }
-    CHECK(cublasLtMatrixLayoutCreate(&e->la, cuda_type((fp8rt_dtype)k->bt), (uint64_t)k->k, (uint64_t)k->n, k->ldb));
-    CHECK(cublasLtMatrixLayoutCreate(&e->lb, cuda_type((fp8rt_dtype)k->at), (uint64_t)k->k, (uint64_t)k->m, k->lda));
-    CHECK(cublasLtMatrixLayoutCreate(&e->ld, cuda_type((fp8rt_dtype)k->dt), (uint64_t)k->n, (uint64_t)k->m, k->ldd));
+    if ((st = make_layout(ctx, &e->la, (fp8rt_dtype)k->bt, k->trans_b ? k->k : k->n, k->trans_b ? k->n : k->k,
+                          k->ldb, k->batch, k->stride_b)) ||
+        (st = make_layout(ctx, &e->lb, (fp8rt_dtype)k->at, k->trans_a ? k->m : k->k, k->trans_a ? k->k : k->m,
+                          k->lda, k->batch, k->stride_a)) ||
+        (st = make_layout(ctx, &e->ld, (fp8rt_dtype)k->dt, k->n, k->m, k->ldd, k->batch, k->stride_d)))
+        goto fail;
 fail:
     return st;
 }
@@ -188,10 +270,13 @@ static fp8rt_status choose_algo(fp8rt_context *ctx, RtGemmEntry *e)
     CHECK(cublasLtMatmulAlgoGetHeuristic(ctx->lt, e->desc, e->la, e->lb, e->ld, e->ld, pref, 1, &result, &found));
     if (found == 0) {
         st = rt_err(ctx, FP8RT_UNSUPPORTED,
-                    "cuBLASLt has no FP8 algorithm for m=%lld n=%lld k=%lld %s x %s -> %s%s (fast_accum=%d)",
-                    (long long)k->m, (long long)k->n, (long long)k->k, rt_dtype_name((fp8rt_dtype)k->at),
-                    rt_dtype_name((fp8rt_dtype)k->bt), rt_dtype_name((fp8rt_dtype)k->dt),
-                    k->bias_dt ? " + bias" : "", k->fast_accum);
+                    "cuBLASLt has no algorithm for m=%lld n=%lld k=%lld batch=%lld %s%s x %s%s -> %s%s%s "
+                    "(fast_accum=%d)",
+                    (long long)k->m, (long long)k->n, (long long)k->k, (long long)k->batch,
+                    rt_dtype_name((fp8rt_dtype)k->at), k->trans_a ? "^T" : "", rt_dtype_name((fp8rt_dtype)k->bt),
+                    k->trans_b ? "^T" : "", rt_dtype_name((fp8rt_dtype)k->dt), k->bias_dt ? " + bias" : "",
+                    k->epilogue == RT_EPI_RELU ? ", relu" : k->epilogue == RT_EPI_GELU ? ", gelu" : "",
+                    k->fast_accum);
         goto fail;
     }
     e->algo = result.algo;
@@ -233,7 +318,7 @@ static fp8rt_status lookup(fp8rt_context *ctx, const RtGemmCall *g, RtGemmEntry 
         int cap = ctx->capgemms ? 2 * ctx->capgemms : 8;
         RtGemmEntry *ng = realloc(ctx->gemms, (size_t)cap * sizeof *ng);
         if (!ng)
-            return rt_err(ctx, FP8RT_OUT_OF_MEMORY, "fp8rt_scaled_mm: out of host memory");
+            return rt_err(ctx, FP8RT_OUT_OF_MEMORY, "gemm: out of host memory");
         ctx->gemms = ng;
         ctx->capgemms = cap;
     }
@@ -261,18 +346,24 @@ fp8rt_status rt_gemm_enqueue(fp8rt_context *ctx, const RtGemmCall *g, CUstream s
     RtGemmEntry *e;
     fp8rt_status st = lookup(ctx, g, &e);
     const float one = 1.0f, zero = 0.0f;
+    const double one64 = 1.0, zero64 = 0.0;
+    int f64 = g->dt == FP8RT_F64;
     void *sa = (void *)(uintptr_t)g->scale_b, *sb = (void *)(uintptr_t)g->scale_a;
     void *bias = (void *)(uintptr_t)g->bias;
     void *ws = (void *)(uintptr_t)ctx->lt_ws;
     void *d = (void *)(uintptr_t)g->d;
     if (st != FP8RT_OK)
         return st;
-    SET_DESC(CUBLASLT_MATMUL_DESC_A_SCALE_POINTER, sa);
-    SET_DESC(CUBLASLT_MATMUL_DESC_B_SCALE_POINTER, sb);
+    if (g->scaled) {
+        SET_DESC(CUBLASLT_MATMUL_DESC_A_SCALE_POINTER, sa);
+        SET_DESC(CUBLASLT_MATMUL_DESC_B_SCALE_POINTER, sb);
+    }
     if (g->bias_dt != FP8RT_DTYPE_NONE)
         SET_DESC(CUBLASLT_MATMUL_DESC_BIAS_POINTER, bias);
-    CHECK(cublasLtMatmul(ctx->lt, e->desc, &one, (const void *)(uintptr_t)g->b, e->la, (const void *)(uintptr_t)g->a,
-                         e->lb, &zero, d, e->ld, d, e->ld, &e->algo, ws, RT_LT_WORKSPACE, (cudaStream_t)stream));
+    CHECK(cublasLtMatmul(ctx->lt, e->desc, f64 ? (const void *)&one64 : (const void *)&one,
+                         (const void *)(uintptr_t)g->b, e->la, (const void *)(uintptr_t)g->a, e->lb,
+                         f64 ? (const void *)&zero64 : (const void *)&zero, d, e->ld, d, e->ld, &e->algo, ws,
+                         RT_LT_WORKSPACE, (cudaStream_t)stream));
 fail:
     return st;
 }
@@ -281,7 +372,7 @@ fail:
 
 /* The first GEMM of a context allocates cuBLASLt's workspace, which a stream
  * capture does not allow: say so instead of failing inside the capture. */
-static fp8rt_status first_use(fp8rt_context *ctx, CUstream stream)
+static fp8rt_status first_use(fp8rt_context *ctx, CUstream stream, const char *what)
 {
     fp8rt_status st = FP8RT_OK;
     CUstreamCaptureStatus cs = CU_STREAM_CAPTURE_STATUS_NONE;
@@ -290,11 +381,25 @@ static fp8rt_status first_use(fp8rt_context *ctx, CUstream stream)
     CHECK(drv.cuStreamIsCapturing(stream, &cs));
     if (cs != CU_STREAM_CAPTURE_STATUS_NONE)
         return rt_err(ctx, FP8RT_INVALID_ARGUMENT,
-                      "fp8rt_scaled_mm: the first GEMM of a context allocates cuBLASLt's workspace, which a stream "
-                      "capture does not allow: call it once before capturing");
+                      "%s: the first GEMM of a context allocates cuBLASLt's workspace, which a stream "
+                      "capture does not allow: call it once before capturing", what);
     return rt_lt_init(ctx);
 fail:
     return st;
+}
+
+/* Check, then enqueue (the context pushed around it). */
+static fp8rt_status direct(fp8rt_context *ctx, const RtGemmCall *g, void *stream, const char *what)
+{
+    fp8rt_status st = rt_gemm_check(ctx, g, what);
+    if (st != FP8RT_OK || g->m == 0 || g->n == 0)
+        return st;
+    if ((st = rt_enter(ctx)) != FP8RT_OK)
+        return st;
+    st = first_use(ctx, (CUstream)stream, what);
+    if (st == FP8RT_OK)
+        st = rt_gemm_enqueue(ctx, g, (CUstream)stream);
+    return rt_leave(ctx, st);
 }
 
 fp8rt_status fp8rt_scaled_mm(fp8rt_context *ctx, const fp8rt_scaled_mm_args *args, void *stream)
@@ -302,7 +407,7 @@ fp8rt_status fp8rt_scaled_mm(fp8rt_context *ctx, const fp8rt_scaled_mm_args *arg
     if (!ctx || !args)
         return rt_err(ctx, FP8RT_INVALID_ARGUMENT, "fp8rt_scaled_mm: %s is NULL", ctx ? "args" : "ctx");
     RtGemmCall g = {
-        .m = args->m, .n = args->n, .k = args->k,
+        .m = args->m, .n = args->n, .k = args->k, .batch = 1, .trans_b = 1, .scaled = 1,
         .lda = args->lda ? args->lda : args->k,
         .ldb = args->ldb ? args->ldb : args->k,
         .ldd = args->ldd ? args->ldd : args->n,
@@ -314,13 +419,28 @@ fp8rt_status fp8rt_scaled_mm(fp8rt_context *ctx, const fp8rt_scaled_mm_args *arg
         .d = (CUdeviceptr)(uintptr_t)args->d, .bias = (CUdeviceptr)(uintptr_t)args->bias,
         .scale_a = (CUdeviceptr)(uintptr_t)args->scale_a, .scale_b = (CUdeviceptr)(uintptr_t)args->scale_b,
     };
-    fp8rt_status st = rt_gemm_check(ctx, &g);
-    if (st != FP8RT_OK || g.m == 0 || g.n == 0)
-        return st;
-    if ((st = rt_enter(ctx)) != FP8RT_OK)
-        return st;
-    st = first_use(ctx, (CUstream)stream);
-    if (st == FP8RT_OK)
-        st = rt_gemm_enqueue(ctx, &g, (CUstream)stream);
-    return rt_leave(ctx, st);
+    return direct(ctx, &g, stream, "fp8rt_scaled_mm");
+}
+
+fp8rt_status fp8rt_matmul(fp8rt_context *ctx, const fp8rt_matmul_args *args, void *stream)
+{
+    if (!ctx || !args)
+        return rt_err(ctx, FP8RT_INVALID_ARGUMENT, "fp8rt_matmul: %s is NULL", ctx ? "args" : "ctx");
+    if (args->size < sizeof *args)
+        return rt_err(ctx, FP8RT_INVALID_ARGUMENT, "fp8rt_matmul: args->size is %zu; set it to "
+                      "sizeof(fp8rt_matmul_args), %zu", args->size, sizeof *args);
+    int ta = args->trans_a != 0, tb = args->trans_b != 0;
+    RtGemmCall g = {
+        .m = args->m, .n = args->n, .k = args->k, .batch = args->batch ? args->batch : 1,
+        .lda = args->lda ? args->lda : ta ? args->m : args->k,
+        .ldb = args->ldb ? args->ldb : tb ? args->k : args->n,
+        .ldd = args->ldd ? args->ldd : args->n,
+        .stride_a = args->stride_a, .stride_b = args->stride_b, .stride_d = args->stride_d,
+        .trans_a = ta, .trans_b = tb, .epilogue = (RtEpilogue)args->epilogue,
+        .at = args->dtype, .bt = args->dtype, .dt = args->dtype,
+        .bias_dt = args->bias ? args->dtype : FP8RT_DTYPE_NONE,
+        .a = (CUdeviceptr)(uintptr_t)args->a, .b = (CUdeviceptr)(uintptr_t)args->b,
+        .d = (CUdeviceptr)(uintptr_t)args->d, .bias = (CUdeviceptr)(uintptr_t)args->bias,
+    };
+    return direct(ctx, &g, stream, "fp8rt_matmul");
 }

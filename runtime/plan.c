@@ -112,6 +112,38 @@ fp8rt_status rt_gemm_rules(int64_t m, int64_t n, int64_t k, fp8rt_dtype at, fp8r
     return FP8RT_OK;
 }
 
+static int is_float(fp8rt_dtype t)
+{
+    return t == FP8RT_F16 || t == FP8RT_BF16 || t == FP8RT_F32 || t == FP8RT_F64;
+}
+
+fp8rt_status rt_matmul_rules(int64_t m, int64_t n, int64_t k, int64_t batch, fp8rt_dtype at, fp8rt_dtype bt,
+                             fp8rt_dtype dt, char *err, size_t errlen)
+{
+    if (m < 0 || n < 0 || k < 1 || batch < 1 || m > INT32_MAX || n > INT32_MAX || k > INT32_MAX ||
+        batch > INT32_MAX) {
+        snprintf(err, errlen, "gemm shape m=%lld n=%lld k=%lld batch=%lld out of range (k, batch >= 1, all < 2^31)",
+                 (long long)m, (long long)n, (long long)k, (long long)batch);
+        return FP8RT_INVALID_ARGUMENT;
+    }
+    if (at != bt || at != dt || !is_float(at)) {
+        snprintf(err, errlen, "gemm dtypes %s x %s -> %s: a, b and d must be one of f16 bf16 f32 f64 "
+                              "(fp8 operands need scales)",
+                 rt_dtype_name(at), rt_dtype_name(bt), rt_dtype_name(dt));
+        return FP8RT_INVALID_ARGUMENT;
+    }
+    return FP8RT_OK;
+}
+
+int64_t rt_gemm_span(int64_t batch, int64_t stride, int64_t rows, int64_t cols)
+{
+    int64_t one, rest;
+    if (__builtin_mul_overflow(rows, cols, &one) || __builtin_mul_overflow(batch - 1, stride, &rest) ||
+        __builtin_add_overflow(one, rest, &one))
+        return -1;
+    return one;
+}
+
 /* ---- arena -------------------------------------------------------------- */
 
 typedef struct Chunk {
@@ -185,7 +217,9 @@ typedef struct {
     RtPlan *plan;
     Line *lines;            /* the plan's lines, header first */
     int nlines;
-    int nbuf;               /* buffers read so far */
+    RtFunc *fn;             /* the function being read */
+    int nin, nout, nbuf, nstep, nstate;   /* its lines (the program's states) read so far */
+    int ws_seen;
 } Parser;
 
 static fp8rt_status failv(Parser *p, fp8rt_status st, const char *fmt, va_list ap)
@@ -333,31 +367,36 @@ static fp8rt_status parse_type(Parser *p, Str s, RtType *t)
     return FP8RT_OK;
 }
 
-/* ref := ('in' | 'out' | 'buf') ':' int */
+/* ref := ('in' | 'out' | 'buf' | 'st') ':' int     (st: version 2) */
 static fp8rt_status parse_ref(Parser *p, Str s, RtRef *r)
 {
     static const struct {
-        const char *prefix;
+        const char *prefix, *what;
         RtRefKind kind;
-    } kinds[] = {{"in:", REF_IN}, {"out:", REF_OUT}, {"buf:", REF_BUF}};
-    const RtPlan *pl = p->plan;
+    } kinds[] = {{"in:", "inputs", REF_IN}, {"out:", "outputs", REF_OUT}, {"buf:", "buffers", REF_BUF},
+                 {"st:", "state slots", REF_STATE}};
+    const RtFunc *fn = p->fn;
     for (size_t i = 0; i < sizeof kinds / sizeof kinds[0]; i++) {
         size_t n = strlen(kinds[i].prefix);
         if (s.n < n || memcmp(s.p, kinds[i].prefix, n) != 0)
             continue;
-        int count = kinds[i].kind == REF_IN ? pl->nin : kinds[i].kind == REF_OUT ? pl->nout : pl->nbuf;
+        RtRefKind k = kinds[i].kind;
+        int count = k == REF_IN ? fn->nin : k == REF_OUT ? fn->nout : k == REF_BUF ? fn->nbuf : p->plan->nstate;
         int64_t v;
+        if (k == REF_STATE && p->plan->version < 2)
+            return fail(p, "reference '%.*s': state slots need plan version 2", W(s));
         fp8rt_status st = parse_int(p, (Str){s.p + n, s.n - n}, 0, INT32_MAX, "reference", &v);
         if (st)
             return st;
         if (v >= count)
-            return fail(p, "reference '%.*s' is out of range (the plan has %d %s)", W(s), count,
-                        kinds[i].kind == REF_IN ? "inputs" : kinds[i].kind == REF_OUT ? "outputs" : "buffers");
-        r->kind = kinds[i].kind;
+            return fail(p, "reference '%.*s' is out of range (the %s has %d %s)", W(s),
+                        k == REF_STATE ? "program" : "function", count, kinds[i].what);
+        r->kind = k;
         r->index = (int)v;
         return FP8RT_OK;
     }
-    return fail(p, "bad reference '%.*s' (in:N, out:N or buf:N)", W(s));
+    return fail(p, p->plan->version < 2 ? "bad reference '%.*s' (in:N, out:N or buf:N)"
+                                        : "bad reference '%.*s' (in:N, out:N, buf:N or st:N)", W(s));
 }
 
 /* ---- key=value words ---------------------------------------------------- */
@@ -399,11 +438,9 @@ static fp8rt_status parse_keys(Parser *p, const Str *w, int nw, int first, const
 
 /* ---- lines -------------------------------------------------------------- */
 
-/* name := printable non-space characters */
-static fp8rt_status parse_port(Parser *p, const Str *w, int nw, RtPort *ports, int *count, const char *kind)
+/* N NAME TYPE, the words after the kind; name := printable non-space characters */
+static fp8rt_status parse_port_words(Parser *p, const Str *w, RtPort *ports, int *count, const char *kind)
 {
-    if (nw != 4)
-        return fail(p, "'%s' wants 3 words (%s N NAME TYPE), got %d", kind, kind, nw - 1);
     int64_t n;
     fp8rt_status st = parse_int(p, w[1], 0, INT32_MAX, kind, &n);
     if (st)
@@ -424,6 +461,33 @@ static fp8rt_status parse_port(Parser *p, const Str *w, int nw, RtPort *ports, i
         return st;
     (*count)++;
     return FP8RT_OK;
+}
+
+/* input N NAME TYPE, output N NAME TYPE */
+static fp8rt_status parse_port(Parser *p, const Str *w, int nw, RtPort *ports, int *count, const char *kind)
+{
+    if (nw != 4)
+        return fail(p, "'%s' wants 3 words (%s N NAME TYPE), got %d", kind, kind, nw - 1);
+    return parse_port_words(p, w, ports, count, kind);
+}
+
+/* state N NAME TYPE from=FUNCTION */
+static fp8rt_status parse_state(Parser *p, const Str *w, int nw)
+{
+    RtPlan *pl = p->plan;
+    int i = p->nstate;
+    if (nw != 5 || w[4].n < 5 || memcmp(w[4].p, "from=", 5) != 0)
+        return fail(p, "'state' wants 4 words (state N NAME TYPE from=FUNCTION)");
+    fp8rt_status st = parse_port_words(p, w, pl->state, &p->nstate, "state");
+    if (st)
+        return st;
+    Str from = {w[4].p + 5, w[4].n - 5};
+    for (int f = 0; f < pl->nfunc; f++)
+        if (eq(from, pl->func[f].name)) {
+            pl->state[i].from = f;
+            return FP8RT_OK;
+        }
+    return fail(p, "state %d: from=%.*s names no function of the plan", i, W(from));
 }
 
 /* target := 'sm_' digits [ 'a' | 'f' ] */
@@ -454,21 +518,21 @@ static fp8rt_status parse_target(Parser *p, const Str *w, int nw)
     return FP8RT_OK;
 }
 
-static fp8rt_status parse_workspace(Parser *p, const Str *w, int nw, int *seen)
+static fp8rt_status parse_workspace(Parser *p, const Str *w, int nw)
 {
-    if (*seen)
-        return fail(p, "second 'workspace' line");
+    if (p->ws_seen)
+        return fail(p, p->plan->version < 2 ? "second 'workspace' line" : "second 'workspace' line in function %s",
+                    p->fn->name);
     if (nw != 2)
         return fail(p, "'workspace' wants one word (workspace BYTES)");
-    *seen = 1;
-    return parse_int(p, w[1], 0, INT64_MAX / 2, "workspace", &p->plan->workspace);
+    p->ws_seen = 1;
+    return parse_int(p, w[1], 0, INT64_MAX / 2, "workspace", &p->fn->workspace);
 }
 
 /* buffer N TYPE [layout=[...]] offset=O bytes=B [zero] */
 static fp8rt_status parse_buffer(Parser *p, const Str *w, int nw)
 {
     static const char *const keys[] = {"layout", "offset", "bytes"};
-    RtPlan *pl = p->plan;
     Str val[3] = {{0}};
     int64_t n, perm[FP8RT_MAX_RANK];
     int nperm;
@@ -480,7 +544,7 @@ static fp8rt_status parse_buffer(Parser *p, const Str *w, int nw)
     int idx = p->nbuf;
     if (n != idx)
         return fail(p, "buffer %lld out of order: expected buffer %d (numbered from 0 in order)", (long long)n, idx);
-    RtBuffer *b = &pl->buf[idx];
+    RtBuffer *b = &p->fn->buf[idx];
     b->line = p->line;
     if ((st = parse_type(p, w[2], &b->type)) || (st = parse_keys(p, w, nw, 3, keys, 3, 6u, val, "zero", &b->zero)))
         return st;
@@ -580,30 +644,88 @@ static fp8rt_status parse_dtype_val(Parser *p, Str s, const char *what, fp8rt_dt
     return FP8RT_OK;
 }
 
-/* gemm d=R a=R b=R scale_a=R scale_b=R bias=R|none m=M n=N k=K atype=T btype=T dtype=T fast_accum=0|1 */
+static const char *const epilogues[] = {[RT_EPI_NONE] = "none", [RT_EPI_RELU] = "relu", [RT_EPI_GELU] = "gelu"};
+
+/* the keys of a gemm line: version 1's first, then version 2's */
+enum {
+    G_D, G_A, G_B, G_SCALE_A, G_SCALE_B, G_BIAS, G_M, G_N, G_K, G_ATYPE, G_BTYPE, G_DTYPE, G_FAST_ACCUM,
+    G_BATCH, G_STRIDE_A, G_STRIDE_B, G_STRIDE_D, G_TRANS_A, G_TRANS_B, G_EPILOGUE, G_NKEYS
+};
+#define G_V1KEYS G_BATCH
+#define G_SCALED ((1u << G_SCALE_A) | (1u << G_SCALE_B) | (1u << G_FAST_ACCUM))
+
+static fp8rt_status parse_epilogue(Parser *p, Str s, RtEpilogue *e)
+{
+    for (int i = 0; i < (int)(sizeof epilogues / sizeof epilogues[0]); i++)
+        if (eq(s, epilogues[i])) {
+            *e = (RtEpilogue)i;
+            return FP8RT_OK;
+        }
+    return fail(p, "epilogue: unknown epilogue '%.*s' (none, relu or gelu)", W(s));
+}
+
+/* the version 2 keys (version 1 leaves them at the TN form) */
+static fp8rt_status parse_gemm_v2(Parser *p, const Str *val, RtGemm *g)
+{
+    fp8rt_status st;
+    if ((st = parse_int(p, val[G_BATCH], 1, INT32_MAX, "batch", &g->batch)) ||
+        (st = parse_int(p, val[G_STRIDE_A], 0, INT64_MAX / 4, "stride_a", &g->stride_a)) ||
+        (st = parse_int(p, val[G_STRIDE_B], 0, INT64_MAX / 4, "stride_b", &g->stride_b)) ||
+        (st = parse_int(p, val[G_STRIDE_D], 0, INT64_MAX / 4, "stride_d", &g->stride_d)) ||
+        (st = parse_int32(p, val[G_TRANS_A], 0, 1, "trans_a", &g->trans_a)) ||
+        (st = parse_int32(p, val[G_TRANS_B], 0, 1, "trans_b", &g->trans_b)))
+        return st;
+    return parse_epilogue(p, val[G_EPILOGUE], &g->epilogue);
+}
+
+/* version 1: gemm d=R a=R b=R scale_a=R scale_b=R bias=R|none m=M n=N k=K atype=T btype=T dtype=T fast_accum=0|1
+ * version 2: the same and batch= stride_a= stride_b= stride_d= trans_a= trans_b= epilogue=, where
+ * scale_a, scale_b and fast_accum are given for fp8 operands and only for them */
 static fp8rt_status parse_gemm(Parser *p, const Str *w, int nw, RtStep *step)
 {
-    static const char *const keys[] = {"d", "a", "b", "scale_a", "scale_b", "bias", "m",
-                                       "n", "k", "atype", "btype", "dtype", "fast_accum"};
-    Str val[13] = {{0}};
+    static const char *const keys[G_NKEYS] = {
+        [G_D] = "d", [G_A] = "a", [G_B] = "b", [G_SCALE_A] = "scale_a", [G_SCALE_B] = "scale_b", [G_BIAS] = "bias",
+        [G_M] = "m", [G_N] = "n", [G_K] = "k", [G_ATYPE] = "atype", [G_BTYPE] = "btype", [G_DTYPE] = "dtype",
+        [G_FAST_ACCUM] = "fast_accum", [G_BATCH] = "batch", [G_STRIDE_A] = "stride_a", [G_STRIDE_B] = "stride_b",
+        [G_STRIDE_D] = "stride_d", [G_TRANS_A] = "trans_a", [G_TRANS_B] = "trans_b", [G_EPILOGUE] = "epilogue"};
+    Str val[G_NKEYS] = {{0}};
     RtGemm *g = &step->u.gemm;
+    int v2 = p->plan->version >= 2, nkeys = v2 ? G_NKEYS : G_V1KEYS;
+    unsigned all = (1u << nkeys) - 1;
     fp8rt_status st;
     step->kind = STEP_GEMM;
-    if ((st = parse_keys(p, w, nw, 1, keys, 13, 0x1fffu, val, NULL, NULL)))
+    if ((st = parse_keys(p, w, nw, 1, keys, nkeys, v2 ? all & ~G_SCALED : all, val, NULL, NULL)))
         return st;
-    g->has_bias = !eq(val[5], "none");
-    if ((st = parse_ref(p, val[0], &g->d)) || (st = parse_ref(p, val[1], &g->a)) ||
-        (st = parse_ref(p, val[2], &g->b)) || (st = parse_ref(p, val[3], &g->scale_a)) ||
-        (st = parse_ref(p, val[4], &g->scale_b)) || (g->has_bias && (st = parse_ref(p, val[5], &g->bias))) ||
-        (st = parse_int(p, val[6], 0, INT32_MAX, "m", &g->m)) ||
-        (st = parse_int(p, val[7], 0, INT32_MAX, "n", &g->n)) ||
-        (st = parse_int(p, val[8], 0, INT32_MAX, "k", &g->k)) ||
-        (st = parse_dtype_val(p, val[9], "atype", &g->atype)) ||
-        (st = parse_dtype_val(p, val[10], "btype", &g->btype)) ||
-        (st = parse_dtype_val(p, val[11], "dtype", &g->dtype)) ||
-        (st = parse_int32(p, val[12], 0, 1, "fast_accum", &g->fast_accum)))
+    if ((st = parse_dtype_val(p, val[G_ATYPE], "atype", &g->atype)) ||
+        (st = parse_dtype_val(p, val[G_BTYPE], "btype", &g->btype)) ||
+        (st = parse_dtype_val(p, val[G_DTYPE], "dtype", &g->dtype)))
         return st;
-    g->bias_dtype = g->has_bias ? rt_gemm_bias_dtype(g->dtype) : FP8RT_DTYPE_NONE;
+    g->scaled = is_fp8(g->atype) || is_fp8(g->btype) || !v2;
+    static const int scaled_keys[] = {G_SCALE_A, G_SCALE_B, G_FAST_ACCUM};
+    for (int i = 0; v2 && i < 3; i++) {
+        int k = scaled_keys[i];
+        if (g->scaled && !val[k].p)
+            return fail(p, "missing key '%s=' (an fp8 gemm has scales and fast_accum)", keys[k]);
+        if (!g->scaled && val[k].p)
+            return fail(p, "key '%s' is for fp8 gemms; this one is %s x %s", keys[k], rt_dtype_name(g->atype),
+                        rt_dtype_name(g->btype));
+    }
+    g->has_bias = !eq(val[G_BIAS], "none");
+    if ((st = parse_ref(p, val[G_D], &g->d)) || (st = parse_ref(p, val[G_A], &g->a)) ||
+        (st = parse_ref(p, val[G_B], &g->b)) ||
+        (g->scaled && ((st = parse_ref(p, val[G_SCALE_A], &g->scale_a)) ||
+                       (st = parse_ref(p, val[G_SCALE_B], &g->scale_b)) ||
+                       (st = parse_int32(p, val[G_FAST_ACCUM], 0, 1, "fast_accum", &g->fast_accum)))) ||
+        (g->has_bias && (st = parse_ref(p, val[G_BIAS], &g->bias))) ||
+        (st = parse_int(p, val[G_M], 0, INT32_MAX, "m", &g->m)) ||
+        (st = parse_int(p, val[G_N], 0, INT32_MAX, "n", &g->n)) ||
+        (st = parse_int(p, val[G_K], 0, INT32_MAX, "k", &g->k)))
+        return st;
+    g->batch = 1;
+    g->trans_b = 1;
+    if (v2 && (st = parse_gemm_v2(p, val, g)))
+        return st;
+    g->bias_dtype = !g->has_bias ? FP8RT_DTYPE_NONE : g->scaled ? rt_gemm_bias_dtype(g->dtype) : g->dtype;
     return FP8RT_OK;
 }
 
@@ -623,35 +745,37 @@ static fp8rt_status parse_copy(Parser *p, const Str *w, int nw, RtStep *step)
 
 /* ---- whole-plan checks --------------------------------------------------- */
 
-const RtType *rt_plan_ref_type(const RtPlan *plan, RtRef r)
+const RtType *rt_plan_ref_type(const RtPlan *plan, const RtFunc *fn, RtRef r)
 {
     switch (r.kind) {
-    case REF_IN: return &plan->in[r.index].type;
-    case REF_OUT: return &plan->out[r.index].type;
-    case REF_BUF: return &plan->buf[r.index].type;
+    case REF_IN: return &fn->in[r.index].type;
+    case REF_OUT: return &fn->out[r.index].type;
+    case REF_BUF: return &fn->buf[r.index].type;
+    case REF_STATE: return &plan->state[r.index].type;
     }
     return NULL;
 }
 
-int64_t rt_plan_ref_bytes(const RtPlan *plan, RtRef r)
+int64_t rt_plan_ref_bytes(const RtPlan *plan, const RtFunc *fn, RtRef r)
 {
     if (r.kind == REF_BUF)
-        return plan->buf[r.index].bytes;
-    const RtType *t = rt_plan_ref_type(plan, r);
+        return fn->buf[r.index].bytes;
+    const RtType *t = rt_plan_ref_type(plan, fn, r);
     return rt_type_numel(t) * (int64_t)rt_dtype_size(t->dtype);
 }
 
 const char *rt_ref_str(RtRef r, char *buf, size_t n)
 {
-    snprintf(buf, n, "%s:%d", r.kind == REF_IN ? "in" : r.kind == REF_OUT ? "out" : "buf", r.index);
+    static const char *const kinds[] = {[REF_IN] = "in", [REF_OUT] = "out", [REF_BUF] = "buf", [REF_STATE] = "st"};
+    snprintf(buf, n, "%s:%d", kinds[r.kind], r.index);
     return buf;
 }
 
 static fp8rt_status check_buffers(Parser *p)
 {
-    const RtPlan *pl = p->plan;
-    for (int i = 0; i < pl->nbuf; i++) {
-        const RtBuffer *b = &pl->buf[i];
+    const RtFunc *fn = p->fn;
+    for (int i = 0; i < fn->nbuf; i++) {
+        const RtBuffer *b = &fn->buf[i];
         int64_t need = rt_type_numel(&b->type) * (int64_t)rt_dtype_size(b->type.dtype);
         p->line = b->line;
         if (b->offset % 16)
@@ -659,9 +783,9 @@ static fp8rt_status check_buffers(Parser *p)
         if (b->bytes < need)
             return fail(p, "buffer %d: bytes=%lld is less than its type needs (%lld)", i, (long long)b->bytes,
                         (long long)need);
-        if (b->offset + b->bytes > pl->workspace)
+        if (b->offset + b->bytes > fn->workspace)
             return fail(p, "buffer %d (offset=%lld bytes=%lld) ends outside the workspace of %lld bytes", i,
-                        (long long)b->offset, (long long)b->bytes, (long long)pl->workspace);
+                        (long long)b->offset, (long long)b->bytes, (long long)fn->workspace);
     }
     return FP8RT_OK;
 }
@@ -670,43 +794,67 @@ static fp8rt_status check_buffers(Parser *p)
 static fp8rt_status check_operand(Parser *p, RtRef r, const char *what, fp8rt_dtype want, int64_t numel)
 {
     char rs[24];
-    const RtType *t = rt_plan_ref_type(p->plan, r);
-    int64_t have = rt_plan_ref_bytes(p->plan, r) / (int64_t)rt_dtype_size(want);
+    const RtType *t = rt_plan_ref_type(p->plan, p->fn, r);
+    int64_t have = rt_plan_ref_bytes(p->plan, p->fn, r) / (int64_t)rt_dtype_size(want);
     if (t->dtype != want)
         return fail(p, "gemm %s=%s is %s, the gemm wants %s", what, rt_ref_str(r, rs, sizeof rs),
                     rt_dtype_name(t->dtype), rt_dtype_name(want));
+    if (numel < 0)
+        return fail(p, "gemm %s=%s: the gemm's batch and stride span more than 2^63 elements", what,
+                    rt_ref_str(r, rs, sizeof rs));
     if (have < numel)
         return fail(p, "gemm %s=%s holds %lld elements, the gemm needs %lld", what, rt_ref_str(r, rs, sizeof rs),
                     (long long)have, (long long)numel);
     return FP8RT_OK;
 }
 
-/* Plan version 1 has tensor-wise scaling only: a scale is one f32. */
+/* fp8 gemms scale tensor-wise: a scale is one f32. */
 static fp8rt_status check_scale(Parser *p, RtRef r, const char *what)
 {
     char rs[24];
-    const RtType *t = rt_plan_ref_type(p->plan, r);
+    const RtType *t = rt_plan_ref_type(p->plan, p->fn, r);
     if (t->dtype != FP8RT_F32 || rt_type_numel(t) != 1)
         return fail(p, "gemm %s=%s is %s with %lld elements, the gemm wants an f32 scalar "
-                       "(plan version 1 scales tensor-wise)",
+                       "(this runtime scales fp8 gemms tensor-wise)",
                     what, rt_ref_str(r, rs, sizeof rs), rt_dtype_name(t->dtype), (long long)rt_type_numel(t));
+    return FP8RT_OK;
+}
+
+/* The dtypes and shape, by the rules of the gemm's kind. */
+static fp8rt_status check_gemm_kind(Parser *p, const RtGemm *g)
+{
+    char msg[256];
+    fp8rt_status st;
+    if (!g->scaled)
+        st = rt_matmul_rules(g->m, g->n, g->k, g->batch, g->atype, g->btype, g->dtype, msg, sizeof msg);
+    else if ((st = rt_gemm_rules(g->m, g->n, g->k, g->atype, g->btype, g->dtype, g->bias_dtype, msg, sizeof msg)) ==
+                 FP8RT_OK &&
+             (g->batch != 1 || g->trans_a || !g->trans_b || g->epilogue != RT_EPI_NONE))
+        return fail_st(p, FP8RT_UNSUPPORTED,
+                       "an fp8 gemm must be batch=1 trans_a=0 trans_b=1 epilogue=none (cuBLASLt's FP8 GEMM is TN; "
+                       "this runtime has no batched fp8 or fp8 epilogue)");
+    if (st == FP8RT_UNSUPPORTED)
+        return fail_st(p, st, "%s", msg);
+    if (st)
+        return fail(p, "%s", msg);
+    if (g->batch > 1 && g->stride_d < g->m * g->n)
+        return fail(p, "gemm batch=%lld writes d with stride_d=%lld, less than m*n=%lld: the batches would overlap",
+                    (long long)g->batch, (long long)g->stride_d, (long long)(g->m * g->n));
     return FP8RT_OK;
 }
 
 static fp8rt_status check_gemm(Parser *p, const RtGemm *g)
 {
-    char msg[256], rs[24];
-    fp8rt_status st = rt_gemm_rules(g->m, g->n, g->k, g->atype, g->btype, g->dtype, g->bias_dtype, msg, sizeof msg);
-    if (st == FP8RT_UNSUPPORTED)
-        return fail_st(p, st, "%s", msg);
+    char rs[24];
+    fp8rt_status st = check_gemm_kind(p, g);
     if (st)
-        return fail(p, "%s", msg);
+        return st;
     if (g->d.kind == REF_IN)
         return fail(p, "gemm d=%s writes a program input", rt_ref_str(g->d, rs, sizeof rs));
-    if ((st = check_operand(p, g->d, "d", g->dtype, g->m * g->n)) ||
-        (st = check_operand(p, g->a, "a", g->atype, g->m * g->k)) ||
-        (st = check_operand(p, g->b, "b", g->btype, g->k * g->n)) ||
-        (st = check_scale(p, g->scale_a, "scale_a")) || (st = check_scale(p, g->scale_b, "scale_b")) ||
+    if ((st = check_operand(p, g->d, "d", g->dtype, rt_gemm_span(g->batch, g->stride_d, g->m, g->n))) ||
+        (st = check_operand(p, g->a, "a", g->atype, rt_gemm_span(g->batch, g->stride_a, g->m, g->k))) ||
+        (st = check_operand(p, g->b, "b", g->btype, rt_gemm_span(g->batch, g->stride_b, g->k, g->n))) ||
+        (g->scaled && ((st = check_scale(p, g->scale_a, "scale_a")) || (st = check_scale(p, g->scale_b, "scale_b")))) ||
         (g->has_bias && (st = check_operand(p, g->bias, "bias", g->bias_dtype, g->n))))
         return st;
     return FP8RT_OK;
@@ -717,25 +865,109 @@ static fp8rt_status check_copy(Parser *p, const RtCopy *c)
     char rs[24];
     if (c->dst.kind == REF_IN)
         return fail(p, "copy dst=%s writes a program input", rt_ref_str(c->dst, rs, sizeof rs));
-    int64_t ds = rt_plan_ref_bytes(p->plan, c->dst), ss = rt_plan_ref_bytes(p->plan, c->src);
+    int64_t ds = rt_plan_ref_bytes(p->plan, p->fn, c->dst), ss = rt_plan_ref_bytes(p->plan, p->fn, c->src);
     if (c->bytes > ds || c->bytes > ss)
         return fail(p, "copy bytes=%lld is more than %s holds (%lld bytes)", (long long)c->bytes,
                     rt_ref_str(c->bytes > ds ? c->dst : c->src, rs, sizeof rs), (long long)(c->bytes > ds ? ds : ss));
     return FP8RT_OK;
 }
 
-static fp8rt_status check_steps(Parser *p)
+/* A step's references: what it reads and, for gemm d and copy dst, writes
+ * (a launch's arguments may be either). */
+static int step_refs(const RtStep *s, RtRef *r, int *nwrite)
+{
+    int n = 0;
+    *nwrite = 0;
+    if (s->kind == STEP_GEMM) {
+        const RtGemm *g = &s->u.gemm;
+        r[n++] = g->d;
+        *nwrite = 1;
+        r[n++] = g->a;
+        r[n++] = g->b;
+        if (g->scaled)
+            r[n++] = g->scale_a, r[n++] = g->scale_b;
+        if (g->has_bias)
+            r[n++] = g->bias;
+    } else if (s->kind == STEP_COPY) {
+        r[n++] = s->u.copy.dst;
+        *nwrite = 1;
+        r[n++] = s->u.copy.src;
+    }
+    return n;
+}
+
+/* Each state slot is written by its function alone, which must name it;
+ * the others read it (fn->reads). */
+static fp8rt_status check_state(Parser *p, int f)
 {
     RtPlan *pl = p->plan;
-    for (int i = 0; i < pl->nstep; i++) {
+    RtFunc *fn = &pl->func[f];
+    unsigned char *named = arena_alloc(pl->arena, (size_t)pl->nstate + 1), *read = named ? arena_alloc(pl->arena, (size_t)pl->nstate + 1) : NULL;
+    if (!read || !(fn->reads = arena_alloc(pl->arena, ((size_t)pl->nstate + 1) * sizeof *fn->reads)))
+        return fail_st(p, FP8RT_OUT_OF_MEMORY, "out of memory");
+    for (int i = 0; i < fn->nstep; i++) {
+        const RtStep *s = &fn->step[i];
+        RtRef buf[6];
+        const RtRef *r = s->kind == STEP_LAUNCH ? s->u.launch.args : buf;
+        int nwrite, n = s->kind == STEP_LAUNCH ? s->u.launch.nargs : step_refs(s, buf, &nwrite);
+        p->line = s->line;
+        for (int j = 0; j < n; j++) {
+            if (r[j].kind != REF_STATE)
+                continue;
+            const RtPort *slot = &pl->state[r[j].index];
+            named[r[j].index] = 1;
+            if (slot->from == f)
+                continue;
+            if (s->kind != STEP_LAUNCH && j < nwrite)
+                return fail(p, "st:%d ('%s') is written here, but it is state that function %s writes",
+                            r[j].index, slot->name, pl->func[slot->from].name);
+            if (!read[r[j].index]++)
+                fn->reads[fn->nreads++] = r[j].index;
+        }
+    }
+    for (int i = 0; i < pl->nstate; i++)
+        if (pl->state[i].from == f && !named[i]) {
+            p->line = pl->state[i].line;
+            return fail(p, "state %d ('%s') is from=%s, but function %s never writes it", i, pl->state[i].name,
+                        fn->name, fn->name);
+        }
+    return FP8RT_OK;
+}
+
+static fp8rt_status check_steps(Parser *p)
+{
+    const RtFunc *fn = p->fn;
+    for (int i = 0; i < fn->nstep; i++) {
         fp8rt_status st = FP8RT_OK;
-        p->line = pl->step[i].line;
-        if (pl->step[i].kind == STEP_GEMM)
-            st = check_gemm(p, &pl->step[i].u.gemm);
-        else if (pl->step[i].kind == STEP_COPY)
-            st = check_copy(p, &pl->step[i].u.copy);
+        p->line = fn->step[i].line;
+        if (fn->step[i].kind == STEP_GEMM)
+            st = check_gemm(p, &fn->step[i].u.gemm);
+        else if (fn->step[i].kind == STEP_COPY)
+            st = check_copy(p, &fn->step[i].u.copy);
         if (st)
             return st;
+    }
+    return FP8RT_OK;
+}
+
+static fp8rt_status check_plan(Parser *p)
+{
+    RtPlan *pl = p->plan;
+    fp8rt_status st;
+    for (int f = 0; f < pl->nfunc; f++) {
+        p->fn = &pl->func[f];
+        if ((st = check_buffers(p)) || (st = check_steps(p)) || (st = check_state(p, f)))
+            return st;
+    }
+    for (int i = 0; i < pl->nstate; i++) {
+        RtPort *s = &pl->state[i];
+        int64_t bytes = rt_type_numel(&s->type) * (int64_t)rt_dtype_size(s->type.dtype);
+        s->offset = pl->state_bytes;
+        if (bytes > INT64_MAX / 4 - pl->state_bytes) {
+            p->line = s->line;
+            return fail(p, "state %d: the program's state is larger than 2^61 bytes", i);
+        }
+        pl->state_bytes += (bytes + 255) / 256 * 256;
     }
     return FP8RT_OK;
 }
@@ -756,17 +988,20 @@ static fp8rt_status parse_header(Parser *p)
     int64_t v;
     if ((st = parse_int(p, w[1], 0, INT32_MAX, "plan version", &v)))
         return st;
-    if (v != RT_PLAN_VERSION)
-        return fail_st(p, FP8RT_BAD_PROGRAM, "plan version %lld; this runtime reads version %d", (long long)v,
-                       RT_PLAN_VERSION);
+    if (v < RT_PLAN_VERSION_MIN || v > RT_PLAN_VERSION_MAX)
+        return fail_st(p, FP8RT_BAD_PROGRAM, "plan version %lld; this runtime reads versions %d to %d", (long long)v,
+                       RT_PLAN_VERSION_MIN, RT_PLAN_VERSION_MAX);
     p->plan->version = (int)v;
     return FP8RT_OK;
 }
 
-typedef enum { L_TARGET, L_INPUT, L_OUTPUT, L_WORKSPACE, L_BUFFER, L_LAUNCH, L_GEMM, L_COPY, L_NKINDS } LineKind;
+typedef enum {
+    L_TARGET, L_STATE, L_FUNCTION,   /* the program's lines */
+    L_INPUT, L_OUTPUT, L_WORKSPACE, L_BUFFER, L_LAUNCH, L_GEMM, L_COPY, L_NKINDS
+} LineKind;
 
-static const char *const line_kinds[L_NKINDS] = {"target", "input",  "output", "workspace",
-                                                 "buffer", "launch", "gemm",   "copy"};
+static const char *const line_kinds[L_NKINDS] = {"target", "state",  "function", "input", "output",
+                                                 "workspace", "buffer", "launch", "gemm", "copy"};
 
 /* Which kind a line is; -1 for a blank or comment line. */
 static fp8rt_status line_kind(Parser *p, const Line *ln, Str *w, int *nw, int *kind)
@@ -782,59 +1017,131 @@ static fp8rt_status line_kind(Parser *p, const Line *ln, Str *w, int *nw, int *k
         if (eq(w[0], line_kinds[k]))
             *kind = k;
     if (*kind < 0)
-        return fail(p, "unknown plan line '%.*s' (target input output workspace buffer launch gemm copy)", W(w[0]));
+        return fail(p, p->plan->version < 2
+                           ? "unknown plan line '%.*s' (target input output workspace buffer launch gemm copy)"
+                           : "unknown plan line '%.*s' (target state function input output workspace buffer "
+                             "launch gemm copy)",
+                    W(w[0]));
+    if (*kind <= L_FUNCTION && *kind != L_TARGET && p->plan->version < 2)
+        return fail(p, "'%s' lines need plan version 2 (this plan is version 1)", line_kinds[*kind]);
     return FP8RT_OK;
 }
 
+/* function NAME: a name for the runtime's API and fp8run, unique */
+static fp8rt_status parse_function(Parser *p, const Str *w, int nw, RtFunc *fn)
+{
+    RtPlan *pl = p->plan;
+    if (nw != 2 || !is_ident(w[1]))
+        return fail(p, "'function' wants a name (function forward)");
+    for (RtFunc *g = pl->func; g < fn; g++)
+        if (eq(w[1], g->name))
+            return fail(p, "function '%.*s' is already defined on line %d", W(w[1]), g->line);
+    if (!(fn->name = arena_alloc(pl->arena, w[1].n + 1)))
+        return fail_st(p, FP8RT_OUT_OF_MEMORY, "out of memory");
+    memcpy(fn->name, w[1].p, w[1].n);
+    fn->line = p->line;
+    return FP8RT_OK;
+}
+
+static fp8rt_status alloc_func(Parser *p, RtFunc *fn)
+{
+    RtArena *a = p->plan->arena;
+    fn->in = arena_alloc(a, (size_t)fn->nin * sizeof *fn->in + 1);
+    fn->out = arena_alloc(a, (size_t)fn->nout * sizeof *fn->out + 1);
+    fn->buf = arena_alloc(a, (size_t)fn->nbuf * sizeof *fn->buf + 1);
+    fn->step = arena_alloc(a, (size_t)fn->nstep * sizeof *fn->step + 1);
+    if (!fn->in || !fn->out || !fn->buf || !fn->step)
+        return fail_st(p, FP8RT_OUT_OF_MEMORY, "out of memory");
+    return FP8RT_OK;
+}
+
+/* Count the functions and state slots, then each function's lines, so that
+ * references can be range-checked wherever they appear. A version 1 plan is
+ * one function, "main". */
 static fp8rt_status count_lines(Parser *p)
 {
     RtPlan *pl = p->plan;
     Str w[MAXWORDS];
-    int nw, kind, count[L_NKINDS] = {0};
+    int nw, kind, f;
+    fp8rt_status st;
     for (int i = 1; i < p->nlines; i++) {
-        fp8rt_status st = line_kind(p, &p->lines[i], w, &nw, &kind);
-        if (st)
+        if ((st = line_kind(p, &p->lines[i], w, &nw, &kind)))
             return st;
-        if (kind >= 0)
-            count[kind]++;
+        pl->nfunc += kind == L_FUNCTION;
+        pl->nstate += kind == L_STATE;
     }
-    pl->nin = count[L_INPUT];
-    pl->nout = count[L_OUTPUT];
-    pl->nbuf = count[L_BUFFER];
-    pl->nstep = count[L_LAUNCH] + count[L_GEMM] + count[L_COPY];
-    pl->in = arena_alloc(pl->arena, (size_t)pl->nin * sizeof *pl->in + 1);
-    pl->out = arena_alloc(pl->arena, (size_t)pl->nout * sizeof *pl->out + 1);
-    pl->buf = arena_alloc(pl->arena, (size_t)pl->nbuf * sizeof *pl->buf + 1);
-    pl->step = arena_alloc(pl->arena, (size_t)pl->nstep * sizeof *pl->step + 1);
-    if (!pl->in || !pl->out || !pl->buf || !pl->step)
+    if (pl->version < 2)
+        pl->nfunc = 1;
+    if (pl->nfunc == 0) {
+        p->line = p->lines[0].no;
+        return fail(p, "a version 2 plan needs a 'function NAME' line before its steps");
+    }
+    pl->func = arena_alloc(pl->arena, (size_t)pl->nfunc * sizeof *pl->func);
+    pl->state = arena_alloc(pl->arena, (size_t)pl->nstate * sizeof *pl->state + 1);
+    if (!pl->func || !pl->state)
         return fail_st(p, FP8RT_OUT_OF_MEMORY, "out of memory");
+    if (pl->version < 2 && !(pl->func[0].name = arena_alloc(pl->arena, 8)))
+        return fail_st(p, FP8RT_OUT_OF_MEMORY, "out of memory");
+    if (pl->version < 2)
+        memcpy(pl->func[0].name, "main", 5);
+    f = pl->version < 2 ? 0 : -1;
+    for (int i = 1; i < p->nlines; i++) {
+        line_kind(p, &p->lines[i], w, &nw, &kind);   /* read once already */
+        if (kind == L_FUNCTION && (st = parse_function(p, w, nw, &pl->func[++f])))
+            return st;
+        if (kind == L_STATE && f >= 0)
+            return fail(p, "'state' after a 'function' line: the state slots come first");
+        if (kind <= L_FUNCTION)
+            continue;
+        if (f < 0)
+            return fail(p, "'%s' before the first 'function' line", line_kinds[kind]);
+        RtFunc *fn = &pl->func[f];
+        fn->nin += kind == L_INPUT;
+        fn->nout += kind == L_OUTPUT;
+        fn->nbuf += kind == L_BUFFER;
+        fn->nstep += kind >= L_LAUNCH;
+    }
+    for (f = 0; f < pl->nfunc; f++)
+        if ((st = alloc_func(p, &pl->func[f])))
+            return st;
     return FP8RT_OK;
+}
+
+static fp8rt_status parse_line(Parser *p, const Str *w, int nw, int kind)
+{
+    RtFunc *fn = p->fn;
+    switch (kind) {
+    case L_TARGET: return parse_target(p, w, nw);
+    case L_STATE: return parse_state(p, w, nw);
+    case L_INPUT: return parse_port(p, w, nw, fn->in, &p->nin, "input");
+    case L_OUTPUT: return parse_port(p, w, nw, fn->out, &p->nout, "output");
+    case L_WORKSPACE: return parse_workspace(p, w, nw);
+    case L_BUFFER: return parse_buffer(p, w, nw);
+    case L_LAUNCH: return parse_launch(p, w, nw, &fn->step[p->nstep]);
+    case L_GEMM: return parse_gemm(p, w, nw, &fn->step[p->nstep]);
+    case L_COPY: return parse_copy(p, w, nw, &fn->step[p->nstep]);
+    default: return FP8RT_OK;
+    }
 }
 
 static fp8rt_status parse_lines(Parser *p)
 {
     RtPlan *pl = p->plan;
     Str w[MAXWORDS];
-    int nw, kind, nin = 0, nout = 0, nstep = 0, ws_seen = 0;
+    int nw, kind, f = pl->version < 2 ? 0 : -1;
+    p->fn = &pl->func[0];
     for (int i = 1; i < p->nlines; i++) {
         fp8rt_status st = line_kind(p, &p->lines[i], w, &nw, &kind);
         if (st)
             return st;
-        switch (kind) {
-        case L_TARGET: st = parse_target(p, w, nw); break;
-        case L_INPUT: st = parse_port(p, w, nw, pl->in, &nin, "input"); break;
-        case L_OUTPUT: st = parse_port(p, w, nw, pl->out, &nout, "output"); break;
-        case L_WORKSPACE: st = parse_workspace(p, w, nw, &ws_seen); break;
-        case L_BUFFER: st = parse_buffer(p, w, nw); break;
-        case L_LAUNCH: st = parse_launch(p, w, nw, &pl->step[nstep]); break;
-        case L_GEMM: st = parse_gemm(p, w, nw, &pl->step[nstep]); break;
-        case L_COPY: st = parse_copy(p, w, nw, &pl->step[nstep]); break;
-        default: break;
+        if (kind == L_FUNCTION) {
+            p->fn = &pl->func[++f];
+            p->nin = p->nout = p->nbuf = p->nstep = p->ws_seen = 0;
         }
-        if (st)
+        if ((st = parse_line(p, w, nw, kind)))
             return st;
         if (kind >= L_LAUNCH)
-            pl->step[nstep++].line = p->line;
+            p->fn->step[p->nstep++].line = p->line;
     }
     if (!pl->target[0]) {
         p->line = p->lines[0].no;
@@ -849,8 +1156,7 @@ static fp8rt_status parse_plan(Parser *p)
     p->plan->arena = calloc(1, sizeof *p->plan->arena);
     if (!p->plan->arena)
         return fail_st(p, FP8RT_OUT_OF_MEMORY, "out of memory");
-    if ((st = parse_header(p)) || (st = count_lines(p)) || (st = parse_lines(p)) || (st = check_buffers(p)) ||
-        (st = check_steps(p)))
+    if ((st = parse_header(p)) || (st = count_lines(p)) || (st = parse_lines(p)) || (st = check_plan(p)))
         return st;
     return FP8RT_OK;
 }
@@ -1012,7 +1318,7 @@ static fp8rt_status finish(Parser *p, fp8rt_status st)
 fp8rt_status rt_plan_parse_ptx(const char *text, size_t len, const char *name, RtPlan *plan, char *err,
                                size_t errlen)
 {
-    Parser p = {name ? name : "<memory>", err, errlen, 0, plan, NULL, 0, 0};
+    Parser p = {.name = name ? name : "<memory>", .err = err, .errlen = errlen, .plan = plan};
     memset(plan, 0, sizeof *plan);
     if (errlen)
         err[0] = 0;
@@ -1028,7 +1334,7 @@ fp8rt_status rt_plan_parse_ptx(const char *text, size_t len, const char *name, R
 fp8rt_status rt_plan_parse_text(const char *text, size_t len, const char *name, RtPlan *plan, char *err,
                                 size_t errlen)
 {
-    Parser p = {name ? name : "<memory>", err, errlen, 0, plan, NULL, 0, 0};
+    Parser p = {.name = name ? name : "<memory>", .err = err, .errlen = errlen, .plan = plan};
     memset(plan, 0, sizeof *plan);
     if (errlen)
         err[0] = 0;

@@ -15,13 +15,14 @@
 
 #include "fp8rt.h"
 
-#define RT_PLAN_VERSION 1
+#define RT_PLAN_VERSION_MIN 1   /* the plan versions this parser reads */
+#define RT_PLAN_VERSION_MAX 2
 
 typedef struct RtArena RtArena;
 
-typedef enum { REF_IN, REF_OUT, REF_BUF } RtRefKind;
+typedef enum { REF_IN, REF_OUT, REF_BUF, REF_STATE } RtRefKind;
 
-/* in:N, out:N, buf:N */
+/* in:N, out:N, buf:N (of the function), st:N (of the program) */
 typedef struct {
     RtRefKind kind;
     int index;
@@ -34,11 +35,13 @@ typedef struct {
     int64_t dims[FP8RT_MAX_RANK];
 } RtType;
 
-/* input N NAME TYPE / output N NAME TYPE */
+/* input N NAME TYPE / output N NAME TYPE / state N NAME TYPE from=FUNCTION */
 typedef struct {
     char *name;
     RtType type;
     int line;
+    int from;               /* state: the function that writes it */
+    int64_t offset;         /* state: where it lives in a state's allocation */
 } RtPort;
 
 /* buffer N TYPE [layout=[...]] offset=O bytes=B [zero] */
@@ -61,11 +64,21 @@ typedef struct {
     RtRef *args;
 } RtLaunch;
 
-/* gemm d=R a=R b=R scale_a=R scale_b=R bias=R|none m=M n=N k=K atype=T btype=T dtype=T fast_accum=0|1 */
+typedef enum { RT_EPI_NONE, RT_EPI_RELU, RT_EPI_GELU } RtEpilogue;
+
+/* version 1: gemm d=R a=R b=R scale_a=R scale_b=R bias=R|none m=M n=N k=K
+ *            atype=T btype=T dtype=T fast_accum=0|1
+ * version 2 adds batch= stride_a= stride_b= stride_d= trans_a= trans_b=
+ * epilogue=; scale_a, scale_b and fast_accum are there exactly for fp8
+ * operands (`scaled`). Version 1's gemm is version 2's with batch=1,
+ * strides 0, trans_a=0 trans_b=1, epilogue=none. */
 typedef struct {
     RtRef d, a, b, scale_a, scale_b, bias;
-    int has_bias;
+    int has_bias, scaled;
     int64_t m, n, k;
+    int64_t batch, stride_a, stride_b, stride_d;   /* elements between batch entries; 0: shared */
+    int trans_a, trans_b;                          /* a stored (K,M) / b stored (N,K), row-major */
+    RtEpilogue epilogue;
     fp8rt_dtype atype, btype, dtype, bias_dtype;
     int fast_accum;
 } RtGemm;
@@ -86,22 +99,35 @@ typedef struct {
     } u;
 } RtStep;
 
+/* function NAME, and the lines after it up to the next function: what one
+ * call runs. A version 1 plan is one function, "main". */
 typedef struct {
-    int version;
-    char target[16];        /* "sm_90a" */
-    int sm;                 /* 90 */
-    char sm_suffix;         /* 'a', 'f' or 0 */
+    char *name;
+    int line;
     int nin, nout, nbuf, nstep;
     RtPort *in, *out;
     RtBuffer *buf;
     RtStep *step;
     int64_t workspace;
+    int nreads;
+    int *reads;             /* the state slots it reads that another function writes */
+} RtFunc;
+
+typedef struct {
+    int version;
+    char target[16];        /* "sm_90a" */
+    int sm;                 /* 90 */
+    char sm_suffix;         /* 'a', 'f' or 0 */
+    int nstate, nfunc;
+    RtPort *state;
+    RtFunc *func;
+    int64_t state_bytes;    /* one state's allocation: every slot, 256-byte aligned */
     size_t ptx_offset;      /* where the PTX after "// end-plan" starts in the text */
     RtArena *arena;
 } RtPlan;
 
 /* Parse the plan at the top of an fp8cc PTX file: lines behind "// " between
- * "// fp8cc-plan 1" and "// end-plan". `name` is used in messages
+ * "// fp8cc-plan V" and "// end-plan". `name` is used in messages
  * ("name:LINE: ..."). Returns FP8RT_OK, FP8RT_BAD_PROGRAM (or
  * FP8RT_UNSUPPORTED, FP8RT_OUT_OF_MEMORY) with the message in err. On failure
  * *plan holds nothing to free. */
@@ -112,10 +138,12 @@ fp8rt_status rt_plan_parse_text(const char *text, size_t len, const char *name, 
                                 char *err, size_t errlen);
 void rt_plan_free(RtPlan *plan);
 
-/* The type a reference names (a port's or a buffer's) and its size in bytes
- * (a buffer's declared bytes). */
-const RtType *rt_plan_ref_type(const RtPlan *plan, RtRef r);
-int64_t rt_plan_ref_bytes(const RtPlan *plan, RtRef r);
+/* The type a reference of function fn names (a port's, a buffer's or a
+ * state slot's) and its size in bytes (a buffer's declared bytes). */
+const RtType *rt_plan_ref_type(const RtPlan *plan, const RtFunc *fn, RtRef r);
+int64_t rt_plan_ref_bytes(const RtPlan *plan, const RtFunc *fn, RtRef r);
+/* The elements a gemm operand spans: (batch-1)*stride + rows*cols. */
+int64_t rt_gemm_span(int64_t batch, int64_t stride, int64_t rows, int64_t cols);
 /* "in:3" into buf (at least 24 bytes) */
 const char *rt_ref_str(RtRef r, char *buf, size_t n);
 
@@ -134,5 +162,10 @@ fp8rt_status rt_gemm_rules(int64_t m, int64_t n, int64_t k, fp8rt_dtype at, fp8r
                            fp8rt_dtype dt, fp8rt_dtype bias_dt, char *err, size_t errlen);
 /* The bias dtype cuBLASLt wants for an FP8 GEMM writing dt. */
 fp8rt_dtype rt_gemm_bias_dtype(fp8rt_dtype dt);
+/* The rules of a GEMM on float operands (plan version 2's matmul and
+ * fp8rt_matmul): a, b and d one dtype of f16 bf16 f32 f64, bias the same;
+ * m, n >= 0, k >= 1, batch >= 1, all below 2^31. */
+fp8rt_status rt_matmul_rules(int64_t m, int64_t n, int64_t k, int64_t batch, fp8rt_dtype at, fp8rt_dtype bt,
+                             fp8rt_dtype dt, char *err, size_t errlen);
 
 #endif /* FP8RT_PLAN_H */

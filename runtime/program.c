@@ -1,15 +1,17 @@
-/* program.c — loading an fp8cc program and running its plan.
+/* program.c — loading an fp8cc program and running its functions.
  *
  * Loading: parse the plan (plan.c), check its target against the device,
  * JIT the PTX (cuModuleLoadDataEx with the error and info logs), resolve every
  * launch once (function, parameter count, block and shared-memory limits, the
- * grid of a persistent launch, cooperative residency), allocate the
- * workspace and zero the `zero` buffers.
+ * grid of a persistent launch, cooperative residency), allocate each
+ * function's workspace and zero its `zero` buffers, and make the default
+ * state when the program has state slots.
  *
- * Running: check the caller's tensors against the signature, then either
- * enqueue the steps one by one on the caller's stream, or — graphs on —
- * replay the CUDA graph captured for this set of pointers, capturing it first
- * (on the context's capture stream) when there is none.
+ * Running a function: check the caller's tensors against its signature and
+ * that the state slots it reads were written, then either enqueue the steps
+ * one by one on the caller's stream, or — graphs on — replay the CUDA graph
+ * captured for this set of pointers (inputs, outputs, the state's base),
+ * capturing it first (on the context's capture stream) when there is none.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -24,12 +26,32 @@ typedef struct {
     unsigned grid;          /* blocks, after grid=0 is resolved */
 } Launch;
 
-/* A captured plan for one set of input/output pointers. */
+/* A captured function for one set of pointers. */
 typedef struct {
     CUgraphExec exec;
-    CUdeviceptr *ptrs;      /* nin + nout pointers it was captured with */
+    CUdeviceptr *ptrs;      /* the nin + nout + 1 pointers it was captured with */
     uint64_t used;          /* last use, for replacing the least recently used */
 } Graph;
+
+/* A plan function, loaded. */
+typedef struct {
+    const RtFunc *f;
+    int index;
+    CUdeviceptr ws;                 /* f->workspace bytes, or 0 */
+    Launch *launch;                 /* per step (unused for gemm and copy) */
+    CUdeviceptr *ptrs;              /* this run's inputs, outputs, then the state's base */
+    Graph graph[RT_GRAPHS];
+    uint64_t clock;
+} Fn;
+
+/* The state slots of one sequence of calls (a training step's forward and
+ * backward): one allocation, and which slots a call has written. */
+struct fp8rt_state {
+    fp8rt_program *prog;
+    fp8rt_state *next, *prev;       /* the program's list */
+    CUdeviceptr base;               /* plan.state_bytes, or 0 */
+    unsigned char *written;         /* per slot */
+};
 
 struct fp8rt_program {
     fp8rt_context *ctx;
@@ -37,14 +59,12 @@ struct fp8rt_program {
     char *name;
     RtPlan plan;
     CUmodule module;
-    CUdeviceptr ws;                 /* plan.workspace bytes, or 0 */
-    Launch *launch;                 /* per step (unused for gemm and copy) */
+    Fn *fn;                         /* per plan function */
     CUdeviceptr *argv;              /* kernel parameter values, max args */
     void **argp;                    /* pointers to them, for cuLaunchKernel */
-    CUdeviceptr *ptrs;              /* this run's nin + nout pointers */
     int graphs;                     /* replay on */
-    Graph graph[RT_GRAPHS];
-    uint64_t clock;
+    fp8rt_state *states;            /* every state made for it */
+    fp8rt_state *dflt;              /* the default state; NULL without state slots */
 };
 
 /* ---- loading ------------------------------------------------------------- */
@@ -169,26 +189,29 @@ fail:
 static fp8rt_status resolve_launches(fp8rt_program *p)
 {
     fp8rt_context *ctx = p->ctx;
-    const RtPlan *pl = &p->plan;
     int maxargs = 1;
-    for (int i = 0; i < pl->nstep; i++) {
-        const RtStep *s = &pl->step[i];
-        if (s->kind != STEP_LAUNCH)
-            continue;
-        const RtLaunch *l = &s->u.launch;
-        CUresult r = drv.cuModuleGetFunction(&p->launch[i].fn, p->module, l->kernel);
-        if (r == CUDA_ERROR_NOT_FOUND)
-            return rt_err(ctx, FP8RT_BAD_PROGRAM, "%s:%d: launch %s: the PTX has no kernel '%s'", p->name, s->line,
-                          l->kernel, l->kernel);
-        if (r != CUDA_SUCCESS)
-            return rt_fail_call(ctx, 0, r, "cuModuleGetFunction(&fn, module, kernel)", __FILE__, __LINE__);
-        fp8rt_status st = check_params(p, l, p->launch[i].fn, s->line);
-        if (st == FP8RT_OK)
-            st = size_launch(p, l, &p->launch[i], s->line);
-        if (st != FP8RT_OK)
-            return st;
-        if (l->nargs > maxargs)
-            maxargs = l->nargs;
+    for (int f = 0; f < p->plan.nfunc; f++) {
+        const RtFunc *pf = &p->plan.func[f];
+        for (int i = 0; i < pf->nstep; i++) {
+            const RtStep *s = &pf->step[i];
+            Launch *out = &p->fn[f].launch[i];
+            if (s->kind != STEP_LAUNCH)
+                continue;
+            const RtLaunch *l = &s->u.launch;
+            CUresult r = drv.cuModuleGetFunction(&out->fn, p->module, l->kernel);
+            if (r == CUDA_ERROR_NOT_FOUND)
+                return rt_err(ctx, FP8RT_BAD_PROGRAM, "%s:%d: launch %s: the PTX has no kernel '%s'", p->name,
+                              s->line, l->kernel, l->kernel);
+            if (r != CUDA_SUCCESS)
+                return rt_fail_call(ctx, 0, r, "cuModuleGetFunction(&fn, module, kernel)", __FILE__, __LINE__);
+            fp8rt_status st = check_params(p, l, out->fn, s->line);
+            if (st == FP8RT_OK)
+                st = size_launch(p, l, out, s->line);
+            if (st != FP8RT_OK)
+                return st;
+            if (l->nargs > maxargs)
+                maxargs = l->nargs;
+        }
     }
     p->argv = calloc((size_t)maxargs, sizeof *p->argv);
     p->argp = calloc((size_t)maxargs, sizeof *p->argp);
@@ -199,18 +222,23 @@ static fp8rt_status resolve_launches(fp8rt_program *p)
     return FP8RT_OK;
 }
 
-/* One allocation for every buffer; `zero` buffers zeroed once, here. */
-static fp8rt_status alloc_workspace(fp8rt_program *p)
+/* One allocation per function for every buffer of it; `zero` buffers zeroed
+ * once, here. (Functions do not share a workspace: one's `zero` buffers
+ * must stay zero while another runs.) */
+static fp8rt_status alloc_workspaces(fp8rt_program *p)
 {
     fp8rt_context *ctx = p->ctx;
     fp8rt_status st = FP8RT_OK;
-    const RtPlan *pl = &p->plan;
-    if (pl->workspace == 0)
-        return FP8RT_OK;
-    CHECK(drv.cuMemAlloc(&p->ws, (size_t)pl->workspace));
-    for (int i = 0; i < pl->nbuf; i++)
-        if (pl->buf[i].zero && pl->buf[i].bytes)
-            CHECK(drv.cuMemsetD8(p->ws + (CUdeviceptr)pl->buf[i].offset, 0, (size_t)pl->buf[i].bytes));
+    for (int f = 0; f < p->plan.nfunc; f++) {
+        const RtFunc *pf = &p->plan.func[f];
+        Fn *fn = &p->fn[f];
+        if (pf->workspace == 0)
+            continue;
+        CHECK(drv.cuMemAlloc(&fn->ws, (size_t)pf->workspace));
+        for (int i = 0; i < pf->nbuf; i++)
+            if (pf->buf[i].zero && pf->buf[i].bytes)
+                CHECK(drv.cuMemsetD8(fn->ws + (CUdeviceptr)pf->buf[i].offset, 0, (size_t)pf->buf[i].bytes));
+    }
     CHECK(drv.cuCtxSynchronize());
 fail:
     return st;
@@ -219,13 +247,61 @@ fail:
 static fp8rt_status graphs_free(fp8rt_program *p, fp8rt_status st)
 {
     fp8rt_context *ctx = p->ctx;
-    for (int i = 0; i < RT_GRAPHS; i++) {
-        if (p->graph[i].exec)
-            RELEASE(drv.cuGraphExecDestroy(p->graph[i].exec));
-        p->graph[i].exec = NULL;
-        p->graph[i].used = 0;
-    }
+    for (int f = 0; p->fn && f < p->plan.nfunc; f++)
+        for (int i = 0; i < RT_GRAPHS; i++) {
+            Graph *g = &p->fn[f].graph[i];
+            if (g->exec)
+                RELEASE(drv.cuGraphExecDestroy(g->exec));
+            g->exec = NULL;
+            g->used = 0;
+        }
     return st;
+}
+
+/* ---- state ------------------------------------------------------------------ */
+
+static fp8rt_status state_free(fp8rt_state *s, fp8rt_status st)
+{
+    fp8rt_program *p = s->prog;
+    fp8rt_context *ctx = p->ctx;
+    if (s->prev)
+        s->prev->next = s->next;
+    else
+        p->states = s->next;
+    if (s->next)
+        s->next->prev = s->prev;
+    if (p->dflt == s)
+        p->dflt = NULL;
+    if (s->base)
+        RELEASE(drv.cuMemFree(s->base));
+    free(s->written);
+    free(s);
+    return st;
+}
+
+/* A state of zeroed slots, none written; the context pushed by the caller. */
+static fp8rt_status state_make(fp8rt_program *p, fp8rt_state **out)
+{
+    fp8rt_context *ctx = p->ctx;
+    fp8rt_status st = FP8RT_OK;
+    fp8rt_state *s = calloc(1, sizeof *s);
+    if (!s || !(s->written = calloc((size_t)p->plan.nstate + 1, 1))) {
+        free(s);
+        return rt_err(ctx, FP8RT_OUT_OF_MEMORY, "%s: out of host memory", p->name);
+    }
+    s->prog = p;
+    s->next = p->states;
+    if (p->states)
+        p->states->prev = s;
+    p->states = s;
+    if (p->plan.state_bytes) {
+        CHECK(drv.cuMemAlloc(&s->base, (size_t)p->plan.state_bytes));
+        CHECK(drv.cuMemsetD8(s->base, 0, (size_t)p->plan.state_bytes));
+    }
+    *out = s;
+    return FP8RT_OK;
+fail:
+    return state_free(s, st);
 }
 
 /* Frees a program (its context pushed by the caller, or not needed: the
@@ -240,17 +316,23 @@ fp8rt_status rt_program_free(fp8rt_program *p, fp8rt_status st)
     if (p->next)
         p->next->prev = p->prev;
     st = graphs_free(p, st);
-    for (int i = 0; i < RT_GRAPHS; i++)
-        free(p->graph[i].ptrs);
-    if (p->ws)
-        RELEASE(drv.cuMemFree(p->ws));
+    while (p->states)
+        st = state_free(p->states, st);
+    for (int f = 0; p->fn && f < p->plan.nfunc; f++) {
+        Fn *fn = &p->fn[f];
+        for (int i = 0; i < RT_GRAPHS; i++)
+            free(fn->graph[i].ptrs);
+        if (fn->ws)
+            RELEASE(drv.cuMemFree(fn->ws));
+        free(fn->launch);
+        free(fn->ptrs);
+    }
     if (p->module)
         RELEASE(drv.cuModuleUnload(p->module));
     rt_plan_free(&p->plan);
-    free(p->launch);
+    free(p->fn);
     free(p->argv);
     free(p->argp);
-    free(p->ptrs);
     free(p->name);
     free(p);
     return st;
@@ -259,13 +341,27 @@ fp8rt_status rt_program_free(fp8rt_program *p, fp8rt_status st)
 static fp8rt_status alloc_host(fp8rt_program *p)
 {
     const RtPlan *pl = &p->plan;
-    size_t nptr = (size_t)(pl->nin + pl->nout) + 1;
-    p->launch = calloc((size_t)pl->nstep + 1, sizeof *p->launch);
-    p->ptrs = calloc(nptr, sizeof *p->ptrs);
-    int ok = p->launch && p->ptrs;
-    for (int i = 0; ok && i < RT_GRAPHS; i++)
-        ok = (p->graph[i].ptrs = calloc(nptr, sizeof *p->graph[i].ptrs)) != NULL;
+    int ok = (p->fn = calloc((size_t)pl->nfunc, sizeof *p->fn)) != NULL;
+    for (int f = 0; ok && f < pl->nfunc; f++) {
+        Fn *fn = &p->fn[f];
+        size_t nptr = (size_t)(pl->func[f].nin + pl->func[f].nout) + 1;
+        fn->f = &pl->func[f];
+        fn->index = f;
+        ok = (fn->launch = calloc((size_t)pl->func[f].nstep + 1, sizeof *fn->launch)) &&
+             (fn->ptrs = calloc(nptr, sizeof *fn->ptrs));
+        for (int i = 0; ok && i < RT_GRAPHS; i++)
+            ok = (fn->graph[i].ptrs = calloc(nptr, sizeof *fn->graph[i].ptrs)) != NULL;
+    }
     return ok ? FP8RT_OK : rt_err(p->ctx, FP8RT_OUT_OF_MEMORY, "%s: out of host memory", p->name);
+}
+
+static int has_gemm(const RtPlan *pl)
+{
+    for (int f = 0; f < pl->nfunc; f++)
+        for (int i = 0; i < pl->func[f].nstep; i++)
+            if (pl->func[f].step[i].kind == STEP_GEMM)
+                return 1;
+    return 0;
 }
 
 /* Everything after parsing; `text` is the NUL-terminated PTX file. */
@@ -279,10 +375,11 @@ static fp8rt_status load(fp8rt_program *p, const char *text)
     if (st == FP8RT_OK)
         st = resolve_launches(p);
     if (st == FP8RT_OK)
-        st = alloc_workspace(p);
-    for (int i = 0; st == FP8RT_OK && i < p->plan.nstep; i++)
-        if (p->plan.step[i].kind == STEP_GEMM)
-            st = rt_lt_init(p->ctx);
+        st = alloc_workspaces(p);
+    if (st == FP8RT_OK && p->plan.nstate)
+        st = state_make(p, &p->dflt);
+    if (st == FP8RT_OK && has_gemm(&p->plan))
+        st = rt_lt_init(p->ctx);
     return st;
 }
 
@@ -445,47 +542,133 @@ fp8rt_status fp8rt_program_destroy(fp8rt_program *p)
 
 /* ---- signature ------------------------------------------------------------- */
 
-fp8rt_status fp8rt_program_io_count(const fp8rt_program *p, int *nin, int *nout)
+int fp8rt_program_function_count(const fp8rt_program *p)
+{
+    return p ? p->plan.nfunc : 0;
+}
+
+const char *fp8rt_program_function_name(const fp8rt_program *p, int f)
+{
+    return p && f >= 0 && f < p->plan.nfunc ? p->plan.func[f].name : NULL;
+}
+
+fp8rt_status fp8rt_program_find_function(const fp8rt_program *p, const char *name, int *f)
+{
+    if (!p || !name || !f)
+        return rt_err(p ? p->ctx : NULL, FP8RT_INVALID_ARGUMENT, "fp8rt_program_find_function: %s is NULL",
+                      !p ? "program" : !name ? "name" : "f");
+    for (int i = 0; i < p->plan.nfunc; i++)
+        if (strcmp(p->plan.func[i].name, name) == 0) {
+            *f = i;
+            return FP8RT_OK;
+        }
+    return rt_err(p->ctx, FP8RT_INVALID_ARGUMENT, "fp8rt_program_find_function: %s has no function '%s'", p->name,
+                  name);
+}
+
+/* The function f of p, or an error from entry `what`. */
+static fp8rt_status get_func(const fp8rt_program *p, int f, const char *what, const RtFunc **out)
 {
     if (!p)
-        return rt_err(NULL, FP8RT_INVALID_ARGUMENT, "fp8rt_program_io_count: program is NULL");
-    if (nin)
-        *nin = p->plan.nin;
-    if (nout)
-        *nout = p->plan.nout;
+        return rt_err(NULL, FP8RT_INVALID_ARGUMENT, "%s: program is NULL", what);
+    if (f < 0 || f >= p->plan.nfunc)
+        return rt_err(p->ctx, FP8RT_INVALID_ARGUMENT, "%s: function %d out of range (%s has %d)", what, f, p->name,
+                      p->plan.nfunc);
+    *out = &p->plan.func[f];
     return FP8RT_OK;
 }
 
-static fp8rt_status port_info(const fp8rt_program *p, int i, int out, fp8rt_tensor_info *info)
+fp8rt_status fp8rt_function_io_count(const fp8rt_program *p, int f, int *nin, int *nout)
 {
-    const char *fn = out ? "fp8rt_program_output" : "fp8rt_program_input";
-    if (!p || !info)
-        return rt_err(p ? p->ctx : NULL, FP8RT_INVALID_ARGUMENT, "%s: %s is NULL", fn, p ? "info" : "program");
-    int n = out ? p->plan.nout : p->plan.nin;
-    if (i < 0 || i >= n)
-        return rt_err(p->ctx, FP8RT_INVALID_ARGUMENT, "%s: index %d out of range (the program has %d)", fn, i, n);
-    const RtPort *port = out ? &p->plan.out[i] : &p->plan.in[i];
+    const RtFunc *fn = NULL;
+    fp8rt_status st = get_func(p, f, "fp8rt_function_io_count", &fn);
+    if (st != FP8RT_OK)
+        return st;
+    if (nin)
+        *nin = fn->nin;
+    if (nout)
+        *nout = fn->nout;
+    return FP8RT_OK;
+}
+
+fp8rt_status fp8rt_program_io_count(const fp8rt_program *p, int *nin, int *nout)
+{
+    return fp8rt_function_io_count(p, 0, nin, nout);
+}
+
+static void tensor_info(const RtPort *port, fp8rt_tensor_info *info)
+{
     memset(info, 0, sizeof *info);
     info->name = port->name;
     info->dtype = port->type.dtype;
     info->rank = port->type.rank;
     memcpy(info->dims, port->type.dims, sizeof info->dims);
+}
+
+static fp8rt_status port_info(const fp8rt_program *p, int f, int i, int out, fp8rt_tensor_info *info)
+{
+    const char *what = out ? "fp8rt_function_output" : "fp8rt_function_input";
+    const RtFunc *fn = NULL;
+    fp8rt_status st = get_func(p, f, what, &fn);
+    if (st != FP8RT_OK)
+        return st;
+    if (!info)
+        return rt_err(p->ctx, FP8RT_INVALID_ARGUMENT, "%s: info is NULL", what);
+    int n = out ? fn->nout : fn->nin;
+    if (i < 0 || i >= n)
+        return rt_err(p->ctx, FP8RT_INVALID_ARGUMENT, "%s: index %d out of range (function %s has %d)", what, i,
+                      fn->name, n);
+    tensor_info(out ? &fn->out[i] : &fn->in[i], info);
     return FP8RT_OK;
+}
+
+fp8rt_status fp8rt_function_input(const fp8rt_program *p, int f, int i, fp8rt_tensor_info *info)
+{
+    return port_info(p, f, i, 0, info);
+}
+
+fp8rt_status fp8rt_function_output(const fp8rt_program *p, int f, int i, fp8rt_tensor_info *info)
+{
+    return port_info(p, f, i, 1, info);
 }
 
 fp8rt_status fp8rt_program_input(const fp8rt_program *p, int i, fp8rt_tensor_info *info)
 {
-    return port_info(p, i, 0, info);
+    return port_info(p, 0, i, 0, info);
 }
 
 fp8rt_status fp8rt_program_output(const fp8rt_program *p, int i, fp8rt_tensor_info *info)
 {
-    return port_info(p, i, 1, info);
+    return port_info(p, 0, i, 1, info);
 }
 
 const char *fp8rt_program_target(const fp8rt_program *p)
 {
     return p ? p->plan.target : NULL;
+}
+
+int fp8rt_program_plan_version(const fp8rt_program *p)
+{
+    return p ? p->plan.version : 0;
+}
+
+int fp8rt_program_state_count(const fp8rt_program *p)
+{
+    return p ? p->plan.nstate : 0;
+}
+
+fp8rt_status fp8rt_program_state_info(const fp8rt_program *p, int i, fp8rt_tensor_info *info, int *from)
+{
+    if (!p || !info)
+        return rt_err(p ? p->ctx : NULL, FP8RT_INVALID_ARGUMENT, "fp8rt_program_state_info: %s is NULL",
+                      !p ? "program" : "info");
+    if (i < 0 || i >= p->plan.nstate)
+        return rt_err(p->ctx, FP8RT_INVALID_ARGUMENT, "fp8rt_program_state_info: slot %d out of range (%s has %d)",
+                      i, p->name, p->plan.nstate);
+    tensor_info(&p->plan.state[i], info);
+    if (from)
+        *from = p->plan.state[i].from;
+    return FP8RT_OK;
 }
 
 fp8rt_status fp8rt_program_set_graphs(fp8rt_program *p, int enable)
@@ -504,6 +687,69 @@ fp8rt_status fp8rt_program_set_graphs(fp8rt_program *p, int enable)
     return FP8RT_OK;
 }
 
+/* ---- states ------------------------------------------------------------------ */
+
+fp8rt_status fp8rt_state_create(fp8rt_program *p, fp8rt_state **out)
+{
+    if (!p || !out)
+        return rt_err(p ? p->ctx : NULL, FP8RT_INVALID_ARGUMENT, "fp8rt_state_create: %s is NULL",
+                      !p ? "program" : "out");
+    *out = NULL;
+    if (!p->ctx)
+        return no_context(p, "fp8rt_state_create");
+    fp8rt_status st = rt_enter(p->ctx);
+    if (st != FP8RT_OK)
+        return st;
+    return rt_leave(p->ctx, state_make(p, out));
+}
+
+fp8rt_status fp8rt_state_destroy(fp8rt_state *s)
+{
+    if (!s)
+        return FP8RT_OK;
+    fp8rt_context *ctx = s->prog->ctx;
+    fp8rt_status st = rt_enter(ctx);
+    if (st != FP8RT_OK)   /* freed all the same */
+        return state_free(s, st);
+    return rt_leave(ctx, state_free(s, FP8RT_OK));
+}
+
+fp8rt_state *fp8rt_program_default_state(fp8rt_program *p)
+{
+    return p ? p->dflt : NULL;
+}
+
+static fp8rt_status state_slot(const fp8rt_state *s, int i, const char *what)
+{
+    if (!s)
+        return rt_err(NULL, FP8RT_INVALID_ARGUMENT, "%s: state is NULL", what);
+    if (i < 0 || i >= s->prog->plan.nstate)
+        return rt_err(s->prog->ctx, FP8RT_INVALID_ARGUMENT, "%s: slot %d out of range (%s has %d)", what, i,
+                      s->prog->name, s->prog->plan.nstate);
+    return FP8RT_OK;
+}
+
+fp8rt_status fp8rt_state_tensor(const fp8rt_state *s, int i, fp8rt_tensor *out)
+{
+    fp8rt_status st = state_slot(s, i, "fp8rt_state_tensor");
+    if (st != FP8RT_OK)
+        return st;
+    if (!out)
+        return rt_err(s->prog->ctx, FP8RT_INVALID_ARGUMENT, "fp8rt_state_tensor: out is NULL");
+    const RtPort *slot = &s->prog->plan.state[i];
+    *out = fp8rt_tensor_dense((void *)(uintptr_t)(s->base + (CUdeviceptr)slot->offset), slot->type.dtype,
+                              slot->type.rank, slot->type.dims);
+    return FP8RT_OK;
+}
+
+fp8rt_status fp8rt_state_mark_written(fp8rt_state *s, int i)
+{
+    fp8rt_status st = state_slot(s, i, "fp8rt_state_mark_written");
+    if (st == FP8RT_OK)
+        s->written[i] = 1;
+    return st;
+}
+
 /* ---- checking the caller's tensors ----------------------------------------- */
 
 static void dims_str(const int64_t *dims, int rank, char *buf, size_t n)
@@ -516,19 +762,19 @@ static void dims_str(const int64_t *dims, int rank, char *buf, size_t n)
 }
 
 static fp8rt_status check_tensor(fp8rt_program *p, const fp8rt_tensor *t, const RtPort *port, const char *kind,
-                                 int i)
+                                 int i, const char *what)
 {
     fp8rt_context *ctx = p->ctx;
     const RtType *want = &port->type;
     char a[200], b[200];
     if (t->dtype != want->dtype)
-        return rt_err(ctx, FP8RT_INVALID_ARGUMENT, "fp8rt_run: %s %d '%s': dtype %s, the program wants %s", kind, i,
+        return rt_err(ctx, FP8RT_INVALID_ARGUMENT, "%s: %s %d '%s': dtype %s, the program wants %s", what, kind, i,
                       port->name, rt_dtype_name(t->dtype), rt_dtype_name(want->dtype));
     if (t->rank != want->rank || memcmp(t->dims, want->dims, (size_t)want->rank * sizeof *want->dims) != 0) {
         dims_str(t->dims, t->rank < 0 ? 0 : t->rank > FP8RT_MAX_RANK ? FP8RT_MAX_RANK : t->rank, a, sizeof a);
         dims_str(want->dims, want->rank, b, sizeof b);
-        return rt_err(ctx, FP8RT_INVALID_ARGUMENT, "fp8rt_run: %s %d '%s': shape %s (rank %d), the program wants %s",
-                      kind, i, port->name, a, t->rank, b);
+        return rt_err(ctx, FP8RT_INVALID_ARGUMENT, "%s: %s %d '%s': shape %s (rank %d), the program wants %s",
+                      what, kind, i, port->name, a, t->rank, b);
     }
     int all_zero = 1;
     for (int d = 0; d < t->rank; d++)
@@ -537,74 +783,105 @@ static fp8rt_status check_tensor(fp8rt_program *p, const fp8rt_tensor *t, const 
     for (int d = t->rank - 1; d >= 0 && !all_zero; d--) {
         if (t->dims[d] != 1 && t->strides[d] != stride)
             return rt_err(ctx, FP8RT_INVALID_ARGUMENT,
-                          "fp8rt_run: %s %d '%s': stride[%d]=%lld, dense row-major needs %lld "
+                          "%s: %s %d '%s': stride[%d]=%lld, dense row-major needs %lld "
                           "(program tensors must be contiguous)",
-                          kind, i, port->name, d, (long long)t->strides[d], (long long)stride);
+                          what, kind, i, port->name, d, (long long)t->strides[d], (long long)stride);
         stride *= t->dims[d];
     }
     uintptr_t addr = (uintptr_t)t->data;
     if (!t->data && rt_type_numel(want) > 0)
-        return rt_err(ctx, FP8RT_INVALID_ARGUMENT, "fp8rt_run: %s %d '%s': data is NULL", kind, i, port->name);
+        return rt_err(ctx, FP8RT_INVALID_ARGUMENT, "%s: %s %d '%s': data is NULL", what, kind, i, port->name);
     if (addr % 16)
         return rt_err(ctx, FP8RT_INVALID_ARGUMENT,
-                      "fp8rt_run: %s %d '%s': data %p is not 16-byte aligned (program tensors must be)", kind, i,
+                      "%s: %s %d '%s': data %p is not 16-byte aligned (program tensors must be)", what, kind, i,
                       port->name, t->data);
     return FP8RT_OK;
 }
 
-static fp8rt_status check_io(fp8rt_program *p, const fp8rt_tensor *in, int nin, const fp8rt_tensor *out, int nout)
+/* The state slots fn reads must have been written into s. */
+static fp8rt_status check_state(fp8rt_program *p, const Fn *fn, const fp8rt_state *s, const char *what)
 {
     const RtPlan *pl = &p->plan;
-    fp8rt_status st;
-    if (nin != pl->nin || nout != pl->nout)
-        return rt_err(p->ctx, FP8RT_INVALID_ARGUMENT, "fp8rt_run: %d inputs and %d outputs given; %s has %d and %d",
-                      nin, nout, p->name, pl->nin, pl->nout);
-    if ((nin && !in) || (nout && !out))
-        return rt_err(p->ctx, FP8RT_INVALID_ARGUMENT, "fp8rt_run: the %s array is NULL", !in && nin ? "inputs" : "outputs");
-    for (int i = 0; i < nin; i++)
-        if ((st = check_tensor(p, &in[i], &pl->in[i], "input", i)))
-            return st;
-    for (int i = 0; i < nout; i++)
-        if ((st = check_tensor(p, &out[i], &pl->out[i], "output", i)))
-            return st;
-    for (int i = 0; i < nin; i++)
-        p->ptrs[i] = (CUdeviceptr)(uintptr_t)in[i].data;
-    for (int i = 0; i < nout; i++)
-        p->ptrs[nin + i] = (CUdeviceptr)(uintptr_t)out[i].data;
+    if (s->prog != p)
+        return rt_err(p->ctx, FP8RT_INVALID_ARGUMENT, "%s: the state belongs to %s, not to %s", what,
+                      s->prog->name, p->name);
+    for (int i = 0; i < fn->f->nreads; i++) {
+        const RtPort *slot = &pl->state[fn->f->reads[i]];
+        if (!s->written[fn->f->reads[i]])
+            return rt_err(p->ctx, FP8RT_INVALID_ARGUMENT,
+                          "%s: %s reads state slot %d '%s', which %s writes and no run of %s "
+                          "has written into this state yet: run %s with it first",
+                          what, fn->f->name, fn->f->reads[i], slot->name, pl->func[slot->from].name,
+                          pl->func[slot->from].name, pl->func[slot->from].name);
+    }
     return FP8RT_OK;
 }
 
-/* ---- enqueueing the plan ---------------------------------------------------- */
-
-static CUdeviceptr ref_ptr(const fp8rt_program *p, RtRef r)
+static fp8rt_status check_io(fp8rt_program *p, Fn *fn, const fp8rt_state *s, const fp8rt_tensor *in, int nin,
+                             const fp8rt_tensor *out, int nout, const char *what)
 {
+    const RtFunc *f = fn->f;
+    fp8rt_status st;
+    if (nin != f->nin || nout != f->nout)
+        return rt_err(p->ctx, FP8RT_INVALID_ARGUMENT,
+                      "%s: %d inputs and %d outputs given; %s%s%s has %d and %d", what, nin, nout, p->name,
+                      p->plan.nfunc > 1 ? " function " : "", p->plan.nfunc > 1 ? f->name : "", f->nin, f->nout);
+    if ((nin && !in) || (nout && !out))
+        return rt_err(p->ctx, FP8RT_INVALID_ARGUMENT, "%s: the %s array is NULL", what, !in && nin ? "inputs" : "outputs");
+    for (int i = 0; i < nin; i++)
+        if ((st = check_tensor(p, &in[i], &f->in[i], "input", i, what)))
+            return st;
+    for (int i = 0; i < nout; i++)
+        if ((st = check_tensor(p, &out[i], &f->out[i], "output", i, what)))
+            return st;
+    if (s && (st = check_state(p, fn, s, what)))
+        return st;
+    for (int i = 0; i < nin; i++)
+        fn->ptrs[i] = (CUdeviceptr)(uintptr_t)in[i].data;
+    for (int i = 0; i < nout; i++)
+        fn->ptrs[nin + i] = (CUdeviceptr)(uintptr_t)out[i].data;
+    fn->ptrs[nin + nout] = s ? s->base : 0;
+    return FP8RT_OK;
+}
+
+/* ---- enqueueing a function ---------------------------------------------------- */
+
+static CUdeviceptr ref_ptr(const fp8rt_program *p, const Fn *fn, RtRef r)
+{
+    const RtFunc *f = fn->f;
     switch (r.kind) {
-    case REF_IN: return p->ptrs[r.index];
-    case REF_OUT: return p->ptrs[p->plan.nin + r.index];
-    case REF_BUF: return p->ws + (CUdeviceptr)p->plan.buf[r.index].offset;
+    case REF_IN: return fn->ptrs[r.index];
+    case REF_OUT: return fn->ptrs[f->nin + r.index];
+    case REF_BUF: return fn->ws + (CUdeviceptr)f->buf[r.index].offset;
+    case REF_STATE: return fn->ptrs[f->nin + f->nout] + (CUdeviceptr)p->plan.state[r.index].offset;
     }
     return 0;
 }
 
-static RtGemmCall gemm_call(const fp8rt_program *p, const RtGemm *g)
+/* The leading dimensions of row-major operands, as the plan's gemm has them. */
+static RtGemmCall gemm_call(const fp8rt_program *p, const Fn *fn, const RtGemm *g)
 {
     RtGemmCall c = {
-        .m = g->m, .n = g->n, .k = g->k, .lda = g->k, .ldb = g->k, .ldd = g->n,
+        .m = g->m, .n = g->n, .k = g->k, .batch = g->batch,
+        .lda = g->trans_a ? g->m : g->k, .ldb = g->trans_b ? g->k : g->n, .ldd = g->n,
+        .stride_a = g->stride_a, .stride_b = g->stride_b, .stride_d = g->stride_d,
+        .trans_a = g->trans_a, .trans_b = g->trans_b, .epilogue = g->epilogue, .scaled = g->scaled,
         .at = g->atype, .bt = g->btype, .dt = g->dtype, .bias_dt = g->bias_dtype, .fast_accum = g->fast_accum,
-        .a = ref_ptr(p, g->a), .b = ref_ptr(p, g->b), .d = ref_ptr(p, g->d),
-        .bias = g->has_bias ? ref_ptr(p, g->bias) : 0,
-        .scale_a = ref_ptr(p, g->scale_a), .scale_b = ref_ptr(p, g->scale_b),
+        .a = ref_ptr(p, fn, g->a), .b = ref_ptr(p, fn, g->b), .d = ref_ptr(p, fn, g->d),
+        .bias = g->has_bias ? ref_ptr(p, fn, g->bias) : 0,
+        .scale_a = g->scaled ? ref_ptr(p, fn, g->scale_a) : 0, .scale_b = g->scaled ? ref_ptr(p, fn, g->scale_b) : 0,
     };
     return c;
 }
 
-static fp8rt_status enqueue_launch(fp8rt_program *p, const RtStep *s, const Launch *l, CUstream stream)
+static fp8rt_status enqueue_launch(fp8rt_program *p, const Fn *fn, const RtStep *s, const Launch *l,
+                                   CUstream stream)
 {
     fp8rt_context *ctx = p->ctx;
     fp8rt_status st = FP8RT_OK;
     const RtLaunch *pl = &s->u.launch;
     for (int i = 0; i < pl->nargs; i++)
-        p->argv[i] = ref_ptr(p, pl->args[i]);
+        p->argv[i] = ref_ptr(p, fn, pl->args[i]);
     if (pl->coop)
         CHECK(drv.cuLaunchCooperativeKernel(l->fn, l->grid, 1, 1, (unsigned)pl->block, 1, 1, (unsigned)pl->smem,
                                             stream, p->argp));
@@ -617,16 +894,16 @@ fail:
     return st;
 }
 
-static fp8rt_status enqueue_step(fp8rt_program *p, int i, CUstream stream)
+static fp8rt_status enqueue_step(fp8rt_program *p, const Fn *fn, int i, CUstream stream)
 {
     fp8rt_context *ctx = p->ctx;
     fp8rt_status st = FP8RT_OK;
-    const RtStep *s = &p->plan.step[i];
+    const RtStep *s = &fn->f->step[i];
     RtGemmCall g;
     switch (s->kind) {
-    case STEP_LAUNCH: return enqueue_launch(p, s, &p->launch[i], stream);
+    case STEP_LAUNCH: return enqueue_launch(p, fn, s, &fn->launch[i], stream);
     case STEP_GEMM:
-        g = gemm_call(p, &s->u.gemm);
+        g = gemm_call(p, fn, &s->u.gemm);
         if (g.m == 0 || g.n == 0)
             return FP8RT_OK;
         if ((st = rt_gemm_enqueue(ctx, &g, stream)) != FP8RT_OK)
@@ -634,7 +911,7 @@ static fp8rt_status enqueue_step(fp8rt_program *p, int i, CUstream stream)
         return st;
     case STEP_COPY:
         if (s->u.copy.bytes)
-            CHECK(drv.cuMemcpyDtoDAsync(ref_ptr(p, s->u.copy.dst), ref_ptr(p, s->u.copy.src),
+            CHECK(drv.cuMemcpyDtoDAsync(ref_ptr(p, fn, s->u.copy.dst), ref_ptr(p, fn, s->u.copy.src),
                                         (size_t)s->u.copy.bytes, stream));
         return FP8RT_OK;
     }
@@ -642,10 +919,10 @@ fail:
     return rt_err(ctx, st, "%s:%d: copy: %s", p->name, s->line, fp8rt_last_error(ctx));
 }
 
-static fp8rt_status enqueue_plan(fp8rt_program *p, CUstream stream)
+static fp8rt_status enqueue_func(fp8rt_program *p, const Fn *fn, CUstream stream)
 {
-    for (int i = 0; i < p->plan.nstep; i++) {
-        fp8rt_status st = enqueue_step(p, i, stream);
+    for (int i = 0; i < fn->f->nstep; i++) {
+        fp8rt_status st = enqueue_step(p, fn, i, stream);
         if (st != FP8RT_OK)
             return st;
     }
@@ -653,13 +930,13 @@ static fp8rt_status enqueue_plan(fp8rt_program *p, CUstream stream)
 }
 
 /* cuBLASLt algorithms for this run's pointers, chosen before a capture. */
-static fp8rt_status prepare_gemms(fp8rt_program *p)
+static fp8rt_status prepare_gemms(fp8rt_program *p, const Fn *fn)
 {
-    for (int i = 0; i < p->plan.nstep; i++) {
-        const RtStep *s = &p->plan.step[i];
-        if (s->kind != STEP_GEMM || s->u.gemm.m == 0)
+    for (int i = 0; i < fn->f->nstep; i++) {
+        const RtStep *s = &fn->f->step[i];
+        if (s->kind != STEP_GEMM || s->u.gemm.m == 0 || s->u.gemm.n == 0)
             continue;
-        RtGemmCall g = gemm_call(p, &s->u.gemm);
+        RtGemmCall g = gemm_call(p, fn, &s->u.gemm);
         fp8rt_status st = rt_gemm_prepare(p->ctx, &g);
         if (st != FP8RT_OK)
             return rt_err(p->ctx, st, "%s:%d: gemm: %s", p->name, s->line, fp8rt_last_error(p->ctx));
@@ -669,37 +946,41 @@ static fp8rt_status prepare_gemms(fp8rt_program *p)
 
 /* ---- graphs ------------------------------------------------------------------ */
 
-static Graph *find_graph(fp8rt_program *p)
+static size_t nptrs(const Fn *fn)
 {
-    size_t n = (size_t)(p->plan.nin + p->plan.nout) * sizeof *p->ptrs;
+    return (size_t)(fn->f->nin + fn->f->nout) + 1;
+}
+
+static Graph *find_graph(Fn *fn)
+{
     for (int i = 0; i < RT_GRAPHS; i++)
-        if (p->graph[i].exec && memcmp(p->graph[i].ptrs, p->ptrs, n) == 0)
-            return &p->graph[i];
+        if (fn->graph[i].exec && memcmp(fn->graph[i].ptrs, fn->ptrs, nptrs(fn) * sizeof *fn->ptrs) == 0)
+            return &fn->graph[i];
     return NULL;
 }
 
-/* Capture the plan for the current pointers into the least recently used slot. */
-static fp8rt_status capture(fp8rt_program *p, Graph **out)
+/* Capture the function for the current pointers into the least recently used slot. */
+static fp8rt_status capture(fp8rt_program *p, Fn *fn, Graph **out)
 {
     fp8rt_context *ctx = p->ctx;
     fp8rt_status st = FP8RT_OK;
     CUgraph graph = NULL;
-    Graph *g = &p->graph[0];
+    Graph *g = &fn->graph[0];
     for (int i = 1; i < RT_GRAPHS; i++)
-        if (p->graph[i].used < g->used)
-            g = &p->graph[i];
+        if (fn->graph[i].used < g->used)
+            g = &fn->graph[i];
     if (g->exec)
         RELEASE(drv.cuGraphExecDestroy(g->exec));
     g->exec = NULL;
-    if (st != FP8RT_OK || (st = prepare_gemms(p)) != FP8RT_OK)
+    if (st != FP8RT_OK || (st = prepare_gemms(p, fn)) != FP8RT_OK)
         goto fail;
     CHECK(drv.cuStreamBeginCapture(ctx->capture, CU_STREAM_CAPTURE_MODE_THREAD_LOCAL));
-    st = enqueue_plan(p, ctx->capture);
+    st = enqueue_func(p, fn, ctx->capture);
     RELEASE(drv.cuStreamEndCapture(ctx->capture, &graph));   /* ends the capture, failed or not */
     if (st != FP8RT_OK)
         goto fail;
     CHECK(drv.cuGraphInstantiate(&g->exec, graph, 0));
-    memcpy(g->ptrs, p->ptrs, (size_t)(p->plan.nin + p->plan.nout) * sizeof *p->ptrs);
+    memcpy(g->ptrs, fn->ptrs, nptrs(fn) * sizeof *fn->ptrs);
     *out = g;
 fail:
     if (graph)
@@ -714,65 +995,97 @@ fail:
     return st;
 }
 
-static fp8rt_status run_graph(fp8rt_program *p, CUstream stream)
+static fp8rt_status run_graph(fp8rt_program *p, Fn *fn, CUstream stream)
 {
     fp8rt_context *ctx = p->ctx;
     fp8rt_status st = FP8RT_OK;
-    Graph *g = find_graph(p);
-    if (!g && (st = capture(p, &g)) != FP8RT_OK)
+    Graph *g = find_graph(fn);
+    if (!g && (st = capture(p, fn, &g)) != FP8RT_OK)
         return st;
-    g->used = ++p->clock;
+    g->used = ++fn->clock;
     CHECK(drv.cuGraphLaunch(g->exec, stream));
 fail:
     return st;
 }
 
-static fp8rt_status run(fp8rt_program *p, CUstream stream)
+/* Run fn with the pointers check_io set; the state's slots that fn writes
+ * count as written once it is enqueued. */
+static fp8rt_status run(fp8rt_program *p, Fn *fn, fp8rt_state *s, CUstream stream)
 {
     fp8rt_context *ctx = p->ctx;
     fp8rt_status st = FP8RT_OK;
     CUstreamCaptureStatus cs = CU_STREAM_CAPTURE_STATUS_NONE;
     if (p->graphs)
         CHECK(drv.cuStreamIsCapturing(stream, &cs));
-    if (p->graphs && cs == CU_STREAM_CAPTURE_STATUS_NONE)
-        return run_graph(p, stream);
-    return enqueue_plan(p, stream);
+    st = p->graphs && cs == CU_STREAM_CAPTURE_STATUS_NONE ? run_graph(p, fn, stream) : enqueue_func(p, fn, stream);
+    for (int i = 0; st == FP8RT_OK && s && i < p->plan.nstate; i++)
+        if (p->plan.state[i].from == fn->index)
+            s->written[i] = 1;
 fail:
     return st;
+}
+
+/* The loaded function f and the state to run it with, for entry `what`. */
+static fp8rt_status get_run(fp8rt_program *p, int f, fp8rt_state **s, const char *what, Fn **fn)
+{
+    const RtFunc *pf = NULL;
+    fp8rt_status st = get_func(p, f, what, &pf);
+    if (st != FP8RT_OK)
+        return st;
+    if (!p->ctx)
+        return no_context(p, what);
+    if (!*s)
+        *s = p->dflt;
+    *fn = &p->fn[f];
+    return FP8RT_OK;
+}
+
+static fp8rt_status run_entry(fp8rt_program *p, int f, fp8rt_state *s, const fp8rt_tensor *in, int nin,
+                              const fp8rt_tensor *out, int nout, void *stream, const char *what)
+{
+    Fn *fn = NULL;
+    fp8rt_status st = get_run(p, f, &s, what, &fn);
+    if (st == FP8RT_OK)
+        st = check_io(p, fn, s, in, nin, out, nout, what);
+    if (st != FP8RT_OK)
+        return st;
+    if ((st = rt_enter(p->ctx)) != FP8RT_OK)
+        return st;
+    return rt_leave(p->ctx, run(p, fn, s, (CUstream)stream));
+}
+
+fp8rt_status fp8rt_run_function(fp8rt_program *p, int f, fp8rt_state *s, const fp8rt_tensor *in, int nin,
+                                const fp8rt_tensor *out, int nout, void *stream)
+{
+    return run_entry(p, f, s, in, nin, out, nout, stream, "fp8rt_run_function");
 }
 
 fp8rt_status fp8rt_run(fp8rt_program *p, const fp8rt_tensor *in, int nin, const fp8rt_tensor *out, int nout,
                        void *stream)
 {
-    if (!p)
-        return rt_err(NULL, FP8RT_INVALID_ARGUMENT, "fp8rt_run: program is NULL");
-    if (!p->ctx)
-        return no_context(p, "fp8rt_run");
-    fp8rt_status st = check_io(p, in, nin, out, nout);
-    if (st != FP8RT_OK)
-        return st;
-    if ((st = rt_enter(p->ctx)) != FP8RT_OK)
-        return st;
-    return rt_leave(p->ctx, run(p, (CUstream)stream));
+    return run_entry(p, 0, NULL, in, nin, out, nout, stream, "fp8rt_run");
 }
 
 /* ---- timing -------------------------------------------------------------------- */
 
-fp8rt_status fp8rt_time_runs(fp8rt_program *p, const fp8rt_tensor *in, int nin, const fp8rt_tensor *out, int nout,
-                             void *stream, int warmup, int iters, float *us)
+static fp8rt_status time_entry(fp8rt_program *p, int f, fp8rt_state *s, const fp8rt_tensor *in, int nin,
+                               const fp8rt_tensor *out, int nout, void *stream, int warmup, int iters, float *us,
+                               const char *what)
 {
-    if (!p || iters < 1 || warmup < 0 || !us)
-        return rt_err(p ? p->ctx : NULL, FP8RT_INVALID_ARGUMENT, "fp8rt_time_runs: %s",
-                      !p ? "program is NULL" : !us ? "us is NULL" : "iters must be >= 1 and warmup >= 0");
-    if (!p->ctx)
-        return no_context(p, "fp8rt_time_runs");
+    Fn *fn = NULL;
+    fp8rt_status st = get_run(p, f, &s, what, &fn);
+    if (st != FP8RT_OK)
+        return st;
     fp8rt_context *ctx = p->ctx;
-    fp8rt_status st = check_io(p, in, nin, out, nout);
+    if (iters < 1 || warmup < 0 || !us)
+        return rt_err(ctx, FP8RT_INVALID_ARGUMENT, "%s: %s", what,
+                      !us ? "us is NULL" : "iters must be >= 1 and warmup >= 0");
+    st = check_io(p, fn, s, in, nin, out, nout, what);
     CUevent *ev = calloc(2 * (size_t)iters, sizeof *ev);
-    CUstream s = (CUstream)stream;
+    CUstream cs = (CUstream)stream;
     if (st != FP8RT_OK || !ev) {
         free(ev);
-        return st ? st : rt_err(ctx, FP8RT_OUT_OF_MEMORY, "fp8rt_time_runs: out of host memory");
+        return st ? st : rt_err(ctx, FP8RT_OUT_OF_MEMORY, "%s: out of host memory", what);
     }
     if ((st = rt_enter(ctx)) != FP8RT_OK) {
         free(ev);
@@ -781,14 +1094,14 @@ fp8rt_status fp8rt_time_runs(fp8rt_program *p, const fp8rt_tensor *in, int nin, 
     for (int i = 0; i < 2 * iters; i++)
         CHECK(drv.cuEventCreate(&ev[i], CU_EVENT_DEFAULT));
     for (int i = 0; i < warmup; i++)
-        if ((st = run(p, s)) != FP8RT_OK)
+        if ((st = run(p, fn, s, cs)) != FP8RT_OK)
             goto fail;
-    CHECK(drv.cuStreamSynchronize(s));
+    CHECK(drv.cuStreamSynchronize(cs));
     for (int i = 0; i < iters; i++) {
-        CHECK(drv.cuEventRecord(ev[2 * i], s));
-        if ((st = run(p, s)) != FP8RT_OK)
+        CHECK(drv.cuEventRecord(ev[2 * i], cs));
+        if ((st = run(p, fn, s, cs)) != FP8RT_OK)
             goto fail;
-        CHECK(drv.cuEventRecord(ev[2 * i + 1], s));
+        CHECK(drv.cuEventRecord(ev[2 * i + 1], cs));
     }
     CHECK(drv.cuEventSynchronize(ev[2 * iters - 1]));
     for (int i = 0; i < iters; i++) {
@@ -802,4 +1115,16 @@ fail:
             RELEASE(drv.cuEventDestroy(ev[i]));
     free(ev);
     return rt_leave(ctx, st);
+}
+
+fp8rt_status fp8rt_time_function(fp8rt_program *p, int f, fp8rt_state *s, const fp8rt_tensor *in, int nin,
+                                 const fp8rt_tensor *out, int nout, void *stream, int warmup, int iters, float *us)
+{
+    return time_entry(p, f, s, in, nin, out, nout, stream, warmup, iters, us, "fp8rt_time_function");
+}
+
+fp8rt_status fp8rt_time_runs(fp8rt_program *p, const fp8rt_tensor *in, int nin, const fp8rt_tensor *out, int nout,
+                             void *stream, int warmup, int iters, float *us)
+{
+    return time_entry(p, 0, NULL, in, nin, out, nout, stream, warmup, iters, us, "fp8rt_time_runs");
 }

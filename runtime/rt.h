@@ -113,9 +113,14 @@ fp8rt_status rt_leave(fp8rt_context *ctx, fp8rt_status st);
 
 /* ---- gemm.c --------------------------------------------------------------- */
 
-/* One FP8 GEMM call, as fp8rt_scaled_mm describes it (leading dims filled). */
+/* One GEMM call: row-major D(m,n) = epilogue(op(A) · op(B) (· scales) + bias),
+ * per batch entry, as fp8rt_matmul describes it, leading dims filled; an
+ * fp8 one (`scaled`) as fp8rt_scaled_mm does: trans_a=0, trans_b=1,
+ * batch 1, no epilogue. */
 typedef struct {
-    int64_t m, n, k, lda, ldb, ldd;
+    int64_t m, n, k, batch, lda, ldb, ldd, stride_a, stride_b, stride_d;
+    int trans_a, trans_b, scaled;
+    RtEpilogue epilogue;
     fp8rt_dtype at, bt, dt, bias_dt;  /* bias_dt FP8RT_DTYPE_NONE: no bias */
     int fast_accum;
     CUdeviceptr a, b, d, bias, scale_a, scale_b;
@@ -127,8 +132,9 @@ fp8rt_status rt_lt_init(fp8rt_context *ctx);
  * rt_*_free: everything is released, and the result is st, or the first
  * release that failed when st is FP8RT_OK. */
 fp8rt_status rt_lt_free(fp8rt_context *ctx, fp8rt_status st);
-/* Check everything about a call before it runs (no CUDA calls). */
-fp8rt_status rt_gemm_check(fp8rt_context *ctx, const RtGemmCall *g);
+/* Check everything about a call before it runs (no CUDA calls); `what`
+ * starts the messages ("fp8rt_matmul"). */
+fp8rt_status rt_gemm_check(fp8rt_context *ctx, const RtGemmCall *g, const char *what);
 /* Make sure a prepared GEMM (descriptors + algorithm) exists for this call's
  * problem; done before a graph capture so the capture only enqueues. */
 fp8rt_status rt_gemm_prepare(fp8rt_context *ctx, const RtGemmCall *g);

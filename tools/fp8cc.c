@@ -690,21 +690,26 @@ done:
 static bool
 gemms_ok(Func *fn, const Source *src)
 {
+	bool ok = true;
+
 	for (uint32_t i = 0; i < fn->nins; i++) {
 		const Instr *in = &fn->ins[i];
-		const int64_t *da, *db;
+		const uint32_t *a = ir_args(fn, in);
+		const int64_t *da = ir_dims(fn, a[0]), *db = ir_dims(fn, a[1]);
+		int ra = fn->vals[a[0]].rank;
 
-		if (in->op != OP_SCALED_MM)
-			continue;
-		da = ir_dims(fn, ir_args(fn, in)[0]);
-		db = ir_dims(fn, ir_args(fn, in)[1]);
-		if (da[1] % 16 == 0 && db[1] % 16 == 0)
-			continue;
-		fe_error(src, in->line, in->col, "scaled_mm with K=%lld and N=%lld: cuBLASLt's FP8 GEMMs "
-			"need K and N multiples of 16", (long long)da[1], (long long)db[1]);
-		return false;
+		if (in->op == OP_SCALED_MM && (da[1] % 16 || db[1] % 16)) {
+			fe_error(src, in->line, in->col, "scaled_mm with K=%lld and N=%lld: cuBLASLt's FP8 GEMMs "
+				"need K and N multiples of 16", (long long)da[1], (long long)db[1]);
+			ok = false;
+		}
+		if (in->op == OP_MATMUL && da[ra - (in->flags & IF_TRANS_A ? 2 : 1)] == 0) {
+			fe_error(src, in->line, in->col, "matmul with K=0 (an empty sum): the GPU backend does not "
+				"compile it (--interpret computes it)");
+			ok = false;
+		}
 	}
-	return true;
+	return ok;
 }
 
 /* the inputs and outputs of fn a caller gives and gets (not its state

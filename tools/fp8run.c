@@ -7,11 +7,15 @@
  * Loads the program with libfp8rt, binds each program input to the tensor of
  * the same name in IN (dtype and shape must match), copies them to the
  * device, runs the plan once, and writes every output under the program's
- * name for it to OUT (- is standard output). With --iters N it then times N
- * more runs (after --warmup runs, 3 by default) with CUDA events and prints
- * the median and the minimum in microseconds; --json prints the signature
- * and the timings (every run) as one JSON object instead. Options are parsed
- * with getopt_long. Exit status: 0 ok, 1 error, 2 usage.
+ * name for it to OUT (- is standard output). A program of several functions
+ * (a training step's forward and backward) runs each once, in order, with
+ * the program's default state; its tensors are named FUNCTION/NAME in both
+ * files, as fp8cc --interpret names them. With --iters N it then times N
+ * more runs of each function (after --warmup runs, 3 by default) with CUDA
+ * events and prints the median and the minimum in microseconds; --json
+ * prints the signature and the timings (every run) as one JSON object
+ * instead. Options are parsed with getopt_long. Exit status: 0 ok, 1 error,
+ * 2 usage.
  */
 #include <errno.h>
 #include <getopt.h>
@@ -29,13 +33,18 @@ typedef struct {
     int device, iters, warmup, graphs, json, check;
 } Options;
 
-/* Device tensors of one side of the signature. */
+/* Device tensors of one side of a function's signature. */
 typedef struct {
     int n;
     fp8rt_tensor *t;
     fp8rt_tensor_info *info;
     size_t *bytes;
+    char **names;           /* in the files: NAME, or FUNCTION/NAME */
 } Side;
+
+typedef struct {
+    Side in, out;
+} FnSides;
 
 static const struct {
     fp8rt_dtype dt;
@@ -53,7 +62,8 @@ static const char usage_text[] =
     "       fp8run PROGRAM.ptx --check\n"
     "\n"
     "Runs an fp8cc program once on the inputs of the same names and writes its\n"
-    "outputs; with --iters, times that many more runs.\n"
+    "outputs; with --iters, times that many more runs. The tensors of a program\n"
+    "of several functions are named FUNCTION/NAME; each function runs in order.\n"
     "\n"
     "  -i, --inputs=FILE   safetensors inputs, matched to the program's by name\n"
     "  -o, --output=FILE   write the outputs (safetensors; - is standard output)\n"
@@ -201,25 +211,39 @@ static void dims_str(const int64_t *dims, int rank, char *buf, size_t n)
  * its one function's name is null. */
 static json_t *signature(const fp8rt_program *prog, const char *path)
 {
-    int nin = 0, nout = 0;
-    fp8rt_program_io_count(prog, &nin, &nout);
-    fp8rt_tensor_info *info = calloc((size_t)(nin + nout) + 1, sizeof *info);
-    SigTensor *t = calloc((size_t)(nin + nout) + 1, sizeof *t);
+    int nf = fp8rt_program_function_count(prog), total = 0;
+    for (int f = 0; f < nf; f++) {
+        int nin = 0, nout = 0;
+        fp8rt_function_io_count(prog, f, &nin, &nout);
+        total += nin + nout;
+    }
+    fp8rt_tensor_info *info = calloc((size_t)total + 1, sizeof *info);
+    SigTensor *t = calloc((size_t)total + 1, sizeof *t);
+    SigFunc *fns = calloc((size_t)nf + 1, sizeof *fns);
     json_t *j = NULL;
     char stem[256];
-    if (info && t) {
-        for (int i = 0; i < nin + nout; i++) {
-            if (i < nin)
-                fp8rt_program_input(prog, i, &info[i]);
-            else
-                fp8rt_program_output(prog, i - nin, &info[i]);
-            t[i] = (SigTensor){info[i].name, fp8rt_dtype_name(info[i].dtype), info[i].rank, info[i].dims};
+    if (info && t && fns) {
+        int k = 0;
+        for (int f = 0; f < nf; f++) {
+            int nin = 0, nout = 0;
+            fp8rt_function_io_count(prog, f, &nin, &nout);
+            for (int i = 0; i < nin + nout; i++) {
+                if (i < nin)
+                    fp8rt_function_input(prog, f, i, &info[k + i]);
+                else
+                    fp8rt_function_output(prog, f, i - nin, &info[k + i]);
+                t[k + i] = (SigTensor){info[k + i].name, fp8rt_dtype_name(info[k + i].dtype), info[k + i].rank,
+                                       info[k + i].dims};
+            }
+            fns[f] = (SigFunc){fp8rt_program_plan_version(prog) > 1 ? fp8rt_program_function_name(prog, f) : NULL,
+                               t + k, t + k + nin, nin, nout};
+            k += nin + nout;
         }
-        SigFunc fn = {NULL, t, t + nin, nin, nout};
-        j = sig_json(sig_stem(path, stem, sizeof stem), fp8rt_program_target(prog), &fn, 1);
+        j = sig_json(sig_stem(path, stem, sizeof stem), fp8rt_program_target(prog), fns, nf);
     }
     free(info);
     free(t);
+    free(fns);
     return j;
 }
 
@@ -262,21 +286,30 @@ static int signature_only(const char *path)
 
 /* ---- running ------------------------------------------------------------- */
 
-/* Allocates the device tensors of one side of the signature. */
-static int alloc_side(fp8rt_context *ctx, const fp8rt_program *prog, int outputs, int n, Side *s)
+/* Allocates the device tensors of one side of function f's signature;
+ * `prefix`: name them FUNCTION/NAME. */
+static int alloc_side(fp8rt_context *ctx, const fp8rt_program *prog, int f, int outputs, int prefix, Side *s)
 {
-    s->n = n;
+    int nin = 0, nout = 0;
+    fp8rt_function_io_count(prog, f, &nin, &nout);
+    int n = s->n = outputs ? nout : nin;
     s->t = calloc((size_t)n + 1, sizeof *s->t);
     s->info = calloc((size_t)n + 1, sizeof *s->info);
     s->bytes = calloc((size_t)n + 1, sizeof *s->bytes);
-    if (!s->t || !s->info || !s->bytes)
+    s->names = calloc((size_t)n + 1, sizeof *s->names);
+    if (!s->t || !s->info || !s->bytes || !s->names)
         return fail("out of memory", "host");
     for (int i = 0; i < n; i++) {
         fp8rt_tensor_info *info = &s->info[i];
         void *p = NULL;
-        fp8rt_status st = outputs ? fp8rt_program_output(prog, i, info) : fp8rt_program_input(prog, i, info);
+        fp8rt_status st = outputs ? fp8rt_function_output(prog, f, i, info) : fp8rt_function_input(prog, f, i, info);
         if (st != FP8RT_OK)
             return fail("signature", fp8rt_last_error(NULL));
+        const char *fn = prefix ? fp8rt_program_function_name(prog, f) : "";
+        size_t len = strlen(fn) + strlen(info->name) + 2;
+        if (!(s->names[i] = malloc(len)))
+            return fail("out of memory", "host");
+        snprintf(s->names[i], len, "%s%s%s", fn, prefix ? "/" : "", info->name);
         s->bytes[i] = numel_bytes(info);
         if (s->bytes[i] && fp8rt_malloc(ctx, s->bytes[i], &p) != FP8RT_OK)
             return fail("device memory", fp8rt_last_error(ctx));
@@ -289,26 +322,29 @@ static void free_side(fp8rt_context *ctx, Side *s)
 {
     for (int i = 0; s->t && i < s->n; i++)
         fp8rt_free(ctx, s->t[i].data);
+    for (int i = 0; s->names && i < s->n; i++)
+        free(s->names[i]);
     free(s->t);
     free(s->info);
     free(s->bytes);
+    free(s->names);
 }
 
 /* Binds program input i to the tensor of the same name in `in`. */
 static int upload_input(fp8rt_context *ctx, const StFile *in, const char *path, const Side *s, int i)
 {
     const fp8rt_tensor_info *info = &s->info[i];
-    const StTensor *t = st_find(in, info->name);
+    const StTensor *t = st_find(in, s->names[i]);
     char msg[512], a[160], b[160];
     if (!t) {
-        snprintf(msg, sizeof msg, "input %d '%s' is not in %s", i, info->name, path);
+        snprintf(msg, sizeof msg, "input %d '%s' is not in %s", i, s->names[i], path);
         return fail("inputs", msg);
     }
     dims_str(t->dims, t->rank, a, sizeof a);
     dims_str(info->dims, info->rank, b, sizeof b);
     if (strcmp(t->dtype, st_name(info->dtype)) != 0 || t->rank != info->rank ||
         memcmp(t->dims, info->dims, (size_t)info->rank * sizeof *info->dims) != 0) {
-        snprintf(msg, sizeof msg, "input %d '%s': %s has %s%s, the program wants %s%s (%s)", i, info->name, path,
+        snprintf(msg, sizeof msg, "input %d '%s': %s has %s%s, the program wants %s%s (%s)", i, s->names[i], path,
                  t->dtype, a, st_name(info->dtype), b, fp8rt_dtype_name(info->dtype));
         return fail("inputs", msg);
     }
@@ -317,29 +353,35 @@ static int upload_input(fp8rt_context *ctx, const StFile *in, const char *path, 
     return 0;
 }
 
-static int write_outputs(fp8rt_context *ctx, const Side *s, const char *path)
+/* Every function's outputs into one file. */
+static int write_outputs(fp8rt_context *ctx, const FnSides *fs, int nf, const char *path)
 {
-    StTensor *ts = calloc((size_t)s->n + 1, sizeof *ts);
+    int n = 0, k = 0, rc = 0;
+    for (int f = 0; f < nf; f++)
+        n += fs[f].out.n;
+    StTensor *ts = calloc((size_t)n + 1, sizeof *ts);
     char err[512];
-    int rc = 0;
     if (!ts)
         return fail("out of memory", "host");
-    for (int i = 0; i < s->n && rc == 0; i++) {
-        ts[i].name = (char *)s->info[i].name;
-        snprintf(ts[i].dtype, sizeof ts[i].dtype, "%s", st_name(s->info[i].dtype));
-        ts[i].rank = s->info[i].rank;
-        memcpy(ts[i].dims, s->info[i].dims, sizeof ts[i].dims);
-        ts[i].nbytes = s->bytes[i];
-        ts[i].data = malloc(s->bytes[i] + 1);
-        if (!ts[i].data)
-            rc = fail("out of memory", "host");
-        else if (fp8rt_memcpy_dtoh(ctx, ts[i].data, s->t[i].data, s->bytes[i]) != FP8RT_OK)
-            rc = fail("copying outputs", fp8rt_last_error(ctx));
+    for (int f = 0; f < nf && rc == 0; f++) {
+        const Side *s = &fs[f].out;
+        for (int i = 0; i < s->n && rc == 0; i++, k++) {
+            ts[k].name = s->names[i];
+            snprintf(ts[k].dtype, sizeof ts[k].dtype, "%s", st_name(s->info[i].dtype));
+            ts[k].rank = s->info[i].rank;
+            memcpy(ts[k].dims, s->info[i].dims, sizeof ts[k].dims);
+            ts[k].nbytes = s->bytes[i];
+            ts[k].data = malloc(s->bytes[i] + 1);
+            if (!ts[k].data)
+                rc = fail("out of memory", "host");
+            else if (fp8rt_memcpy_dtoh(ctx, ts[k].data, s->t[i].data, s->bytes[i]) != FP8RT_OK)
+                rc = fail("copying outputs", fp8rt_last_error(ctx));
+        }
     }
-    if (rc == 0 && (strcmp(path, "-") ? st_write(path, ts, s->n, err, sizeof err)
-                                      : st_fwrite(stdout, "<stdout>", ts, s->n, err, sizeof err)) != 0)
+    if (rc == 0 && (strcmp(path, "-") ? st_write(path, ts, n, err, sizeof err)
+                                      : st_fwrite(stdout, "<stdout>", ts, n, err, sizeof err)) != 0)
         rc = fail("writing outputs", err);
-    for (int i = 0; i < s->n; i++)
+    for (int i = 0; i < n; i++)
         free(ts[i].data);
     free(ts);
     return rc;
@@ -357,73 +399,117 @@ static json_t *us_json(float us)
     return json_real((double)(long long)((double)us * 100 + 0.5) / 100);
 }
 
-/* The timings: a line of text, or with --json the object *timing. */
-static int time_runs(fp8rt_program *prog, const Side *in, const Side *out, const Options *o, json_t **timing)
+/* One function's timings: median and minimum, and with --json the object
+ * *timing (name: the function's, or NULL for a program of one). */
+static int time_function(fp8rt_program *prog, int f, const FnSides *fs, const Options *o, const char *name,
+                         float *median, float *min, json_t **timing)
 {
-    float *us = calloc((size_t)o->iters, sizeof *us), *sorted = calloc((size_t)o->iters, sizeof *sorted);
+    int n = o->iters;
+    float *us = calloc((size_t)n, sizeof *us), *sorted = calloc((size_t)n, sizeof *sorted);
     if (!us || !sorted) {
         free(us), free(sorted);
         return fail("out of memory", "host");
     }
-    if (fp8rt_time_runs(prog, in->t, in->n, out->t, out->n, NULL, o->warmup, o->iters, us) != FP8RT_OK) {
+    if (fp8rt_time_function(prog, f, NULL, fs->in.t, fs->in.n, fs->out.t, fs->out.n, NULL, o->warmup, n, us) !=
+        FP8RT_OK) {
         free(us), free(sorted);
         return fail("timing", fp8rt_last_error(NULL));
     }
-    memcpy(sorted, us, (size_t)o->iters * sizeof *us);
-    qsort(sorted, (size_t)o->iters, sizeof *sorted, cmp_float);
-    int n = o->iters;
-    float median = n % 2 ? sorted[n / 2] : (sorted[n / 2 - 1] + sorted[n / 2]) / 2;
+    memcpy(sorted, us, (size_t)n * sizeof *us);
+    qsort(sorted, (size_t)n, sizeof *sorted, cmp_float);
+    *median = n % 2 ? sorted[n / 2] : (sorted[n / 2 - 1] + sorted[n / 2]) / 2;
+    *min = sorted[0];
     if (o->json) {
         json_t *runs = json_array();
         for (int i = 0; runs && i < n; i++)
             json_array_append_new(runs, us_json(us[i]));
-        *timing = json_pack("{s:b, s:i, s:i, s:o, s:o, s:o*}", "graphs", o->graphs, "warmup", o->warmup, "iters", n,
-                            "median_us", us_json(median), "min_us", us_json(sorted[0]), "runs_us", runs);
+        *timing = name ? json_pack("{s:s, s:o, s:o, s:o*}", "name", name, "median_us", us_json(*median), "min_us",
+                                   us_json(*min), "runs_us", runs)
+                       : json_pack("{s:b, s:i, s:i, s:o, s:o, s:o*}", "graphs", o->graphs, "warmup", o->warmup,
+                                   "iters", n, "median_us", us_json(*median), "min_us", us_json(*min), "runs_us",
+                                   runs);
     } else {
-        printf("fp8run: %s: %d runs (graphs %s): median %.2f us, min %.2f us\n", o->program, n,
-               o->graphs ? "on" : "off", median, sorted[0]);
+        printf("fp8run: %s%s%s: %d runs (graphs %s): median %.2f us, min %.2f us\n", o->program, name ? ": " : "",
+               name ? name : "", n, o->graphs ? "on" : "off", *median, *min);
     }
     free(us);
     free(sorted);
     return 0;
 }
 
+/* The timings of every function: for a program of several, each one's and
+ * the step's (the sums of the medians and of the minimums). */
+static int time_runs(fp8rt_program *prog, const FnSides *fs, int nf, const Options *o, json_t **timing)
+{
+    float median, min, step_median = 0, step_min = 0;
+    json_t *fns = nf > 1 && o->json ? json_array() : NULL;
+    for (int f = 0; f < nf; f++) {
+        json_t *t = NULL;
+        int rc = time_function(prog, f, &fs[f], o, nf > 1 ? fp8rt_program_function_name(prog, f) : NULL, &median,
+                               &min, o->json ? &t : NULL);
+        if (rc) {
+            json_decref(fns);
+            return rc;
+        }
+        step_median += median, step_min += min;
+        if (nf == 1 && o->json)
+            *timing = t;
+        else if (fns)
+            json_array_append_new(fns, t);
+    }
+    if (nf > 1 && o->json)
+        *timing = json_pack("{s:b, s:i, s:i, s:o, s:o, s:o}", "graphs", o->graphs, "warmup", o->warmup, "iters",
+                            o->iters, "median_us", us_json(step_median), "min_us", us_json(step_min), "functions", fns);
+    else if (nf > 1)
+        printf("fp8run: %s: the step (every function once): median %.2f us, min %.2f us\n", o->program,
+               step_median, step_min);
+    return 0;
+}
+
 static int run(fp8rt_context *ctx, const Options *o, const StFile *in)
 {
     fp8rt_program *prog = NULL;
-    Side si = {0}, so = {0};
+    FnSides *fs = NULL;
     json_t *timing = NULL;
     fp8rt_device_props props;
-    int nin, nout, rc;
+    int nf = 0, rc = 0, nin = 0;
     if (fp8rt_program_load_file(ctx, o->program, &prog) != FP8RT_OK)
         return fail("loading", fp8rt_last_error(ctx));
-    fp8rt_program_io_count(prog, &nin, &nout);
-    if (nin && !o->inputs) {
-        rc = fail("inputs", "the program has inputs: give --inputs IN.safetensors");
+    nf = fp8rt_program_function_count(prog);
+    if (!(fs = calloc((size_t)nf, sizeof *fs))) {
+        rc = fail("out of memory", "host");
         goto done;
     }
     if (o->graphs == 0)
         fp8rt_program_set_graphs(prog, 0);
-    if ((rc = alloc_side(ctx, prog, 0, nin, &si)) || (rc = alloc_side(ctx, prog, 1, nout, &so)))
-        goto done;
-    for (int i = 0; i < nin && rc == 0; i++)
-        rc = upload_input(ctx, in, o->inputs, &si, i);
-    if (rc)
-        goto done;
-    if (fp8rt_run(prog, si.t, nin, so.t, nout, NULL) != FP8RT_OK || fp8rt_synchronize(ctx, NULL) != FP8RT_OK) {
-        rc = fail("running", fp8rt_last_error(ctx));
-        goto done;
+    for (int f = 0; f < nf && rc == 0; f++) {
+        if (!(rc = alloc_side(ctx, prog, f, 0, nf > 1, &fs[f].in)))
+            rc = alloc_side(ctx, prog, f, 1, nf > 1, &fs[f].out);
+        nin += fs[f].in.n;
     }
-    if (o->output && (rc = write_outputs(ctx, &so, o->output)))
-        goto done;
-    if (o->iters && (rc = time_runs(prog, &si, &so, o, &timing)))
-        goto done;
-    if (o->json)
+    if (rc == 0 && nin && !o->inputs)
+        rc = fail("inputs", "the program has inputs: give --inputs IN.safetensors");
+    for (int f = 0; f < nf && rc == 0; f++)
+        for (int i = 0; i < fs[f].in.n && rc == 0; i++)
+            rc = upload_input(ctx, in, o->inputs, &fs[f].in, i);
+    for (int f = 0; f < nf && rc == 0; f++)
+        if (fp8rt_run_function(prog, f, NULL, fs[f].in.t, fs[f].in.n, fs[f].out.t, fs[f].out.n, NULL) != FP8RT_OK)
+            rc = fail("running", fp8rt_last_error(ctx));
+    if (rc == 0 && fp8rt_synchronize(ctx, NULL) != FP8RT_OK)
+        rc = fail("running", fp8rt_last_error(ctx));
+    if (rc == 0 && o->output)
+        rc = write_outputs(ctx, fs, nf, o->output);
+    if (rc == 0 && o->iters)
+        rc = time_runs(prog, fs, nf, o, &timing);
+    if (rc == 0 && o->json)
         rc = print_json(signature(prog, o->program),
                         fp8rt_device_properties(ctx, &props) == FP8RT_OK ? json_string(props.name) : NULL, timing);
 done:
-    free_side(ctx, &si);
-    free_side(ctx, &so);
+    for (int f = 0; fs && f < nf; f++) {
+        free_side(ctx, &fs[f].in);
+        free_side(ctx, &fs[f].out);
+    }
+    free(fs);
     fp8rt_program_destroy(prog);
     return rc;
 }

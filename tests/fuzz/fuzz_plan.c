@@ -9,45 +9,67 @@
 #include "plan.h"
 
 static void
-check_ref(const RtPlan *p, RtRef r)
+check_ref(const RtPlan *p, const RtFunc *fn, RtRef r)
 {
-	int n = r.kind == REF_IN ? p->nin : r.kind == REF_OUT ? p->nout : p->nbuf;
+	int n = r.kind == REF_IN ? fn->nin : r.kind == REF_OUT ? fn->nout : r.kind == REF_BUF ? fn->nbuf : p->nstate;
 
 	if (r.index < 0 || r.index >= n)
 		FUZZ_FAIL("reference %d of kind %d out of range (%d)", r.index, (int)r.kind, n);
 }
 
 static void
-check_plan(const RtPlan *p, size_t len)
+check_gemm(const RtPlan *p, const RtFunc *fn, const RtGemm *g, int i)
 {
-	if (p->ptx_offset > len || p->sm < 10 || !p->target[0])
-		FUZZ_FAIL("ptx_offset %zu of %zu, sm %d", p->ptx_offset, len, p->sm);
-	for (int i = 0; i < p->nbuf; i++)
-		if (p->buf[i].offset < 0 || p->buf[i].bytes < 0 ||
-		    p->buf[i].offset + p->buf[i].bytes > p->workspace)
+	check_ref(p, fn, g->d), check_ref(p, fn, g->a), check_ref(p, fn, g->b);
+	if (g->scaled)
+		check_ref(p, fn, g->scale_a), check_ref(p, fn, g->scale_b);
+	if (g->has_bias)
+		check_ref(p, fn, g->bias);
+	if (rt_plan_ref_bytes(p, fn, g->a) < rt_gemm_span(g->batch, g->stride_a, g->m, g->k) ||
+	    rt_plan_ref_bytes(p, fn, g->b) < rt_gemm_span(g->batch, g->stride_b, g->k, g->n) ||
+	    rt_plan_ref_bytes(p, fn, g->d) < rt_gemm_span(g->batch, g->stride_d, g->m, g->n))
+		FUZZ_FAIL("gemm %d operands smaller than m, n, k, batch and strides say", i);
+}
+
+static void
+check_func(const RtPlan *p, const RtFunc *fn)
+{
+	for (int i = 0; i < fn->nbuf; i++)
+		if (fn->buf[i].offset < 0 || fn->buf[i].bytes < 0 ||
+		    fn->buf[i].offset + fn->buf[i].bytes > fn->workspace)
 			FUZZ_FAIL("buffer %d outside the workspace", i);
-	for (int i = 0; i < p->nstep; i++) {
-		const RtStep *s = &p->step[i];
+	for (int i = 0; i < fn->nreads; i++)
+		if (fn->reads[i] < 0 || fn->reads[i] >= p->nstate)
+			FUZZ_FAIL("function %s reads state slot %d of %d", fn->name, fn->reads[i], p->nstate);
+	for (int i = 0; i < fn->nstep; i++) {
+		const RtStep *s = &fn->step[i];
 
 		if (s->kind == STEP_LAUNCH) {
 			for (int j = 0; j < s->u.launch.nargs; j++)
-				check_ref(p, s->u.launch.args[j]);
+				check_ref(p, fn, s->u.launch.args[j]);
 		} else if (s->kind == STEP_GEMM) {
-			const RtGemm *g = &s->u.gemm;
-
-			check_ref(p, g->d), check_ref(p, g->a), check_ref(p, g->b);
-			check_ref(p, g->scale_a), check_ref(p, g->scale_b);
-			if (g->has_bias)
-				check_ref(p, g->bias);
-			if (rt_plan_ref_bytes(p, g->a) < g->m * g->k || rt_plan_ref_bytes(p, g->b) < g->k * g->n)
-				FUZZ_FAIL("gemm %d operands smaller than m, n, k say", i);
+			check_gemm(p, fn, &s->u.gemm, i);
 		} else {
-			check_ref(p, s->u.copy.dst), check_ref(p, s->u.copy.src);
-			if (s->u.copy.bytes > rt_plan_ref_bytes(p, s->u.copy.src) ||
-			    s->u.copy.bytes > rt_plan_ref_bytes(p, s->u.copy.dst))
+			check_ref(p, fn, s->u.copy.dst), check_ref(p, fn, s->u.copy.src);
+			if (s->u.copy.bytes > rt_plan_ref_bytes(p, fn, s->u.copy.src) ||
+			    s->u.copy.bytes > rt_plan_ref_bytes(p, fn, s->u.copy.dst))
 				FUZZ_FAIL("copy %d larger than its operands", i);
 		}
 	}
+}
+
+static void
+check_plan(const RtPlan *p, size_t len)
+{
+	if (p->ptx_offset > len || p->sm < 10 || !p->target[0] || p->nfunc < 1)
+		FUZZ_FAIL("ptx_offset %zu of %zu, sm %d, %d functions", p->ptx_offset, len, p->sm, p->nfunc);
+	for (int i = 0; i < p->nstate; i++)
+		if (p->state[i].from < 0 || p->state[i].from >= p->nfunc || p->state[i].offset % 256 ||
+		    p->state[i].offset >= p->state_bytes)
+			FUZZ_FAIL("state %d: from %d, offset %lld of %lld", i, p->state[i].from,
+			    (long long)p->state[i].offset, (long long)p->state_bytes);
+	for (int f = 0; f < p->nfunc; f++)
+		check_func(p, &p->func[f]);
 }
 
 static void

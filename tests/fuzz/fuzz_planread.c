@@ -22,10 +22,13 @@ fuzz_read_plan(const char *text, size_t len, int version, uint32_t nin, const ch
 	}
 	if (st != FP8RT_OK)
 		FUZZ_FAIL("libfp8rt refuses the plan fp8cc wrote: %s\n%.*s", err, (int)len, text);
-	if ((uint32_t)p.nin != nin || (uint32_t)p.nout != nout)
-		FUZZ_FAIL("the plan has %d inputs and %d outputs, the program %u and %u", p.nin, p.nout, nin, nout);
+	const RtFunc *fn = &p.func[0];
+
+	if (p.nfunc != 1 || (uint32_t)fn->nin != nin || (uint32_t)fn->nout != nout)
+		FUZZ_FAIL("the plan has %d functions, %d inputs and %d outputs, the program 1, %u and %u",
+		    p.nfunc, fn->nin, fn->nout, nin, nout);
 	for (uint32_t i = 0; i < nout; i++)
-		if (strcmp(p.out[i].name, outs[i]))
-			FUZZ_FAIL("plan output %u is '%s', the program's '%s'", i, p.out[i].name, outs[i]);
+		if (strcmp(fn->out[i].name, outs[i]))
+			FUZZ_FAIL("plan output %u is '%s', the program's '%s'", i, fn->out[i].name, outs[i]);
 	rt_plan_free(&p);
 }

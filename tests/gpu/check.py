@@ -5,16 +5,25 @@ usage: check.py EXPECTED.safetensors GOT.safetensors [--frob NAME,...] [--rtol R
 
 Every output of EXPECTED must be in GOT with the same dtype and shape. By
 default the bits must be equal (any NaN matches any NaN); outputs named by
---frob (GEMM results) must be within 1e-2 relative Frobenius error; with
+--frob (fp8 GEMM results) must be within 1e-2 relative Frobenius error; with
 --rtol, float outputs may differ by R relative (transcendental functions and
 sums, whose last bits depend on the math library and the order). Prints the
-first mismatches with index, expected and got. Exit 1 on any mismatch."""
+first mismatches with index, expected and got. Exit 1 on any mismatch.
+
+Matmul results go by name: a float output whose name starts with `mm` (after
+its FUNCTION/ in a program of several functions) is a matmul result, or is
+computed from one, and is compared as docs/ir.md says: NaN, inf and -inf
+where EXPECTED has them, and over the elements finite in both a relative
+Frobenius error of at most LIMITS[dtype] (bf16 and f16 1e-2, f32 1e-5, f64
+1e-12: the interpreter accumulates in f32, f64 for f64, in order; cuBLASLt
+in another order). The corpus names its GEMM outputs so (tests/gpu/corpus/matmul_*)."""
 import sys
 
 import torch
 from safetensors.torch import load_file
 
 FLOATS = (torch.float16, torch.bfloat16, torch.float32, torch.float64)
+LIMITS = {torch.bfloat16: 1e-2, torch.float16: 1e-2, torch.float32: 1e-5, torch.float64: 1e-12}
 
 
 def same_bits(name, got, want, quiet=False):
@@ -41,6 +50,35 @@ def frobenius(name, got, want, tol=1e-2):
     err = torch.linalg.norm(g - w).item() / (den if den else 1.0)
     ok = err <= tol
     print(f"  {name}: relative Frobenius error {err:.3e} ({'ok' if ok else 'FAIL'}, limit {tol})")
+    return ok
+
+
+def is_gemm(name, t):
+    """the naming rule above: a float output named mm..."""
+    return name.rsplit("/", 1)[-1].startswith("mm") and t.dtype in LIMITS
+
+
+def gemm(name, got, want):
+    """a matmul result: the non-finite elements where want has them, and the
+    relative Frobenius error over the finite ones within LIMITS[dtype]"""
+    tol = LIMITS[want.dtype]
+    g, w = got.double().reshape(-1), want.double().reshape(-1)
+
+    def kind(t):   # 0 finite, 1 NaN, 2 inf, 3 -inf
+        return t.isnan() * 1 + (t == float("inf")) * 2 + (t == float("-inf")) * 3
+
+    bad = kind(g) != kind(w)
+    fin = g.isfinite() & w.isfinite()
+    den = torch.linalg.norm(w[fin]).item()
+    err = torch.linalg.norm(g[fin] - w[fin]).item() / (den if den else 1.0)
+    ok = err <= tol and not bad.any()
+    nonfinite = f", {int((~w.isfinite()).sum())} non-finite" if not w.isfinite().all() else ""
+    print(f"  {name}: relative Frobenius error {err:.3e} ({'ok' if ok else 'FAIL'}, limit {tol:g}{nonfinite})")
+    if bad.any():
+        print(f"  {name}: {int(bad.sum())} of {bad.numel()} differ in NaN or inf")
+        for i in bad.nonzero()[:5].flatten().tolist():
+            at = list(torch.unravel_index(torch.tensor(i), want.shape)) if want.dim() else []
+            print(f"    {[int(x) for x in at]}: expected {w[i].item()!r} got {g[i].item()!r}")
     return ok
 
 
@@ -80,6 +118,8 @@ def main():
             ok = False
         elif name in frob:
             ok &= frobenius(name, g, w)
+        elif is_gemm(name, w):
+            ok &= gemm(name, g, w)
         elif rtol is not None and w.dtype in FLOATS:
             ok &= close(name, g, w, rtol)
         else:

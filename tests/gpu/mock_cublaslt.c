@@ -11,11 +11,14 @@
  * call returns CUBLAS_STATUS_INTERNAL_ERROR; a failed destroy destroys all
  * the same. mocklt_live counts the objects alive.
  *
- * Shapes and types (cuBLASLt's column-major view, as runtime/gemm.c calls
- * it): A (rows k, cols m) with transa = T, B (rows k, cols n), D (rows m,
- * cols n); A and B fp8, D bf16, f16 or f32; scales f32 device scalars; bias a
- * vector of m in bias_type. */
+ * Shapes and types are cuBLASLt's column-major view: D (rows m, cols n) =
+ * op(A) · op(B), op by transa / transb, batched by the layouts' batch count
+ * and strides; A and B fp8 (with f32 device scalar scales), bf16, f16, f32
+ * or f64; the bias a vector of m in bias_type (fp8) or D's type; epilogues
+ * BIAS, RELU, GELU (tanh) and their _BIAS forms. Compute is f32, f64 for
+ * COMPUTE_64F. */
 #include <dlfcn.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -65,6 +68,7 @@ static int fault(const char *name)
 
 typedef struct {
     int32_t transa, transb, epilogue, bias_type;
+    int f64;
     const float *scale_a, *scale_b;
     const void *bias;
 } Desc;
@@ -73,6 +77,8 @@ typedef struct {
     cudaDataType type;
     uint64_t rows, cols;
     int64_t ld;
+    int32_t batch;
+    int64_t stride;
 } Layout;
 
 struct cublasLtContext {
@@ -111,9 +117,13 @@ cublasStatus_t CUBLASWINAPI cublasLtMatmulDescCreate(cublasLtMatmulDesc_t *d, cu
                                                      cudaDataType_t scale)
 {
     FAULT();
-    if (compute != CUBLAS_COMPUTE_32F || scale != CUDA_R_32F)
+    int f64 = compute == CUBLAS_COMPUTE_64F && scale == CUDA_R_64F;
+    if (!f64 && (compute != CUBLAS_COMPUTE_32F || scale != CUDA_R_32F))
         return CUBLAS_STATUS_NOT_SUPPORTED;
-    *d = calloc(1, sizeof(Desc));
+    Desc *x = calloc(1, sizeof *x);
+    x->bias_type = -1;
+    x->f64 = f64;
+    *d = (cublasLtMatmulDesc_t)(void *)x;
     live.descs++;
     return CUBLAS_STATUS_SUCCESS;
 }
@@ -149,9 +159,24 @@ cublasStatus_t CUBLASWINAPI cublasLtMatrixLayoutCreate(cublasLtMatrixLayout_t *l
 {
     FAULT();
     Layout *x = malloc(sizeof *x);
-    *x = (Layout){type, rows, cols, ld};
+    *x = (Layout){type, rows, cols, ld, 1, 0};
     *l = (cublasLtMatrixLayout_t)(void *)x;
     live.layouts++;
+    return CUBLAS_STATUS_SUCCESS;
+}
+
+cublasStatus_t CUBLASWINAPI cublasLtMatrixLayoutSetAttribute(cublasLtMatrixLayout_t l,
+                                                             cublasLtMatrixLayoutAttribute_t a, const void *buf,
+                                                             size_t n)
+{
+    Layout *x = (Layout *)(void *)l;
+    FAULT();
+    if (a == CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT && n == sizeof x->batch)
+        memcpy(&x->batch, buf, n);
+    else if (a == CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET && n == sizeof x->stride)
+        memcpy(&x->stride, buf, n);
+    else
+        return CUBLAS_STATUS_INVALID_VALUE;
     return CUBLAS_STATUS_SUCCESS;
 }
 
@@ -208,49 +233,100 @@ typedef struct {
     Layout a, b, d;
     const uint8_t *pa, *pb;
     void *pd;
-    float alpha;
+    double alpha;
 } Call;
 
-static double fp8_value(uint8_t v, cudaDataType t)
+static size_t type_size(cudaDataType t)
 {
-    return fp8_decode(v, t == CUDA_R_8F_E4M3 ? FP8RT_F8E4M3FN : FP8RT_F8E5M2);
-}
-
-static float bias_value(const Call *c, uint64_t i)
-{
-    uint16_t v;
-    memcpy(&v, (const char *)c->desc.bias + 2 * i, 2);
-    return (float)(c->desc.bias_type == CUDA_R_16F ? f16_decode(v) : bf16_decode(v));
-}
-
-static void store(const Call *c, uint64_t i, float v)
-{
-    char *p = (char *)c->pd;
-    uint16_t h;
-    switch (c->d.type) {
-    case CUDA_R_32F: memcpy(p + 4 * i, &v, 4); return;
-    case CUDA_R_16F: h = f16_encode(v); break;
-    default: h = bf16_encode(v); break;
+    switch (t) {
+    case CUDA_R_8F_E4M3: case CUDA_R_8F_E5M2: return 1;
+    case CUDA_R_16F: case CUDA_R_16BF: return 2;
+    case CUDA_R_64F: return 8;
+    default: return 4;
     }
-    memcpy(p + 2 * i, &h, 2);
 }
 
-/* D[r + col*ld] = alpha * scale_a * scale_b * sum_k A[k + r*lda] * B[k + col*ldb] (+ bias[r]) */
+static double load(const void *base, cudaDataType t, uint64_t i)
+{
+    const char *p = (const char *)base + i * type_size(t);
+    uint16_t h;
+    float f;
+    double d;
+    switch (t) {
+    case CUDA_R_8F_E4M3: return fp8_decode(*(const uint8_t *)p, FP8RT_F8E4M3FN);
+    case CUDA_R_8F_E5M2: return fp8_decode(*(const uint8_t *)p, FP8RT_F8E5M2);
+    case CUDA_R_16F: memcpy(&h, p, 2); return f16_decode(h);
+    case CUDA_R_16BF: memcpy(&h, p, 2); return bf16_decode(h);
+    case CUDA_R_64F: memcpy(&d, p, 8); return d;
+    default: memcpy(&f, p, 4); return f;
+    }
+}
+
+static void store(void *base, cudaDataType t, uint64_t i, double v)
+{
+    char *p = (char *)base + i * type_size(t);
+    float f = (float)v;
+    uint16_t h;
+    switch (t) {
+    case CUDA_R_64F: memcpy(p, &v, 8); return;
+    case CUDA_R_32F: memcpy(p, &f, 4); return;
+    case CUDA_R_16F: h = f16_encode(f); break;
+    default: h = bf16_encode(f); break;
+    }
+    memcpy(p, &h, 2);
+}
+
+static int has_bias(int32_t e)
+{
+    return e == CUBLASLT_EPILOGUE_BIAS || e == CUBLASLT_EPILOGUE_RELU_BIAS || e == CUBLASLT_EPILOGUE_GELU_BIAS;
+}
+
+static double activate(int32_t e, double x)
+{
+    if (e == CUBLASLT_EPILOGUE_RELU || e == CUBLASLT_EPILOGUE_RELU_BIAS)
+        return x > 0 ? x : 0;
+    if (e == CUBLASLT_EPILOGUE_GELU || e == CUBLASLT_EPILOGUE_GELU_BIAS)
+        return 0.5 * x * (1 + tanh(0.7978845608028654 * (x + 0.044715 * x * x * x)));
+    return x;
+}
+
+/* op(X)(i, p) of a column-major X with leading dimension ld */
+static uint64_t at(int32_t trans, int64_t ld, uint64_t i, uint64_t p)
+{
+    return trans == CUBLAS_OP_T ? p + i * (uint64_t)ld : i + p * (uint64_t)ld;
+}
+
+/* D[i + j*ldd] = act(alpha * scales * sum_p op(A)(i,p) op(B)(p,j) + bias[i]), per batch entry, accumulated in
+ * f32 (f64 with COMPUTE_64F) */
 static void matmul(const void *arg)
 {
     const Call *c = arg;
-    float s = c->alpha * *c->desc.scale_a * *c->desc.scale_b;
-    for (uint64_t col = 0; col < c->b.cols; col++)
-        for (uint64_t r = 0; r < c->a.cols; r++) {
-            float acc = 0;
-            for (uint64_t k = 0; k < c->a.rows; k++)
-                acc += (float)(fp8_value(c->pa[k + r * (uint64_t)c->a.ld], c->a.type) *
-                               fp8_value(c->pb[k + col * (uint64_t)c->b.ld], c->b.type));
-            acc *= s;
-            if (c->desc.epilogue == CUBLASLT_EPILOGUE_BIAS)
-                acc += bias_value(c, r);
-            store(c, r + col * (uint64_t)c->d.ld, acc);
-        }
+    const Desc *ds = &c->desc;
+    uint64_t m = c->d.rows, n = c->d.cols, k = ds->transa == CUBLAS_OP_T ? c->a.rows : c->a.cols;
+    double s = c->alpha * (ds->scale_a ? *ds->scale_a : 1.0f) * (ds->scale_b ? *ds->scale_b : 1.0f);
+    cudaDataType bt = ds->bias_type >= 0 ? (cudaDataType)ds->bias_type : c->d.type;
+    for (int64_t b = 0; b < c->d.batch; b++) {
+        const uint8_t *pa = c->pa + (uint64_t)(b * c->a.stride) * type_size(c->a.type);
+        const uint8_t *pb = c->pb + (uint64_t)(b * c->b.stride) * type_size(c->b.type);
+        char *pd = (char *)c->pd + (uint64_t)(b * c->d.stride) * type_size(c->d.type);
+        for (uint64_t j = 0; j < n; j++)
+            for (uint64_t i = 0; i < m; i++) {
+                double acc64 = 0;
+                float acc = 0;
+                for (uint64_t p = 0; p < k; p++) {
+                    double x = load(pa, c->a.type, at(ds->transa, c->a.ld, i, p)) *
+                               load(pb, c->b.type, at(ds->transb, c->b.ld, p, j));
+                    if (ds->f64)
+                        acc64 += x;
+                    else
+                        acc += (float)x;
+                }
+                double v = (ds->f64 ? acc64 : (double)acc) * s;
+                if (has_bias(ds->epilogue))
+                    v += load(ds->bias, bt, i);
+                store(pd, c->d.type, i + j * (uint64_t)c->d.ld, activate(ds->epilogue, v));
+            }
+    }
 }
 
 cublasStatus_t CUBLASWINAPI cublasLtMatmul(cublasLtHandle_t h, cublasLtMatmulDesc_t desc, const void *alpha,
@@ -265,10 +341,15 @@ cublasStatus_t CUBLASWINAPI cublasLtMatmul(cublasLtHandle_t h, cublasLtMatmulDes
     Call c = {
         .desc = *(Desc *)(void *)desc,
         .a = *(Layout *)(void *)la, .b = *(Layout *)(void *)lb, .d = *(Layout *)(void *)ld,
-        .pa = A, .pb = B, .pd = D, .alpha = *(const float *)alpha,
+        .pa = A, .pb = B, .pd = D,
     };
-    if (c.desc.transa != CUBLAS_OP_T || c.desc.transb != CUBLAS_OP_N || c.a.rows != c.b.rows ||
-        c.d.rows != c.a.cols || c.d.cols != c.b.cols || !c.desc.scale_a || !c.desc.scale_b)
+    c.alpha = c.desc.f64 ? *(const double *)alpha : *(const float *)alpha;
+    uint64_t m = c.desc.transa == CUBLAS_OP_T ? c.a.cols : c.a.rows, ka = c.desc.transa == CUBLAS_OP_T ? c.a.rows : c.a.cols;
+    uint64_t kb = c.desc.transb == CUBLAS_OP_T ? c.b.cols : c.b.rows, n = c.desc.transb == CUBLAS_OP_T ? c.b.rows : c.b.cols;
+    int fp8 = type_size(c.a.type) == 1;
+    if (ka != kb || c.d.rows != m || c.d.cols != n || c.a.batch != c.d.batch || c.b.batch != c.d.batch ||
+        (fp8 && (c.desc.transa != CUBLAS_OP_T || c.desc.transb != CUBLAS_OP_N || !c.desc.scale_a || !c.desc.scale_b)) ||
+        (has_bias(c.desc.epilogue) && !c.desc.bias))
         return CUBLAS_STATUS_INVALID_VALUE;
     CUresult (*op)(CUstream, void (*)(const void *), const void *, size_t) =
         (CUresult(*)(CUstream, void (*)(const void *), const void *, size_t))(uintptr_t)driver("mockcuda_host_op");

@@ -28,11 +28,21 @@ compile() {
 		--save-inputs "$out/ptx/$name.s2.in.safetensors" -o "$out/ptx/$name.s2.expected.safetensors"
 }
 
-for f in tests/gpu/corpus/*.ir; do
-	n=$(basename "$f" .ir)
+# every corpus program, IR text and trace, at -O2 and -O0; for the matmul ones
+# also the program as read (--passes= --emit=ir), which tests/gpu/torch_gemm.py
+# does again with torch
+for f in tests/gpu/corpus/*.ir tests/gpu/corpus/*.trace; do
+	n=$(basename "${f%.*}")
 	compile "$n" "$f"
 	compile "${n}_O0" "$f" -O0
+	case $n in
+	matmul*) "$fp8cc" "$f" --passes= --emit=ir -o "$out/ptx/$n.ir" ;;
+	esac
 done
+# the fp8 linear's training step: forward and backward, one program of two
+# functions (its tensors are named FUNCTION/NAME in the safetensors files)
+compile fp8_linear_step examples/fp8_linear_step_fwd.trace examples/fp8_linear_step_bwd.trace
+compile fp8_linear_step_O0 examples/fp8_linear_step_fwd.trace examples/fp8_linear_step_bwd.trace -O0
 for t in before after; do
 	compile "seed_$t" "examples/seed_fp8_linear_$t.trace"
 	compile "seed_${t}_O0" "examples/seed_fp8_linear_$t.trace" -O0
@@ -54,6 +64,13 @@ for s in 4096x4096x4096 8192x4096x4096; do
 	"$ptxas" -arch=sm_90 "$out/bench/backward_$s.ptx" -o /dev/null
 done
 compile backward_trace examples/fp8_linear_backward.trace
+
+# the GEMM benchmark's programs (bench/gemm_ir.py lists them)
+for c in $(python3 bench/gemm_ir.py); do
+	python3 bench/gemm_ir.py "$c" > "$out/bench/gemm_$c.ir"
+	"$fp8cc" "$out/bench/gemm_$c.ir" -o "$out/bench/gemm_$c.ptx"
+	"$ptxas" -arch=sm_90 "$out/bench/gemm_$c.ptx" -o /dev/null
+done
 
 (cd "$out/debs" && apt-get download libcriterion3 libcriterion-dev libnanomsg5 libgit2-1.5 \
 	libboxfort-dev libmbedtls14 libmbedx509-1 libmbedcrypto7 libhttp-parser2.9 libssh2-1 \

@@ -5,6 +5,15 @@
  *                     `zero` buffer buf:1 and writes y (coop=1, smem=1024)
  *   d  = a · wᵀ · sa · sb + bias   (gemm, e4m3 x e4m3 -> bf16)
  *   xc = x                         (copy)
+ *
+ * and a training step of two functions (plan version 2, GEMMs only, so it
+ * runs on the mock cuBLASLt too), f32:
+ *   forward(x [8,16], w [12,16], b [12], x3 [2,8,16], v [16,4])
+ *       y = relu(x · wᵀ + b) -> state 1, and out y (copy)
+ *       z = x3 · v  (batched a, shared b)
+ *       x -> state 0
+ *   backward(g [8,12], w [12,16])
+ *       gx = g · w;  gw = gᵀ · x (state 0);  ys = y (state 1, copied out)
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -33,6 +42,38 @@ const char *const test_plan_lines[TEST_PLAN_NLINES] = {
     ("gemm d=out:1 a=in:1 b=in:2 scale_a=in:3 scale_b=in:4 bias=in:5 m=32 n=16 k=64 "
      "atype=f8e4m3fn btype=f8e4m3fn dtype=bf16 fast_accum=0"),
     "copy dst=out:2 src=in:0 bytes=4096",
+};
+
+const char *const test_step_lines[TEST_STEP_NLINES] = {
+    "fp8cc-plan 2",
+    "target sm_90",
+    "state 0 x f32[8,16] from=forward",
+    "state 1 y f32[8,12] from=forward",
+    "function forward",
+    "input 0 x f32[8,16]",
+    "input 1 w f32[12,16]",
+    "input 2 b f32[12]",
+    "input 3 x3 f32[2,8,16]",
+    "input 4 v f32[16,4]",
+    "output 0 y f32[8,12]",
+    "output 1 z f32[2,8,4]",
+    ("gemm d=st:1 a=in:0 b=in:1 bias=in:2 m=8 n=12 k=16 batch=1 stride_a=0 stride_b=0 stride_d=0 "
+     "trans_a=0 trans_b=1 atype=f32 btype=f32 dtype=f32 epilogue=relu"),
+    "copy dst=out:0 src=st:1 bytes=384",
+    ("gemm d=out:1 a=in:3 b=in:4 bias=none m=8 n=4 k=16 batch=2 stride_a=128 stride_b=0 stride_d=32 "
+     "trans_a=0 trans_b=0 atype=f32 btype=f32 dtype=f32 epilogue=none"),
+    "copy dst=st:0 src=in:0 bytes=512",
+    "function backward",
+    "input 0 g f32[8,12]",
+    "input 1 w f32[12,16]",
+    "output 0 gx f32[8,16]",
+    "output 1 gw f32[12,16]",
+    "output 2 ys f32[8,12]",
+    ("gemm d=out:0 a=in:0 b=in:1 bias=none m=8 n=16 k=12 batch=1 stride_a=0 stride_b=0 stride_d=0 "
+     "trans_a=0 trans_b=0 atype=f32 btype=f32 dtype=f32 epilogue=none"),
+    ("gemm d=out:1 a=in:0 b=st:0 bias=none m=12 n=16 k=8 batch=1 stride_a=0 stride_b=0 stride_d=0 "
+     "trans_a=1 trans_b=0 atype=f32 btype=f32 dtype=f32 epilogue=none"),
+    "copy dst=out:2 src=st:1 bytes=384",
 };
 
 /* The PTX after "// end-plan". */
@@ -123,14 +164,15 @@ static char *append(char *s, size_t *n, const char *a, const char *b)
     return ns;
 }
 
-char *test_plan_text(int line, const char *with, const char *prefix)
+/* lines[0..n) with line `line` replaced, each behind prefix */
+static char *lines_text(const char *const *lines, int nlines, int line, const char *with, const char *prefix)
 {
     size_t n = 0;
     char *s = calloc(1, 1);
     if (!s)
         abort();
-    for (int i = 0; i < TEST_PLAN_NLINES; i++) {
-        const char *l = i + 1 == line ? with : test_plan_lines[i];
+    for (int i = 0; i < nlines; i++) {
+        const char *l = i + 1 == line ? with : lines[i];
         if (l) {
             s = append(s, &n, prefix, l);
             s = append(s, &n, "\n", "");
@@ -139,12 +181,24 @@ char *test_plan_text(int line, const char *with, const char *prefix)
     return s;
 }
 
+char *test_plan_text(int line, const char *with, const char *prefix)
+{
+    return lines_text(test_plan_lines, TEST_PLAN_NLINES, line, with, prefix);
+}
+
 char *test_program_ptx(int line, const char *with)
 {
     char *plan = test_plan_text(line, with, "// ");
     size_t n = strlen(plan);
     plan = append(plan, &n, "// end-plan\n\n", test_kernels_ptx);
     return plan;
+}
+
+char *test_step_ptx(int line, const char *with)
+{
+    char *s = lines_text(test_step_lines, TEST_STEP_NLINES, line, with, "// ");
+    size_t n = strlen(s);
+    return append(s, &n, "// end-plan\n\n", test_kernels_ptx);
 }
 
 int test_write_program(const char *path)

@@ -4,7 +4,10 @@
 
 #define TEST_PLAN_NLINES 18
 
+#define TEST_STEP_NLINES 25
+
 extern const char *const test_plan_lines[TEST_PLAN_NLINES];
+extern const char *const test_step_lines[TEST_STEP_NLINES];
 extern const char test_kernels_ptx[];
 
 /* The plan with line `line` (1-based; 0: none) replaced by `with` (NULL:
@@ -13,6 +16,8 @@ extern const char test_kernels_ptx[];
 char *test_plan_text(int line, const char *with, const char *prefix);
 /* The whole PTX file, with the same replacement. malloc'd. */
 char *test_program_ptx(int line, const char *with);
+/* The two-function step program's PTX file, line `line` replaced as above. */
+char *test_step_ptx(int line, const char *with);
 /* The whole PTX file, unchanged, written to path; 0, or -1 on failure. */
 int test_write_program(const char *path);
 /* s with the first `old` replaced by `with` (which must be there). malloc'd. */

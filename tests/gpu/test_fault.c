@@ -7,8 +7,10 @@
  * context, allocate and fill the tensors, load the test program (two
  * launches, a gemm with bias, a copy, a zero buffer), run it (the capture),
  * run it again (the replay), time it, run it without graphs, an
- * fp8rt_scaled_mm, load and destroy a program that raises a kernel's shared
- * memory, destroy the program, free the tensors, destroy the context.
+ * fp8rt_scaled_mm, a training step of two functions with a state (load,
+ * make a state, forward, backward, free them) and a batched fp8rt_matmul,
+ * load and destroy a program that raises a kernel's shared memory, destroy
+ * the program, free the tensors, destroy the context.
  * Outputs are compared with a run without faults after every run.
  *
  * One fault at call n: the step that made call n must fail, with the
@@ -31,7 +33,7 @@
 #include "test_data.h"
 
 #define N 1024
-#define NT 10        /* tensors: 6 inputs, 3 outputs, the scaled_mm result */
+#define NT 11        /* tensors: 6 inputs, 3 outputs, the scaled_mm result, the step's results */
 
 /* ---- the mock driver's controls ------------------------------------------- */
 
@@ -97,6 +99,7 @@ typedef struct {
 typedef struct {
     uint8_t out[3][N * 4];      /* y, d, xc */
     uint8_t mm[32 * 16 * 2];    /* the scaled_mm result */
+    uint8_t step[N * 4];        /* the training step's and the batched matmul's results */
 } Outputs;
 
 static Outputs golden;
@@ -113,7 +116,7 @@ static const struct {
     {FP8RT_F32, 1, {N}},      {FP8RT_F8E4M3FN, 2, {32, 64}}, {FP8RT_F8E4M3FN, 2, {16, 64}},
     {FP8RT_F32, 0, {0}},      {FP8RT_F32, 0, {0}},           {FP8RT_BF16, 1, {16}},
     {FP8RT_F32, 1, {N}},      {FP8RT_BF16, 2, {32, 16}},     {FP8RT_F32, 1, {N}},
-    {FP8RT_BF16, 2, {32, 16}},
+    {FP8RT_BF16, 2, {32, 16}}, {FP8RT_F32, 1, {N}},
 };
 
 static size_t bytes_of(int i)
@@ -192,6 +195,8 @@ static fp8rt_status s_check(World *w)
         st = fp8rt_memcpy_dtoh(w->ctx, got.out[i], w->d[6 + i], bytes_of(6 + i));
     if (st == FP8RT_OK)
         st = fp8rt_memcpy_dtoh(w->ctx, got.mm, w->d[9], sizeof got.mm);
+    if (st == FP8RT_OK)
+        st = fp8rt_memcpy_dtoh(w->ctx, got.step, w->d[10], sizeof got.step);
     if (st != FP8RT_OK)
         return st;
     if (!have_golden) {
@@ -201,6 +206,7 @@ static fp8rt_status s_check(World *w)
     for (int i = 0; i < 3; i++)
         cr_assert(memcmp(got.out[i], golden.out[i], bytes_of(6 + i)) == 0, "output %d differs after a fault", i);
     cr_assert(memcmp(got.mm, golden.mm, sizeof got.mm) == 0, "the scaled_mm result differs after a fault");
+    cr_assert(memcmp(got.step, golden.step, sizeof got.step) == 0, "the training step differs after a fault");
     w->nchecks++;
     return FP8RT_OK;
 }
@@ -225,6 +231,46 @@ static fp8rt_status s_scaled_mm(World *w)
         .d = w->d[9], .d_dtype = FP8RT_BF16,
     };
     return fp8rt_scaled_mm(w->ctx, &a, NULL);
+}
+
+/* A view of n floats of tensor i at element off, of the given shape. */
+static fp8rt_tensor view(World *w, int i, int64_t off, int rank, const int64_t *dims)
+{
+    return fp8rt_tensor_dense((float *)w->d[i] + off, FP8RT_F32, rank, dims);
+}
+
+/* the step program (test_data.c) on views of x, into tensor 10; then a
+ * batched fp8rt_matmul; the program and its state freed whatever failed */
+static fp8rt_status s_step_program(World *w)
+{
+    fp8rt_program *q = NULL;
+    fp8rt_state *s = NULL;
+    char *ptx = test_step_ptx(0, NULL);
+    fp8rt_status st = fp8rt_program_load_data(w->ctx, ptx, strlen(ptx), "step.ptx", &q);
+    free(ptx);
+    if (st != FP8RT_OK)
+        return st;
+    fp8rt_tensor in[] = {view(w, 0, 0, 2, (int64_t[]){8, 16}), view(w, 0, 128, 2, (int64_t[]){12, 16}),
+                         view(w, 0, 320, 1, (int64_t[]){12}), view(w, 0, 336, 3, (int64_t[]){2, 8, 16}),
+                         view(w, 0, 592, 2, (int64_t[]){16, 4})};
+    fp8rt_tensor out[] = {view(w, 10, 0, 2, (int64_t[]){8, 12}), view(w, 10, 96, 3, (int64_t[]){2, 8, 4})};
+    fp8rt_tensor bin[] = {view(w, 0, 656, 2, (int64_t[]){8, 12}), in[1]};
+    fp8rt_tensor bout[] = {view(w, 10, 160, 2, (int64_t[]){8, 16}), view(w, 10, 288, 2, (int64_t[]){12, 16}),
+                           view(w, 10, 480, 2, (int64_t[]){8, 12})};
+    fp8rt_matmul_args mm = {
+        .size = sizeof mm, .m = 4, .n = 8, .k = 16, .batch = 2, .dtype = FP8RT_F32,
+        .a = w->d[0], .stride_a = 64, .b = (float *)w->d[0] + 128, .stride_b = 0, .trans_b = 1,
+        .d = (float *)w->d[10] + 576, .stride_d = 32, .epilogue = FP8RT_EPILOGUE_RELU,
+    };
+    st = fp8rt_state_create(q, &s);
+    if (st == FP8RT_OK)
+        st = fp8rt_run_function(q, 0, s, in, 5, out, 2, NULL);
+    if (st == FP8RT_OK)
+        st = fp8rt_run_function(q, 1, s, bin, 2, bout, 3, NULL);
+    if (st == FP8RT_OK)
+        st = fp8rt_matmul(w->ctx, &mm, NULL);
+    fp8rt_status st2 = fp8rt_state_destroy(s), st3 = fp8rt_program_destroy(q);
+    return st ? st : st2 ? st2 : st3;
 }
 
 /* a kernel with more dynamic shared memory than its default limit */
@@ -273,12 +319,13 @@ static const Step steps[] = {
     {"create the context", s_create, 0},   {"allocate", s_alloc, 0},
     {"upload", s_upload, 0},               {"load", s_load, 0},
     {"clear", s_clear, 0},                 {"first run (capture)", s_run, 0},
-    {"scaled_mm", s_scaled_mm, 0},         {"check", s_check, 0},
-    {"clear", s_clear, 0},
+    {"scaled_mm", s_scaled_mm, 0},         {"training step", s_step_program, 0},
+    {"check", s_check, 0},                 {"clear", s_clear, 0},
     {"second run (replay)", s_run, 0},     {"scaled_mm", s_scaled_mm, 0},
-    {"check", s_check, 0},                 {"time", s_time, 0},
-    {"graphs off", s_graphs_off, 0},       {"clear", s_clear, 0},
-    {"run without graphs", s_run, 0},      {"scaled_mm", s_scaled_mm, 0},
+    {"training step", s_step_program, 0},  {"check", s_check, 0},
+    {"time", s_time, 0},                   {"graphs off", s_graphs_off, 0},
+    {"clear", s_clear, 0},                 {"run without graphs", s_run, 0},
+    {"scaled_mm", s_scaled_mm, 0},         {"training step", s_step_program, 0},
     {"check", s_check, 0},                 {"shared-memory program", s_smem_program, 0},
     {"destroy the program", s_destroy_program, 1}, {"free", s_free, 1},
     {"destroy the context", s_destroy_context, 1},
@@ -366,6 +413,7 @@ static void load_programs(void)
 static const char *const lt_calls[] = {
     "cublasLtCreate", "cublasLtDestroy", "cublasLtMatmulDescCreate", "cublasLtMatmulDescDestroy",
     "cublasLtMatmulDescSetAttribute", "cublasLtMatrixLayoutCreate", "cublasLtMatrixLayoutDestroy",
+    "cublasLtMatrixLayoutSetAttribute",
     "cublasLtMatmulPreferenceCreate", "cublasLtMatmulPreferenceDestroy", "cublasLtMatmulPreferenceSetAttribute",
     "cublasLtMatmulAlgoGetHeuristic", "cublasLtMatmul",
 };

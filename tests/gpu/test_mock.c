@@ -537,3 +537,92 @@ Test(mock, fp8run_end_to_end)
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
     cr_assert_eq(system(cmd), 0);
 }
+
+/* A program of two functions with a state slot and no gemm (the mock
+ * driver emulates k0 and k1): fp8run names its tensors FUNCTION/NAME, runs
+ * forward then backward, times each and the step, and prints both
+ * functions in the signature. */
+static const char two_functions[] =
+    "// fp8cc-plan 2\n"
+    "// target sm_90\n"
+    "// state 0 x2 f32[1024] from=forward\n"
+    "// function forward\n"
+    "// input 0 x f32[1024]\n"
+    "// output 0 y f32[1024]\n"
+    "// launch k0 grid=0 block=256 smem=0 coop=0 args=in:0,st:0\n"
+    "// copy dst=out:0 src=st:0 bytes=4096\n"
+    "// function backward\n"
+    "// input 0 g f32[1024]\n"
+    "// output 0 z f32[1024]\n"
+    "// workspace 16\n"
+    "// buffer 0 f32[] offset=0 bytes=16 zero\n"
+    "// launch k0 grid=0 block=256 smem=0 coop=0 args=st:0,out:0\n"
+    "// end-plan\n";
+
+Test(mock, fp8run_two_functions)
+{
+    static float x[N], g[N];
+    char dir[] = "/tmp/fp8run_fns_XXXXXX", cmd[2048], out[16384], err[512];
+    cr_assert(mkdtemp(dir));
+    for (int i = 0; i < N; i++)
+        x[i] = (float)i - 100.0f, g[i] = 1;
+    snprintf(cmd, sizeof cmd, "%s/p.ptx", dir);
+    FILE *f = fopen(cmd, "w");
+    cr_assert(f);
+    fputs(two_functions, f);
+    fputs(test_kernels_ptx, f);
+    fclose(f);
+    StTensor ts[2];
+    memset(ts, 0, sizeof ts);
+    const char *names[2] = {"forward/x", "backward/g"};
+    void *data[2] = {x, g};
+    for (int i = 0; i < 2; i++) {
+        ts[i].name = (char *)names[i];
+        snprintf(ts[i].dtype, sizeof ts[i].dtype, "F32");
+        ts[i].rank = 1;
+        ts[i].dims[0] = N;
+        ts[i].nbytes = sizeof x;
+        ts[i].data = data[i];
+    }
+    snprintf(cmd, sizeof cmd, "%s/in.safetensors", dir);
+    cr_assert_eq(st_write(cmd, ts, 2, err, sizeof err), 0, "%s", err);
+    snprintf(cmd, sizeof cmd,
+             "FP8RT_LIBCUDA='%s' '%s' %s/p.ptx --inputs %s/in.safetensors -o %s/out.safetensors --iters 3 2>&1",
+             MOCKCUDA_PATH, FP8RUN_PATH, dir, dir, dir);
+    cr_assert_eq(sh(cmd, out, sizeof out), 0, "%s\n%s", cmd, out);
+    cr_assert(strstr(out, "p.ptx: forward: 3 runs") && strstr(out, "p.ptx: backward: 3 runs") &&
+                  strstr(out, "the step (every function once): median"),
+              "%s", out);
+    StFile res;
+    snprintf(cmd, sizeof cmd, "%s/out.safetensors", dir);
+    cr_assert_eq(st_read(cmd, &res, err, sizeof err), 0, "%s", err);
+    const StTensor *y = st_find(&res, "forward/y"), *z = st_find(&res, "backward/z");
+    cr_assert(y && z && res.n == 2, "outputs forward/y, backward/z");
+    for (int i = 0; i < N; i++) {
+        cr_assert_eq(((const float *)y->data)[i], 2 * x[i], "y[%d]", i);
+        cr_assert_eq(((const float *)z->data)[i], 4 * x[i], "z[%d] is twice the saved 2x", i);
+    }
+    st_free(&res);
+    snprintf(cmd, sizeof cmd, "FP8RT_LIBCUDA='%s' '%s' %s/p.ptx --inputs %s/in.safetensors --iters 2 --json",
+             MOCKCUDA_PATH, FP8RUN_PATH, dir, dir);
+    cr_assert_eq(sh(cmd, out, sizeof out), 0, "%s\n%s", cmd, out);
+    json_error_t je;
+    json_t *j = json_loads(out, JSON_REJECT_DUPLICATES, &je);
+    cr_assert(j, "not JSON (%s): %s", je.text, out);
+    json_t *fns = json_object_get(json_object_get(j, "signature"), "functions");
+    cr_assert_eq(json_array_size(fns), 2);
+    cr_assert_str_eq(json_string_value(json_object_get(json_array_get(fns, 1), "name")), "backward");
+    json_t *tf = json_object_get(json_object_get(j, "timing"), "functions");
+    cr_assert_eq(json_array_size(tf), 2, "%s", out);
+    cr_assert_str_eq(json_string_value(json_object_get(json_array_get(tf, 0), "name")), "forward");
+    json_decref(j);
+    /* without the forward's input the program does not run */
+    snprintf(cmd, sizeof cmd, "%s/in.safetensors", dir);
+    cr_assert_eq(st_write(cmd, ts + 1, 1, err, sizeof err), 0, "%s", err);
+    snprintf(cmd, sizeof cmd, "FP8RT_LIBCUDA='%s' '%s' %s/p.ptx --inputs %s/in.safetensors -o %s/o 2>&1",
+             MOCKCUDA_PATH, FP8RUN_PATH, dir, dir, dir);
+    cr_assert_eq(sh(cmd, out, sizeof out), 1, "%s", out);
+    cr_assert(strstr(out, "input 0 'forward/x' is not in"), "%s", out);
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+    cr_assert_eq(system(cmd), 0);
+}

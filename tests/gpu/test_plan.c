@@ -12,8 +12,9 @@
 
 static char err[1024];
 
-/* The first ``` block of docs/plan.md. malloc'd. */
-static char *docs_example(void)
+/* The first ``` block of docs/plan.md after `heading` ("" for the first
+ * of all). malloc'd. */
+static char *docs_block(const char *heading)
 {
     FILE *f = fopen(FP8RT_DOCS_PLAN, "rb");
     cr_assert(f, "cannot open %s", FP8RT_DOCS_PLAN);
@@ -21,12 +22,19 @@ static char *docs_example(void)
     size_t n = fread(doc, 1, sizeof doc - 1, f);
     fclose(f);
     doc[n] = 0;
-    char *start = strstr(doc, "```\n");
+    char *from = strstr(doc, heading);
+    cr_assert(from, "no '%s' in %s", heading, FP8RT_DOCS_PLAN);
+    char *start = strstr(from, "```\n");
     cr_assert(start, "no ``` block in %s", FP8RT_DOCS_PLAN);
     start += 4;
     char *end = strstr(start, "```");
     cr_assert(end);
     return strndup(start, (size_t)(end - start));
+}
+
+static char *docs_example(void)
+{
+    return docs_block("");
 }
 
 /* The example is what fp8cc prints for the seed layer (the lit test
@@ -41,28 +49,28 @@ Test(plan, accepts_docs_example)
     cr_assert_eq(p.version, 1);
     cr_assert_str_eq(p.target, "sm_90");
     cr_assert_eq(p.sm, 90);
-    cr_assert_eq(p.nin, 2);
-    cr_assert_eq(p.nout, 3);
-    cr_assert_str_eq(p.in[0].name, "input");
-    cr_assert_str_eq(p.in[1].name, "weight");
-    cr_assert_eq(p.in[1].type.dtype, FP8RT_BF16);
-    cr_assert_eq(p.out[1].type.dtype, FP8RT_F8E4M3FN);
-    cr_assert_eq(p.out[2].type.rank, 0);
-    for (int i = 0; i < p.nbuf; i++)
-        cr_assert(p.buf[i].offset % 256 == 0 && p.buf[i].offset + p.buf[i].bytes <= p.workspace,
-                  "buffer %d at %lld+%lld of %lld", i, (long long)p.buf[i].offset, (long long)p.buf[i].bytes,
-                  (long long)p.workspace);
+    cr_assert_eq(p.func[0].nin, 2);
+    cr_assert_eq(p.func[0].nout, 3);
+    cr_assert_str_eq(p.func[0].in[0].name, "input");
+    cr_assert_str_eq(p.func[0].in[1].name, "weight");
+    cr_assert_eq(p.func[0].in[1].type.dtype, FP8RT_BF16);
+    cr_assert_eq(p.func[0].out[1].type.dtype, FP8RT_F8E4M3FN);
+    cr_assert_eq(p.func[0].out[2].type.rank, 0);
+    for (int i = 0; i < p.func[0].nbuf; i++)
+        cr_assert(p.func[0].buf[i].offset % 256 == 0 && p.func[0].buf[i].offset + p.func[0].buf[i].bytes <= p.func[0].workspace,
+                  "buffer %d at %lld+%lld of %lld", i, (long long)p.func[0].buf[i].offset, (long long)p.func[0].buf[i].bytes,
+                  (long long)p.func[0].workspace);
     /* one kernel, then the GEMM, whose b is a buffer laid out [1,0]: the
      * (K,N) = (32,64) w.t() with K contiguous */
-    cr_assert_eq(p.nstep, 2);
-    cr_assert_eq(p.step[0].kind, STEP_LAUNCH);
-    cr_assert_str_eq(p.step[0].u.launch.kernel, "k0");
-    cr_assert_eq(p.step[0].u.launch.coop, 1);
-    const RtGemm *g = &p.step[1].u.gemm;
-    cr_assert_eq(p.step[1].kind, STEP_GEMM);
+    cr_assert_eq(p.func[0].nstep, 2);
+    cr_assert_eq(p.func[0].step[0].kind, STEP_LAUNCH);
+    cr_assert_str_eq(p.func[0].step[0].u.launch.kernel, "k0");
+    cr_assert_eq(p.func[0].step[0].u.launch.coop, 1);
+    const RtGemm *g = &p.func[0].step[1].u.gemm;
+    cr_assert_eq(p.func[0].step[1].kind, STEP_GEMM);
     cr_assert(g->m == 16 && g->n == 64 && g->k == 32 && g->fast_accum == 1 && !g->has_bias);
     cr_assert_eq(g->b.kind, REF_BUF);
-    const RtBuffer *b = &p.buf[g->b.index];
+    const RtBuffer *b = &p.func[0].buf[g->b.index];
     cr_assert(b->type.dtype == FP8RT_F8E4M3FN && b->type.rank == 2 && b->type.dims[0] == 32 &&
               b->type.dims[1] == 64 && b->layout[0] == 1 && b->layout[1] == 0);
     cr_assert(g->a.kind == REF_OUT && g->a.index == 1, "a is the fp8 input, output 1");
@@ -76,7 +84,7 @@ Test(plan, accepts_docs_example)
     strcat(ptx, "// end-plan\n.version 8.0\n.target sm_90\n.address_size 64\n");
     st = rt_plan_parse_ptx(ptx, strlen(ptx), "plan.ptx", &p, err, sizeof err);
     cr_assert_eq(st, FP8RT_OK, "%s", err);
-    cr_assert_eq(p.nstep, 2);
+    cr_assert_eq(p.func[0].nstep, 2);
     cr_assert(p.ptx_offset > 0 && strncmp(ptx + p.ptx_offset, ".version", 8) == 0);
     rt_plan_free(&p);
     free(ptx);
@@ -89,10 +97,10 @@ Test(plan, accepts_test_program)
     RtPlan p;
     fp8rt_status st = rt_plan_parse_ptx(ptx, strlen(ptx), "prog.ptx", &p, err, sizeof err);
     cr_assert_eq(st, FP8RT_OK, "%s", err);
-    cr_assert_eq(p.nin, 6);
-    cr_assert_eq(p.nout, 3);
-    cr_assert_eq(p.step[1].u.launch.smem, 1024);
-    cr_assert_eq(p.step[2].u.gemm.bias_dtype, FP8RT_BF16);
+    cr_assert_eq(p.func[0].nin, 6);
+    cr_assert_eq(p.func[0].nout, 3);
+    cr_assert_eq(p.func[0].step[1].u.launch.smem, 1024);
+    cr_assert_eq(p.func[0].step[2].u.gemm.bias_dtype, FP8RT_BF16);
     rt_plan_free(&p);
     /* and through the public entry that needs no device */
     cr_assert_eq(fp8rt_program_check(ptx, strlen(ptx), "prog.ptx"), FP8RT_OK, "%s", fp8rt_last_error(NULL));
@@ -106,7 +114,7 @@ Test(plan, accepts_crlf_comments_blank_lines_any_key_order)
     RtPlan p;
     fp8rt_status st = rt_plan_parse_ptx(a, strlen(a), "crlf.ptx", &p, err, sizeof err);
     cr_assert_eq(st, FP8RT_OK, "%s", err);
-    cr_assert_eq(p.step[0].u.launch.block, 256);
+    cr_assert_eq(p.func[0].step[0].u.launch.block, 256);
     rt_plan_free(&p);
     free(a);
     free(ptx);
@@ -125,7 +133,7 @@ typedef struct {
 
 static const BadPlan bad_plans[] = {
     {15, "lanch k0 grid=0 block=256 smem=0 coop=0 args=in:0", FP8RT_BAD_PROGRAM, "unknown plan line 'lanch'", 15},
-    {1, "fp8cc-plan 2", FP8RT_BAD_PROGRAM, "plan version 2; this runtime reads version 1", 1},
+    {1, "fp8cc-plan 3", FP8RT_BAD_PROGRAM, "plan version 3; this runtime reads versions 1 to 2", 1},
     {1, "fp8cc-plan one", FP8RT_BAD_PROGRAM, "not a non-negative integer", 1},
     {2, "", FP8RT_BAD_PROGRAM, "missing 'target' line", 1},
     {2, "target gfx90a", FP8RT_BAD_PROGRAM, "bad target 'gfx90a'", 2},
@@ -154,7 +162,7 @@ static const BadPlan bad_plans[] = {
     {15, "launch k0 grid=-1 block=256 smem=0 coop=0 args=in:0,buf:0", FP8RT_BAD_PROGRAM, "not a non-negative", 15},
     {15, "launch 9k grid=0 block=256 smem=0 coop=0 args=in:0", FP8RT_BAD_PROGRAM, "wants a kernel name", 15},
     {15, "launch k0 grid=0 block=256 smem=0 coop=0 args=in:0,in:6", FP8RT_BAD_PROGRAM,
-     "reference 'in:6' is out of range (the plan has 6 inputs)", 15},
+     "reference 'in:6' is out of range (the function has 6 inputs)", 15},
     {15, "launch k0 grid=0 block=256 smem=0 coop=0 args=in:0,buf:2", FP8RT_BAD_PROGRAM, "out of range", 15},
     {15, "launch k0 grid=0 block=256 smem=0 coop=0 args=inp:0,buf:0", FP8RT_BAD_PROGRAM, "bad reference 'inp:0'", 15},
     {15, "launch k0 grid=0 block=256 smem=0 coop=0 args=in:0,,buf:0", FP8RT_BAD_PROGRAM, "empty reference", 15},
@@ -199,22 +207,31 @@ ParameterizedTestParameters(plan, rejects_bad_plan)
     return cr_make_param_array(BadPlan, bad_plans, sizeof bad_plans / sizeof bad_plans[0]);
 }
 
-ParameterizedTest(const BadPlan *b, plan, rejects_bad_plan)
+/* The plan in ptx is refused as b says (or, with FP8RT_OK, read), by the
+ * parser and by the public, device-free entry alike. Frees ptx. */
+static void assert_bad(const BadPlan *b, char *ptx)
 {
-    char *ptx = test_program_ptx(b->line, b->with[0] ? b->with : NULL);
     RtPlan p;
     char prefix[64];
     fp8rt_status st = rt_plan_parse_ptx(ptx, strlen(ptx), "bad.ptx", &p, err, sizeof err);
     cr_assert_eq(st, b->status, "line %d '%s': got %s, want %s: %s", b->line, b->with[0] ? b->with : "(dropped)",
                  fp8rt_status_name(st), fp8rt_status_name(b->status), err);
+    cr_assert_eq(fp8rt_program_check(ptx, strlen(ptx), "bad.ptx"), b->status);
+    free(ptx);
+    if (st == FP8RT_OK) {
+        rt_plan_free(&p);
+        return;
+    }
     cr_assert(strstr(err, b->substr), "line %d: message lacks \"%s\": %s", b->line, b->substr, err);
     snprintf(prefix, sizeof prefix, "bad.ptx:%d: ", b->errline);
     cr_assert(strncmp(err, prefix, strlen(prefix)) == 0, "message does not name line %d: %s", b->errline, err);
     cr_assert_eq(p.arena, NULL, "a failed parse leaves nothing to free");
-    /* the public, device-free entry says the same */
-    cr_assert_eq(fp8rt_program_check(ptx, strlen(ptx), "bad.ptx"), b->status);
     cr_assert_str_eq(fp8rt_last_error(NULL), err);
-    free(ptx);
+}
+
+ParameterizedTest(const BadPlan *b, plan, rejects_bad_plan)
+{
+    assert_bad(b, test_program_ptx(b->line, b->with[0] ? b->with : NULL));
 }
 
 /* Whole-file problems: a whole text, its status and message. */
@@ -266,9 +283,9 @@ Test(plan, rejects_bad_files)
 
 Test(plan, version_mismatch_message)
 {
-    char *ptx = test_program_ptx(1, "fp8cc-plan 2");
-    cr_assert_eq(fp8rt_program_check(ptx, strlen(ptx), "v2.ptx"), FP8RT_BAD_PROGRAM);
-    cr_assert_str_eq(fp8rt_last_error(NULL), "v2.ptx:1: plan version 2; this runtime reads version 1");
+    char *ptx = test_program_ptx(1, "fp8cc-plan 3");
+    cr_assert_eq(fp8rt_program_check(ptx, strlen(ptx), "v3.ptx"), FP8RT_BAD_PROGRAM);
+    cr_assert_str_eq(fp8rt_last_error(NULL), "v3.ptx:1: plan version 3; this runtime reads versions 1 to 2");
     free(ptx);
 }
 
@@ -339,7 +356,7 @@ Test(plan, long_lines)
     RtPlan p;
     fp8rt_status st = rt_plan_parse_ptx(ptx, strlen(ptx), "long.ptx", &p, err, sizeof err);
     cr_assert_eq(st, FP8RT_OK, "%s", err);
-    cr_assert_eq(p.step[0].u.launch.nargs, (int)nargs);
+    cr_assert_eq(p.func[0].step[0].u.launch.nargs, (int)nargs);
     rt_plan_free(&p);
     free(ptx);
 
@@ -351,4 +368,125 @@ Test(plan, long_lines)
     cr_assert(strstr(err, "unknown plan line 'xxxx") && strlen(err) < 200, "%s", err);
     free(ptx);
     free(line);
+}
+
+/* ---- version 2: functions, state slots, float GEMMs ------------------------ */
+
+/* The step program (test_data.c): two functions, two state slots, each
+ * gemm form's keys, the slots backward reads. */
+Test(plan, reads_the_step_program)
+{
+    char *ptx = test_step_ptx(0, NULL);
+    RtPlan p;
+    fp8rt_status st = rt_plan_parse_ptx(ptx, strlen(ptx), "step.ptx", &p, err, sizeof err);
+    cr_assert_eq(st, FP8RT_OK, "%s", err);
+    cr_assert_eq(p.version, 2);
+    cr_assert(p.nfunc == 2 && !strcmp(p.func[0].name, "forward") && !strcmp(p.func[1].name, "backward"));
+    cr_assert(p.nstate == 2 && !strcmp(p.state[1].name, "y") && p.state[1].from == 0);
+    cr_assert(p.state[0].offset == 0 && p.state[1].offset == 512 && p.state_bytes == 512 + 512,
+              "state offsets %lld %lld, %lld bytes", (long long)p.state[0].offset, (long long)p.state[1].offset,
+              (long long)p.state_bytes);
+    const RtFunc *f = &p.func[0], *b = &p.func[1];
+    cr_assert(f->nin == 5 && f->nout == 2 && f->nstep == 4 && f->nreads == 0);
+    cr_assert(b->nin == 2 && b->nout == 3 && b->nstep == 3);
+    cr_assert(b->nreads == 2 && b->reads[0] == 0 && b->reads[1] == 1, "backward reads %d slots", b->nreads);
+    const RtGemm *y = &f->step[0].u.gemm, *z = &f->step[2].u.gemm, *gw = &b->step[1].u.gemm;
+    cr_assert(!y->scaled && y->has_bias && y->epilogue == RT_EPI_RELU && y->trans_b && !y->trans_a);
+    cr_assert(y->d.kind == REF_STATE && y->d.index == 1 && y->bias_dtype == FP8RT_F32);
+    cr_assert(z->batch == 2 && z->stride_a == 128 && z->stride_b == 0 && z->stride_d == 32 && !z->trans_b);
+    cr_assert(gw->trans_a && gw->b.kind == REF_STATE && gw->m == 12 && gw->k == 8);
+    rt_plan_free(&p);
+    free(ptx);
+}
+
+static const BadPlan bad_step_plans[] = {
+    {5, "function 2fast", FP8RT_BAD_PROGRAM, "'function' wants a name", 5},
+    {17, "function forward", FP8RT_BAD_PROGRAM, "function 'forward' is already defined on line 5", 17},
+    {3, "state 0 x f32[8,16] from=sideways", FP8RT_BAD_PROGRAM, "from=sideways names no function", 3},
+    {3, "state 0 x f32[8,16]", FP8RT_BAD_PROGRAM, "'state' wants 4 words", 3},
+    {3, "state 1 x f32[8,16] from=forward", FP8RT_BAD_PROGRAM, "state 1 out of order", 3},
+    {4, "state 1 x f32[8,12] from=forward", FP8RT_BAD_PROGRAM, "name 'x' is already used by state 0", 4},
+    {6, "state 2 q f32[] from=forward", FP8RT_BAD_PROGRAM, "'state' after a 'function' line", 6},
+    {5, "", FP8RT_BAD_PROGRAM, "'input' before the first 'function' line", 5},
+    {16, "copy dst=st:0 src=in:0 bytes=512 # x is not saved", FP8RT_OK, "", 0},
+    {16, "", FP8RT_BAD_PROGRAM, "state 0 ('x') is from=forward, but function forward never writes it", 3},
+    {16, "copy dst=st:2 src=in:0 bytes=512", FP8RT_BAD_PROGRAM,
+     "reference 'st:2' is out of range (the program has 2 state slots)", 16},
+    {25, "copy dst=st:1 src=in:0 bytes=384", FP8RT_BAD_PROGRAM,
+     "st:1 ('y') is written here, but it is state that function forward writes", 25},
+    {6, "input 0 x f32[8,16] extra", FP8RT_BAD_PROGRAM, "wants 3 words", 6},
+    {13, "gemm d=st:1 a=in:0 b=in:1 bias=in:2 m=8 n=12 k=16 batch=1 stride_a=0 stride_b=0 stride_d=0 "
+         "trans_a=0 trans_b=1 atype=f32 btype=f32 dtype=f32 epilogue=silu",
+     FP8RT_BAD_PROGRAM, "unknown epilogue 'silu'", 13},
+    {13, "gemm d=st:1 a=in:0 b=in:1 bias=in:2 m=8 n=12 k=16 batch=1 stride_a=0 stride_b=0 stride_d=0 "
+         "trans_a=0 trans_b=1 atype=f32 btype=f32 dtype=f32",
+     FP8RT_BAD_PROGRAM, "missing key 'epilogue='", 13},
+    {13, "gemm d=st:1 a=in:0 b=in:1 bias=in:2 m=8 n=12 k=16 batch=1 stride_a=0 stride_b=0 stride_d=0 "
+         "trans_a=0 trans_b=1 atype=f32 btype=f32 dtype=f32 epilogue=relu fast_accum=1",
+     FP8RT_BAD_PROGRAM, "key 'fast_accum' is for fp8 gemms; this one is f32 x f32", 13},
+    {13, "gemm d=st:1 a=in:0 b=in:1 bias=in:2 m=8 n=12 k=16 batch=1 stride_a=0 stride_b=0 stride_d=0 "
+         "trans_a=0 trans_b=2 atype=f32 btype=f32 dtype=f32 epilogue=relu",
+     FP8RT_BAD_PROGRAM, "trans_b=2 is out of range", 13},
+    {13, "gemm d=st:1 a=in:0 b=in:1 bias=in:2 m=8 n=12 k=16 batch=1 stride_a=0 stride_b=0 stride_d=0 "
+         "trans_a=0 trans_b=1 atype=f32 btype=f32 dtype=bf16 epilogue=relu",
+     FP8RT_BAD_PROGRAM, "gemm dtypes f32 x f32 -> bf16: a, b and d must be one of", 13},
+    {13, "gemm d=st:1 a=in:0 b=in:1 bias=in:2 m=8 n=12 k=0 batch=1 stride_a=0 stride_b=0 stride_d=0 "
+         "trans_a=0 trans_b=1 atype=f32 btype=f32 dtype=f32 epilogue=relu",
+     FP8RT_BAD_PROGRAM, "k=0 batch=1 out of range", 13},
+    {13, "gemm d=st:1 a=in:0 b=in:1 bias=in:2 m=8 n=12 k=16 batch=1 stride_a=0 stride_b=0 stride_d=0 "
+         "trans_a=0 trans_b=1 atype=f8e4m3fn btype=f8e4m3fn dtype=f32 epilogue=relu",
+     FP8RT_BAD_PROGRAM, "missing key 'scale_a=' (an fp8 gemm has scales and fast_accum)", 13},
+    {15, "gemm d=out:1 a=in:3 b=in:4 bias=none m=8 n=4 k=16 batch=3 stride_a=128 stride_b=0 stride_d=32 "
+         "trans_a=0 trans_b=0 atype=f32 btype=f32 dtype=f32 epilogue=none",
+     FP8RT_BAD_PROGRAM, "gemm d=out:1 holds 64 elements, the gemm needs 96", 15},
+    {15, "gemm d=out:1 a=in:3 b=in:4 bias=none m=8 n=4 k=16 batch=2 stride_a=128 stride_b=0 stride_d=16 "
+         "trans_a=0 trans_b=0 atype=f32 btype=f32 dtype=f32 epilogue=none",
+     FP8RT_BAD_PROGRAM, "stride_d=16, less than m*n=32: the batches would overlap", 15},
+    {15, "gemm d=out:1 a=in:3 b=in:4 bias=none m=8 n=4 k=16 batch=2 stride_a=129 stride_b=0 stride_d=32 "
+         "trans_a=0 trans_b=0 atype=f32 btype=f32 dtype=f32 epilogue=none",
+     FP8RT_BAD_PROGRAM, "gemm a=in:3 holds 256 elements, the gemm needs 257", 15},
+    {15, "gemm d=out:1 a=in:3 b=in:4 bias=none m=8 n=4 k=16 batch=2 stride_a=9223372036854775 stride_b=0 "
+         "stride_d=32 trans_a=0 trans_b=0 atype=f32 btype=f32 dtype=f32 epilogue=none",
+     FP8RT_BAD_PROGRAM, "holds 256 elements, the gemm needs", 15},
+    {1, "fp8cc-plan 1", FP8RT_BAD_PROGRAM, "'state' lines need plan version 2 (this plan is version 1)", 3},
+};
+
+ParameterizedTestParameters(plan, rejects_bad_step_plan)
+{
+    return cr_make_param_array(BadPlan, bad_step_plans, sizeof bad_step_plans / sizeof bad_step_plans[0]);
+}
+
+ParameterizedTest(const BadPlan *b, plan, rejects_bad_step_plan)
+{
+    assert_bad(b, test_step_ptx(b->line, b->with[0] ? b->with : NULL));
+}
+
+/* A version 1 plan is one function, "main", without state; st:N is refused there. */
+Test(plan, version_1_is_one_function)
+{
+    char *ptx = test_program_ptx(0, NULL);
+    RtPlan p;
+    cr_assert_eq(rt_plan_parse_ptx(ptx, strlen(ptx), "v1.ptx", &p, err, sizeof err), FP8RT_OK, "%s", err);
+    cr_assert(p.nfunc == 1 && !strcmp(p.func[0].name, "main") && p.nstate == 0 && p.state_bytes == 0);
+    rt_plan_free(&p);
+    free(ptx);
+    ptx = test_program_ptx(18, "copy dst=st:0 src=in:0 bytes=4096");
+    cr_assert_eq(rt_plan_parse_ptx(ptx, strlen(ptx), "v1.ptx", &p, err, sizeof err), FP8RT_BAD_PROGRAM);
+    cr_assert(strstr(err, "v1.ptx:18: reference 'st:0': state slots need plan version 2"), "%s", err);
+    free(ptx);
+}
+
+/* docs/plan.md's version 2 example (the training step fp8cc writes): two
+ * functions, backward reading both slots that forward writes. */
+Test(plan, accepts_docs_version_2_example)
+{
+    char *text = docs_block("## Version 2");
+    RtPlan p;
+    fp8rt_status st = rt_plan_parse_text(text, strlen(text), "plan.md", &p, err, sizeof err);
+    cr_assert_eq(st, FP8RT_OK, "%s", err);
+    cr_assert(p.version == 2 && p.nfunc == 2 && p.nstate == 2);
+    cr_assert(p.func[1].nreads == 2 && p.func[0].nreads == 0);
+    cr_assert(p.func[0].step[1].u.gemm.scaled && p.func[0].step[1].u.gemm.fast_accum == 1);
+    rt_plan_free(&p);
+    free(text);
 }

@@ -10,6 +10,9 @@
 # usage: tests/install/run.sh [BUILD_DIR]      (default: build)
 set -euo pipefail
 cd "$(dirname "$0")/../.."
+version=$(sed -n 's/^project(fp8cc VERSION \([0-9.]*\).*/\1/p' CMakeLists.txt)
+IFS=. read -r vmajor vminor vpatch <<< "$version"
+vnumber=$((vmajor * 10000 + vminor * 100 + vpatch))
 build=${1:-build}
 jobs=$(nproc 2>/dev/null || echo 2)
 tmp=$(mktemp -d /tmp/fp8-install.XXXXXX)
@@ -37,7 +40,7 @@ consume() {
 	PKG_CONFIG_PATH=$prefix/lib/pkgconfig make -s -C examples/c PKG_CONFIG="$pc" O="$tmp/$name.pc" >/dev/null
 	for bin in "$tmp/$name.cmake/signature" "$tmp/$name.pc/signature"; do
 		"$bin" "$tmp/fused.ptx" > "$tmp/got"
-		grep -q '^# libfp8rt 100 reads plan versions 1\.\.1$' "$tmp/got" || fail "$bin: $(head -1 "$tmp/got")"
+		grep -q "^# libfp8rt $vnumber reads plan versions 1\.\.2\$" "$tmp/got" || fail "$bin: $(head -1 "$tmp/got")"
 		grep -v '^#' "$tmp/got" | diff -u "$tmp/want" - || fail "$bin: not the plan's signature"
 	done
 	echo "ok   $name: examples/c through find_package and through pkg-config"
@@ -46,8 +49,8 @@ consume() {
 install "$tmp/shared" "$build"
 prefix=$tmp/shared
 [ -e "$prefix/lib/libfp8rt.so.0" ] || fail "no libfp8rt.so.0"
-"$prefix/bin/fp8cc" --version | grep -q '^fp8cc 0\.1\.0 ' || fail "installed fp8cc --version"
-"$prefix/bin/fp8run" --version | grep -q '^fp8run 0\.1\.0 ' || fail "installed fp8run --version"
+"$prefix/bin/fp8cc" --version | grep -qF "fp8cc $version " || fail "installed fp8cc --version (want $version)"
+"$prefix/bin/fp8run" --version | grep -qF "fp8run $version " || fail "installed fp8run --version (want $version)"
 "$prefix/bin/fp8cc" examples/seed_fp8_linear_after.trace -o "$tmp/fused.ptx"
 "$prefix/bin/fp8cc" examples/seed_fp8_linear_after.trace --emit=plan | grep -E '^(target|input|output) ' > "$tmp/want"
 consume shared "$prefix"

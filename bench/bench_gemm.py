@@ -1,0 +1,186 @@
+#!/usr/bin/env python3
+"""Benchmark fp8cc's GEMMs of every kind against PyTorch's op on the same
+operands, measured in one run.
+
+usage: bench_gemm.py FP8RUN PTXDIR [OUT.md]
+
+For each case of bench/gemm_ir.py (2-d bf16, f16 and f32 products, the
+linear x·wᵀ with and without a bias and gelu, attention's batched q·kᵀ and
+p·v, fp8 torch._scaled_mm, a Llama MLP) PTXDIR holds gemm_CASE.ptx
+(compiled on the machine with LLVM by tests/gpu/prepare.sh). Operands are
+drawn here, on the GPU; fp8run runs the program on them once (its output
+is compared with torch's: relative Frobenius error) and times --iters runs
+(graph replay), then torch's op is timed on the same tensors: torch.matmul,
+F.linear (+ F.gelu), torch._scaled_mm, the MLP in eager and under
+torch.compile. Times are medians of CUDA-event-timed runs after warm-up; the
+table gives each time, torch/fp8cc (above 1: fp8cc is faster), TFLOP/s and
+fp8cc's throughput as a percentage of torch's. f32 runs without TF32 on
+both sides. With OUT.md the table is appended to it."""
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+
+import torch
+import torch.nn.functional as F
+from safetensors.torch import load_file, save_file
+
+sys.path.insert(0, os.path.dirname(__file__))
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "tests", "gpu"))
+from gemm_ir import CASES  # noqa: E402
+from torch_gemm import ieee_f32  # noqa: E402
+
+ITERS, WARMUP = 100, 10
+DTYPES = {"bf16": torch.bfloat16, "f16": torch.float16, "f32": torch.float32, "f8e4m3fn": torch.float8_e4m3fn}
+
+
+def operands(name):
+    """the program's inputs for case name, by parameter name, on the GPU"""
+    form, dt, s, opt = CASES[name]
+    t = DTYPES[dt]
+
+    def randn(*shape, scale=1.0):
+        return (torch.randn(*shape, device="cuda") * scale).to(t)
+
+    if form == "mm":
+        return {"a": randn(s["m"], s["k"]), "b": randn(s["k"], s["n"])}
+    if form == "linear":
+        ops = {"x": randn(s["m"], s["k"]), "w": randn(s["n"], s["k"], scale=s["k"] ** -0.5)}
+        if opt.get("bias"):
+            ops["bias"] = randn(s["n"])
+        return ops
+    if form == "bmm":
+        return {"a": randn(s["b"], s["m"], s["k"]), "b": randn(s["b"], s["k"], s["n"])}
+    if form == "bmm_nt":
+        return {"a": randn(s["b"], s["m"], s["k"]), "b": randn(s["b"], s["n"], s["k"])}
+    if form == "scaled_mm":
+        one = torch.ones((), device="cuda")
+        return {"a": randn(s["m"], s["k"]), "w": randn(s["n"], s["k"]), "scale_a": one * 0.5, "scale_b": one * 0.25}
+    if form == "mlp":
+        h, i = s["h"], s["i"]
+        return {"x": randn(s["t"], h), "w_gate": randn(i, h, scale=h ** -0.5), "w_up": randn(i, h, scale=h ** -0.5),
+                "w_down": randn(h, i, scale=i ** -0.5)}
+    raise ValueError(form)
+
+
+def mlp(x, w_gate, w_up, w_down):
+    return F.linear(F.silu(F.linear(x, w_gate)) * F.linear(x, w_up), w_down)
+
+
+def torch_ops(name):
+    """[(label, fn(**operands))]: torch's way to the same result"""
+    form, dt, s, opt = CASES[name]
+    if form == "mm":
+        return [("torch.matmul", lambda a, b: torch.matmul(a, b))]
+    if form == "linear" and opt.get("epilogue") == 2:
+        return [("F.gelu(F.linear)", lambda x, w, bias: F.gelu(F.linear(x, w, bias), approximate="tanh"))]
+    if form == "linear":
+        return [("F.linear", lambda x, w: F.linear(x, w))]
+    if form == "bmm":
+        return [("torch.matmul", lambda a, b: torch.matmul(a, b))]
+    if form == "bmm_nt":
+        return [("torch.matmul(q, kᵀ)", lambda a, b: torch.matmul(a, b.transpose(-1, -2)))]
+    if form == "scaled_mm":
+        fast = bool(opt.get("fast_accum"))
+        return [("torch._scaled_mm", lambda a, w, scale_a, scale_b: torch._scaled_mm(
+            a, w.t(), scale_a=scale_a, scale_b=scale_b, out_dtype=torch.bfloat16, use_fast_accum=fast))]
+    if form == "mlp":
+        return [("eager", mlp), ("torch.compile", torch.compile(mlp))]
+    raise ValueError(form)
+
+
+def flops(name):
+    form, dt, s, opt = CASES[name]
+    if form == "mlp":
+        return 3 * 2 * s["t"] * s["h"] * s["i"]
+    return 2 * s.get("b", 1) * s["m"] * s["k"] * s["n"]
+
+
+def sizes(name):
+    form, dt, s, opt = CASES[name]
+    if form == "mlp":
+        return f"{s['t']} tokens, {s['h']}→{s['i']}→{s['h']}"
+    mkn = f"{s['m']}×{s['k']}×{s['n']}"
+    return f"{s['b']} × {mkn}" if "b" in s else mkn
+
+
+def time_torch(fn, ops):
+    """the median time of fn(**ops) in microseconds, CUDA events around each run"""
+    for _ in range(WARMUP):
+        fn(**ops)
+    torch.cuda.synchronize()
+    times = []
+    for _ in range(ITERS):
+        a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        a.record()
+        fn(**ops)
+        b.record()
+        torch.cuda.synchronize()
+        times.append(a.elapsed_time(b) * 1000)
+    return statistics.median(times)
+
+
+def run_fp8run(fp8run, ptx, inputs, outputs):
+    """run the program once (writing outputs), then time ITERS runs: the median in microseconds"""
+    cmd = [fp8run, ptx, "--inputs", inputs, "-o", outputs, "--iters", str(ITERS), "--warmup", str(WARMUP), "--json"]
+    res = subprocess.run(cmd, capture_output=True, text=True)
+    if res.returncode != 0:
+        raise RuntimeError(f"fp8run {ptx} failed: {res.stderr.strip()}")
+    timing = json.loads(res.stdout)["timing"]
+    if len(timing["runs_us"]) != ITERS:
+        raise RuntimeError(f"fp8run timed {len(timing['runs_us'])} runs, not {ITERS}")
+    return timing["median_us"]
+
+
+def rel_error(got, want):
+    g, w = got.double(), want.double()
+    return (torch.linalg.norm(g - w) / torch.linalg.norm(w).clamp(min=1e-300)).item()
+
+
+def main():
+    if len(sys.argv) < 3:
+        sys.exit(__doc__)
+    fp8run, ptxdir = sys.argv[1], sys.argv[2]
+    ieee_f32()
+    rows, failed = [], False
+    for name in CASES:
+        torch.manual_seed(0)
+        ops = operands(name)
+        with tempfile.TemporaryDirectory() as tmp:
+            inputs, outputs = os.path.join(tmp, "in.safetensors"), os.path.join(tmp, "out.safetensors")
+            save_file({k: v.cpu() for k, v in ops.items()}, inputs)
+            try:
+                ours = run_fp8run(fp8run, os.path.join(ptxdir, f"gemm_{name}.ptx"), inputs, outputs)
+            except RuntimeError as e:
+                print(f"{name}: {e}", flush=True)
+                failed = True
+                continue
+            got = load_file(outputs, device="cuda")["mm"]
+        for label, fn in torch_ops(name):
+            err = rel_error(got, fn(**ops))
+            theirs = time_torch(fn, ops)
+            rows.append((name, label, ours, theirs, err))
+            print(f"{name} ({sizes(name)}): fp8cc {ours:.1f} us, {label} {theirs:.1f} us, "
+                  f"torch/fp8cc {theirs / ours:.2f}, relative error {err:.1e}", flush=True)
+        del ops, got
+        torch.cuda.empty_cache()
+    lines = ["| case | sizes | torch op | fp8cc µs | torch µs | torch / fp8cc | fp8cc TFLOP/s | torch TFLOP/s "
+             "| fp8cc % of torch | relative error |",
+             "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
+    for name, label, o, t, err in rows:
+        fo, ft = flops(name) / o / 1e6, flops(name) / t / 1e6
+        lines.append(f"| {name} | {sizes(name)} | {label} | {o:.1f} | {t:.1f} | {t / o:.2f} | {fo:.0f} | {ft:.0f} "
+                     f"| {100 * fo / ft:.0f}% | {err:.1e} |")
+    table = "\n".join(lines) + "\n"
+    print(table)
+    if len(sys.argv) > 3:
+        with open(sys.argv[3], "a") as f:
+            f.write(f"\nGEMMs: device {torch.cuda.get_device_name()}, torch {torch.__version__}, "
+                    f"median of {ITERS} runs after {WARMUP}\n\n" + table)
+    sys.exit(1 if failed else 0)
+
+
+if __name__ == "__main__":
+    main()

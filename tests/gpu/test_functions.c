@@ -1,0 +1,424 @@
+/* test_functions.c — programs of several functions with state, and the
+ * float GEMMs, on the mock driver and the mock cuBLASLt (linked into this
+ * executable, as for the fault tests), so they run on every machine.
+ *
+ * The mock computes cuBLASLt's column-major problem as cuBLASLt defines it;
+ * the references here are computed from the row-major definitions of the
+ * plan and of fp8rt_matmul. Agreement checks the runtime's mapping of
+ * transposes, leading dimensions, batch strides, biases and epilogues onto
+ * cuBLASLt (the GPU suite checks the same programs against real cuBLASLt
+ * and against torch). Inputs are small integers, so every sum is exact in
+ * f32 and in bf16/f16 outputs, and results must match exactly (GELU,
+ * which is not exact, within 1e-6 relative). */
+#include <stdlib.h>
+
+#include "mock_cublaslt.h"
+#include "rt_test.h"
+#include "test_data.h"
+
+static fp8rt_context *mock_context(void)
+{
+    fp8rt_context *ctx = NULL;
+    setenv("FP8RT_LIBCUDA", MOCKCUDA_PATH, 1);
+    CHECK_OK(fp8rt_context_create(0, &ctx), NULL);
+    return ctx;
+}
+
+/* A device tensor of n f32 values from host, small integers drawn from seed. */
+typedef struct {
+    void *d;
+    float *h;
+    fp8rt_tensor t;
+} Buf;
+
+static Buf buf_new(fp8rt_context *ctx, int rank, const int64_t *dims, uint64_t seed)
+{
+    Buf b;
+    size_t n = 1;
+    for (int i = 0; i < rank; i++)
+        n *= (size_t)dims[i];
+    b.h = calloc(n + 1, sizeof *b.h);
+    cr_assert(b.h);
+    for (size_t i = 0; seed && i < n; i++)
+        b.h[i] = (float)((int)(rnd(&seed) % 7) - 3);
+    CHECK_OK(fp8rt_malloc(ctx, (n + 1) * 4, &b.d), ctx);
+    CHECK_OK(fp8rt_memcpy_htod(ctx, b.d, b.h, n * 4), ctx);
+    b.t = fp8rt_tensor_dense(b.d, FP8RT_F32, rank, dims);
+    return b;
+}
+
+static void buf_get(fp8rt_context *ctx, Buf *b, size_t n)
+{
+    CHECK_OK(fp8rt_synchronize(ctx, NULL), ctx);
+    CHECK_OK(fp8rt_memcpy_dtoh(ctx, b->h, b->d, n * 4), ctx);
+}
+
+static void buf_free(fp8rt_context *ctx, Buf *b)
+{
+    CHECK_OK(fp8rt_free(ctx, b->d), ctx);
+    free(b->h);
+}
+
+/* C (m,n) = A (m,k) · B (k,n), row-major, each given by element functions */
+static float at2(const float *x, int64_t ld, int64_t r, int64_t c)
+{
+    return x[r * ld + c];
+}
+
+static void assert_equal(const float *want, const float *got, size_t n, const char *what)
+{
+    for (size_t i = 0; i < n; i++)
+        cr_assert(want[i] == got[i], "%s[%zu]: expected %g, got %g", what, i, want[i], got[i]);
+}
+
+/* ---- the step program -------------------------------------------------------- */
+
+typedef struct {
+    fp8rt_context *ctx;
+    fp8rt_program *p;
+    Buf x, w, b, x3, v, y, z, g, gx, gw, ys;
+} Step;
+
+static Step step_new(void)
+{
+    Step s;
+    memset(&s, 0, sizeof s);
+    s.ctx = mock_context();
+    char *ptx = test_step_ptx(0, NULL);
+    CHECK_OK(fp8rt_program_load_data(s.ctx, ptx, strlen(ptx), "step.ptx", &s.p), s.ctx);
+    free(ptx);
+    s.x = buf_new(s.ctx, 2, (int64_t[]){8, 16}, 1);
+    s.w = buf_new(s.ctx, 2, (int64_t[]){12, 16}, 2);
+    s.b = buf_new(s.ctx, 1, (int64_t[]){12}, 3);
+    s.x3 = buf_new(s.ctx, 3, (int64_t[]){2, 8, 16}, 4);
+    s.v = buf_new(s.ctx, 2, (int64_t[]){16, 4}, 5);
+    s.y = buf_new(s.ctx, 2, (int64_t[]){8, 12}, 0);
+    s.z = buf_new(s.ctx, 3, (int64_t[]){2, 8, 4}, 0);
+    s.g = buf_new(s.ctx, 2, (int64_t[]){8, 12}, 6);
+    s.gx = buf_new(s.ctx, 2, (int64_t[]){8, 16}, 0);
+    s.gw = buf_new(s.ctx, 2, (int64_t[]){12, 16}, 0);
+    s.ys = buf_new(s.ctx, 2, (int64_t[]){8, 12}, 0);
+    return s;
+}
+
+/* Frees it all; `last`: no other context is alive, so no cuBLASLt object may be. */
+static void step_free(Step *s, int last)
+{
+    Buf *all[] = {&s->x, &s->w, &s->b, &s->x3, &s->v, &s->y, &s->z, &s->g, &s->gx, &s->gw, &s->ys};
+    CHECK_OK(fp8rt_program_destroy(s->p), s->ctx);
+    for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
+        buf_free(s->ctx, all[i]);
+    CHECK_OK(fp8rt_context_destroy(s->ctx), NULL);
+    int lt[4];
+    mocklt_live(lt);
+    cr_assert(!last || (!lt[0] && !lt[1] && !lt[2] && !lt[3]), "cuBLASLt objects live: %d %d %d %d", lt[0], lt[1], lt[2], lt[3]);
+}
+
+static fp8rt_status forward(Step *s, fp8rt_state *st)
+{
+    fp8rt_tensor in[] = {s->x.t, s->w.t, s->b.t, s->x3.t, s->v.t}, out[] = {s->y.t, s->z.t};
+    return fp8rt_run_function(s->p, 0, st, in, 5, out, 2, NULL);
+}
+
+static fp8rt_status backward(Step *s, fp8rt_state *st)
+{
+    fp8rt_tensor in[] = {s->g.t, s->w.t}, out[] = {s->gx.t, s->gw.t, s->ys.t};
+    return fp8rt_run_function(s->p, 1, st, in, 2, out, 3, NULL);
+}
+
+/* What backward must give after a forward of x; with `fwd`, also the
+ * outputs of that forward (the last one run). */
+static void check_step(Step *s, const float *x, int fwd)
+{
+    float y[96], z[64], gx[128], gw[192];
+    for (int i = 0; i < 8; i++)
+        for (int j = 0; j < 12; j++) {
+            float acc = s->b.h[j];
+            for (int k = 0; k < 16; k++)
+                acc += at2(x, 16, i, k) * at2(s->w.h, 16, j, k);    /* x · wᵀ */
+            y[i * 12 + j] = acc > 0 ? acc : 0;
+        }
+    for (int bt = 0; bt < 2; bt++)
+        for (int i = 0; i < 8; i++)
+            for (int j = 0; j < 4; j++) {
+                float acc = 0;
+                for (int k = 0; k < 16; k++)
+                    acc += s->x3.h[bt * 128 + i * 16 + k] * at2(s->v.h, 4, k, j);
+                z[bt * 32 + i * 4 + j] = acc;
+            }
+    for (int i = 0; i < 8; i++)
+        for (int j = 0; j < 16; j++) {
+            float acc = 0;
+            for (int k = 0; k < 12; k++)
+                acc += at2(s->g.h, 12, i, k) * at2(s->w.h, 16, k, j);  /* g · w */
+            gx[i * 16 + j] = acc;
+        }
+    for (int i = 0; i < 12; i++)
+        for (int j = 0; j < 16; j++) {
+            float acc = 0;
+            for (int k = 0; k < 8; k++)
+                acc += at2(s->g.h, 12, k, i) * at2(x, 16, k, j);       /* gᵀ · x */
+            gw[i * 16 + j] = acc;
+        }
+    buf_get(s->ctx, &s->y, 96), buf_get(s->ctx, &s->z, 64), buf_get(s->ctx, &s->gx, 128);
+    buf_get(s->ctx, &s->gw, 192), buf_get(s->ctx, &s->ys, 96);
+    if (fwd) {
+        assert_equal(y, s->y.h, 96, "y");
+        assert_equal(z, s->z.h, 64, "z");
+    }
+    assert_equal(gx, s->gx.h, 128, "gx");
+    assert_equal(gw, s->gw.h, 192, "gw");
+    assert_equal(y, s->ys.h, 96, "ys (the saved y)");
+}
+
+Test(functions, signature)
+{
+    Step s = step_new();
+    fp8rt_tensor_info info;
+    int f = -1, from = -1, nin, nout;
+    cr_assert_eq(fp8rt_program_function_count(s.p), 2);
+    cr_assert_str_eq(fp8rt_program_function_name(s.p, 1), "backward");
+    cr_assert_null(fp8rt_program_function_name(s.p, 2));
+    CHECK_OK(fp8rt_program_find_function(s.p, "backward", &f), s.ctx);
+    cr_assert_eq(f, 1);
+    ASSERT_FAILS(fp8rt_program_find_function(s.p, "sideways", &f), FP8RT_INVALID_ARGUMENT, s.ctx,
+                 "step.ptx has no function 'sideways'");
+    CHECK_OK(fp8rt_function_io_count(s.p, 1, &nin, &nout), s.ctx);
+    cr_assert(nin == 2 && nout == 3);
+    CHECK_OK(fp8rt_program_io_count(s.p, &nin, &nout), s.ctx);
+    cr_assert(nin == 5 && nout == 2, "the program's signature is its first function's");
+    CHECK_OK(fp8rt_function_output(s.p, 1, 1, &info), s.ctx);
+    cr_assert(!strcmp(info.name, "gw") && info.rank == 2 && info.dims[0] == 12);
+    ASSERT_FAILS(fp8rt_function_input(s.p, 2, 0, &info), FP8RT_INVALID_ARGUMENT, s.ctx,
+                 "function 2 out of range (step.ptx has 2)");
+    cr_assert_eq(fp8rt_program_state_count(s.p), 2);
+    CHECK_OK(fp8rt_program_state_info(s.p, 1, &info, &from), s.ctx);
+    cr_assert(!strcmp(info.name, "y") && from == 0 && info.dtype == FP8RT_F32);
+    step_free(&s, 1);
+}
+
+/* backward before forward reads state nobody wrote: refused; then the step
+ * in order gives the reference results, twice (capture, replay) */
+Test(functions, forward_then_backward)
+{
+    Step s = step_new();
+    ASSERT_FAILS(backward(&s, NULL), FP8RT_INVALID_ARGUMENT, s.ctx,
+                 "fp8rt_run_function: backward reads state slot 0 'x', which forward writes and no run of forward "
+                 "has written into this state yet");
+    for (int i = 0; i < 2; i++) {
+        CHECK_OK(forward(&s, NULL), s.ctx);
+        CHECK_OK(backward(&s, NULL), s.ctx);
+        check_step(&s, s.x.h, 1);
+    }
+    CHECK_OK(fp8rt_program_set_graphs(s.p, 0), s.ctx);
+    CHECK_OK(forward(&s, NULL), s.ctx);
+    CHECK_OK(backward(&s, NULL), s.ctx);
+    check_step(&s, s.x.h, 1);
+    step_free(&s, 1);
+}
+
+/* Two states keep two forwards' saved tensors apart (graphs key on the
+ * state too); a state's slot reads back as a tensor; a state is its
+ * program's only. */
+Test(functions, states_are_separate)
+{
+    Step s = step_new();
+    Step t = step_new();
+    fp8rt_state *s2 = NULL;
+    fp8rt_tensor slot;
+    float x1[128], x2[128], got[128];
+    memcpy(x1, s.x.h, sizeof x1);
+    CHECK_OK(fp8rt_state_create(s.p, &s2), s.ctx);
+    CHECK_OK(forward(&s, NULL), s.ctx);
+    for (int i = 0; i < 128; i++)
+        x2[i] = s.x.h[i] = (float)(i % 5) - 2;
+    CHECK_OK(fp8rt_memcpy_htod(s.ctx, s.x.d, x2, sizeof x2), s.ctx);
+    CHECK_OK(forward(&s, s2), s.ctx);
+    CHECK_OK(backward(&s, NULL), s.ctx);
+    check_step(&s, x1, 0);
+    CHECK_OK(backward(&s, s2), s.ctx);
+    check_step(&s, x2, 1);
+    CHECK_OK(fp8rt_state_tensor(s2, 0, &slot), s.ctx);
+    cr_assert(slot.dtype == FP8RT_F32 && slot.rank == 2 && slot.dims[1] == 16 && slot.strides[0] == 16);
+    CHECK_OK(fp8rt_memcpy_dtoh(s.ctx, got, slot.data, sizeof got), s.ctx);
+    assert_equal(x2, got, 128, "state slot 0");
+    ASSERT_FAILS(fp8rt_state_tensor(s2, 2, &slot), FP8RT_INVALID_ARGUMENT, s.ctx, "slot 2 out of range");
+    ASSERT_FAILS(backward(&t, s2), FP8RT_INVALID_ARGUMENT, t.ctx, "the state belongs to step.ptx, not to step.ptx");
+    /* a new state has nothing written, until the caller says so */
+    fp8rt_state *s3 = NULL;
+    CHECK_OK(fp8rt_state_create(s.p, &s3), s.ctx);
+    ASSERT_FAILS(backward(&s, s3), FP8RT_INVALID_ARGUMENT, s.ctx, "reads state slot 0 'x'");
+    CHECK_OK(fp8rt_state_mark_written(s3, 0), s.ctx);
+    CHECK_OK(fp8rt_state_mark_written(s3, 1), s.ctx);
+    CHECK_OK(backward(&s, s3), s.ctx);
+    CHECK_OK(fp8rt_state_destroy(s3), s.ctx);
+    CHECK_OK(fp8rt_state_destroy(s2), s.ctx);
+    CHECK_OK(fp8rt_state_destroy(NULL), s.ctx);
+    cr_assert_not_null(fp8rt_program_default_state(s.p));
+    step_free(&t, 0);
+    step_free(&s, 1);   /* frees the default state with the program */
+}
+
+/* ---- fp8rt_matmul ------------------------------------------------------------ */
+
+typedef struct {
+    fp8rt_dtype dt;
+    int m, n, k, batch, ta, tb, pad;    /* pad: extra elements per row of a, b, d */
+    int share_a, share_b;               /* stride 0 */
+    int bias;
+    fp8rt_epilogue epi;
+} Form;
+
+static const Form forms[] = {
+    {FP8RT_F32, 5, 7, 3, 1, 0, 0, 0, 0, 0, 0, FP8RT_EPILOGUE_NONE},
+    {FP8RT_F32, 5, 7, 3, 1, 1, 0, 0, 0, 0, 0, FP8RT_EPILOGUE_NONE},
+    {FP8RT_F32, 5, 7, 3, 1, 0, 1, 0, 0, 0, 0, FP8RT_EPILOGUE_NONE},
+    {FP8RT_F32, 5, 7, 3, 1, 1, 1, 0, 0, 0, 0, FP8RT_EPILOGUE_NONE},
+    {FP8RT_F32, 4, 6, 8, 3, 0, 1, 0, 0, 0, 1, FP8RT_EPILOGUE_RELU},
+    {FP8RT_F32, 4, 6, 8, 3, 1, 0, 2, 1, 0, 1, FP8RT_EPILOGUE_NONE},
+    {FP8RT_F32, 4, 6, 8, 3, 0, 0, 0, 0, 1, 0, FP8RT_EPILOGUE_GELU},
+    {FP8RT_F64, 3, 5, 9, 2, 1, 1, 1, 0, 0, 1, FP8RT_EPILOGUE_GELU},
+    {FP8RT_BF16, 6, 8, 16, 2, 0, 1, 0, 0, 0, 1, FP8RT_EPILOGUE_RELU},
+    {FP8RT_F16, 6, 8, 16, 1, 1, 0, 8, 0, 0, 0, FP8RT_EPILOGUE_NONE},
+};
+
+static void put(void *p, fp8rt_dtype dt, size_t i, double v)
+{
+    float f = (float)v;
+    uint16_t h;
+    switch (dt) {
+    case FP8RT_F64: memcpy((char *)p + 8 * i, &v, 8); return;
+    case FP8RT_F32: memcpy((char *)p + 4 * i, &f, 4); return;
+    case FP8RT_F16: h = f16_encode(f); break;
+    default: h = bf16_encode(f); break;
+    }
+    memcpy((char *)p + 2 * i, &h, 2);
+}
+
+static double get(const void *p, fp8rt_dtype dt, size_t i)
+{
+    float f;
+    double d;
+    uint16_t h;
+    switch (dt) {
+    case FP8RT_F64: memcpy(&d, (const char *)p + 8 * i, 8); return d;
+    case FP8RT_F32: memcpy(&f, (const char *)p + 4 * i, 4); return f;
+    case FP8RT_F16: memcpy(&h, (const char *)p + 2 * i, 2); return f16_decode(h);
+    default: memcpy(&h, (const char *)p + 2 * i, 2); return bf16_decode(h);
+    }
+}
+
+/* rounded to dt, as the GEMM's output is */
+static double round_to(fp8rt_dtype dt, double v)
+{
+    char b[8];
+    put(b, dt, 0, v);
+    return get(b, dt, 0);
+}
+
+static double act(fp8rt_epilogue e, double x)
+{
+    if (e == FP8RT_EPILOGUE_RELU)
+        return x > 0 ? x : 0;
+    if (e == FP8RT_EPILOGUE_GELU)
+        return 0.5 * x * (1 + tanh(0.7978845608028654 * (x + 0.044715 * x * x * x)));
+    return x;
+}
+
+Test(matmul, every_form)
+{
+    fp8rt_context *ctx = mock_context();
+    for (size_t fi = 0; fi < sizeof forms / sizeof forms[0]; fi++) {
+        const Form *f = &forms[fi];
+        size_t es = fp8rt_dtype_size(f->dt);
+        int64_t ar = f->ta ? f->k : f->m, ac = f->ta ? f->m : f->k;    /* a as stored */
+        int64_t br = f->tb ? f->n : f->k, bc = f->tb ? f->k : f->n;
+        int64_t lda = ac + f->pad, ldb = bc + f->pad, ldd = f->n + f->pad;
+        int64_t sa = f->share_a ? 0 : ar * lda, sb = f->share_b ? 0 : br * ldb, sd = f->m * ldd;
+        size_t na = (size_t)(sa * (f->batch - 1) + ar * lda), nb = (size_t)(sb * (f->batch - 1) + br * ldb);
+        size_t nd = (size_t)(sd * f->batch);
+        char *ha = calloc(na, es), *hb = calloc(nb, es), *hbias = calloc((size_t)f->n, es), *hd = calloc(nd, es);
+        uint64_t seed = 11 + fi;
+        cr_assert(ha && hb && hbias && hd);
+        for (size_t i = 0; i < na; i++)
+            put(ha, f->dt, i, (int)(rnd(&seed) % 7) - 3);
+        for (size_t i = 0; i < nb; i++)
+            put(hb, f->dt, i, (int)(rnd(&seed) % 7) - 3);
+        for (int i = 0; i < f->n; i++)
+            put(hbias, f->dt, (size_t)i, (int)(rnd(&seed) % 5) - 2);
+        void *da, *db, *dbias, *dd;
+        CHECK_OK(fp8rt_malloc(ctx, na * es, &da), ctx);
+        CHECK_OK(fp8rt_malloc(ctx, nb * es, &db), ctx);
+        CHECK_OK(fp8rt_malloc(ctx, (size_t)f->n * es, &dbias), ctx);
+        CHECK_OK(fp8rt_malloc(ctx, nd * es, &dd), ctx);
+        CHECK_OK(fp8rt_memcpy_htod(ctx, da, ha, na * es), ctx);
+        CHECK_OK(fp8rt_memcpy_htod(ctx, db, hb, nb * es), ctx);
+        CHECK_OK(fp8rt_memcpy_htod(ctx, dbias, hbias, (size_t)f->n * es), ctx);
+        CHECK_OK(fp8rt_memset(ctx, dd, 0, nd * es), ctx);
+        fp8rt_matmul_args a = {
+            .size = sizeof a, .m = f->m, .n = f->n, .k = f->k, .batch = f->batch, .dtype = f->dt,
+            .a = da, .lda = lda, .stride_a = sa, .trans_a = f->ta,
+            .b = db, .ldb = ldb, .stride_b = sb, .trans_b = f->tb,
+            .bias = f->bias ? dbias : NULL, .d = dd, .ldd = ldd, .stride_d = sd, .epilogue = f->epi,
+        };
+        CHECK_OK(fp8rt_matmul(ctx, &a, NULL), ctx);
+        CHECK_OK(fp8rt_synchronize(ctx, NULL), ctx);
+        CHECK_OK(fp8rt_memcpy_dtoh(ctx, hd, dd, nd * es), ctx);
+        for (int bt = 0; bt < f->batch; bt++)
+            for (int i = 0; i < f->m; i++)
+                for (int j = 0; j < f->n; j++) {
+                    double acc = f->bias ? get(hbias, f->dt, (size_t)j) : 0;
+                    for (int k = 0; k < f->k; k++) {
+                        size_t ia = (size_t)(bt * sa + (f->ta ? k * lda + i : i * lda + k));
+                        size_t ib = (size_t)(bt * sb + (f->tb ? j * ldb + k : k * ldb + j));
+                        acc += get(ha, f->dt, ia) * get(hb, f->dt, ib);
+                    }
+                    double want = round_to(f->dt, act(f->epi, acc));
+                    double got = get(hd, f->dt, (size_t)(bt * sd + i * ldd + j));
+                    double tol = f->epi == FP8RT_EPILOGUE_GELU ? 1e-6 * fabs(want) : 0;
+                    cr_assert(fabs(got - want) <= tol, "form %zu (%s m=%d n=%d k=%d batch=%d ta=%d tb=%d): d[%d][%d][%d] "
+                              "= %g, expected %g", fi, fp8rt_dtype_name(f->dt), f->m, f->n, f->k, f->batch, f->ta,
+                              f->tb, bt, i, j, got, want);
+                }
+        void *ptrs[] = {da, db, dbias, dd};
+        for (int i = 0; i < 4; i++)
+            CHECK_OK(fp8rt_free(ctx, ptrs[i]), ctx);
+        free(ha), free(hb), free(hbias), free(hd);
+    }
+    CHECK_OK(fp8rt_context_destroy(ctx), NULL);
+}
+
+Test(matmul, argument_checks)
+{
+    fp8rt_context *ctx = mock_context();
+    void *d;
+    CHECK_OK(fp8rt_malloc(ctx, 4096, &d), ctx);
+    fp8rt_matmul_args ok = {
+        .size = sizeof ok, .m = 4, .n = 8, .k = 8, .dtype = FP8RT_F32, .a = d, .b = d, .d = d,
+    };
+    fp8rt_matmul_args a = ok;
+    a.size = sizeof a - 8;
+    ASSERT_FAILS(fp8rt_matmul(ctx, &a, NULL), FP8RT_INVALID_ARGUMENT, ctx, "set it to sizeof(fp8rt_matmul_args)");
+    a = ok, a.dtype = FP8RT_F8E4M3FN;
+    ASSERT_FAILS(fp8rt_matmul(ctx, &a, NULL), FP8RT_INVALID_ARGUMENT, ctx, "fp8 operands need scales");
+    a = ok, a.k = 0;
+    ASSERT_FAILS(fp8rt_matmul(ctx, &a, NULL), FP8RT_INVALID_ARGUMENT, ctx, "out of range");
+    a = ok, a.lda = 4;
+    ASSERT_FAILS(fp8rt_matmul(ctx, &a, NULL), FP8RT_INVALID_ARGUMENT, ctx, "fp8rt_matmul: lda=4 is less than 8");
+    a = ok, a.trans_b = 1, a.ldb = 4;
+    ASSERT_FAILS(fp8rt_matmul(ctx, &a, NULL), FP8RT_INVALID_ARGUMENT, ctx, "ldb=4 is less than 8");
+    a = ok, a.batch = 2, a.stride_d = 16;
+    ASSERT_FAILS(fp8rt_matmul(ctx, &a, NULL), FP8RT_INVALID_ARGUMENT, ctx, "the batch entries of d would overlap");
+    a = ok, a.b = NULL;
+    ASSERT_FAILS(fp8rt_matmul(ctx, &a, NULL), FP8RT_INVALID_ARGUMENT, ctx, "fp8rt_matmul: b is NULL");
+    a = ok, a.d = (char *)d + 2;
+    ASSERT_FAILS(fp8rt_matmul(ctx, &a, NULL), FP8RT_INVALID_ARGUMENT, ctx, "is not 4-byte aligned");
+    a = ok, a.epilogue = (fp8rt_epilogue)7;
+    ASSERT_FAILS(fp8rt_matmul(ctx, &a, NULL), FP8RT_INVALID_ARGUMENT, ctx, "epilogue 7 is not one of");
+    ASSERT_FAILS(fp8rt_matmul(ctx, NULL, NULL), FP8RT_INVALID_ARGUMENT, ctx, "fp8rt_matmul: args is NULL");
+    a = ok, a.m = 0;
+    CHECK_OK(fp8rt_matmul(ctx, &a, NULL), ctx);   /* nothing to do */
+    CHECK_OK(fp8rt_matmul(ctx, &ok, NULL), ctx);
+    CHECK_OK(fp8rt_free(ctx, d), ctx);
+    CHECK_OK(fp8rt_context_destroy(ctx), NULL);
+}
