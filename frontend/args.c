@@ -32,7 +32,7 @@ number_literal(Reader *r, const Expr *e, const Sym *s)
 	x->line = e->line;
 	x->col = e->col;
 	x->f = s->num;
-	x->i = (int64_t)s->num;
+	x->i = ir_float_to_int(s->num, DT_F64, DT_I64);   /* NaN and inf too: no cast past int64 */
 	return x;
 }
 

@@ -59,6 +59,8 @@ number_op(Reader *r, Op op, const Opnd *o, int n)
 	}
 	if (ir_ops[op].cls != OC_BINARY && ir_ops[op].cls != OC_COMPARE && ir_ops[op].cls != OC_UNARY)
 		tr_errat(r, r->cur->line, r->ccol, "%s on Python numbers alone is not supported", r->callee);
+	if (isf && (ir_ops[op].tc == TC_INT || ir_ops[op].tc == TC_BOOL))   /* Python: a TypeError */
+		tr_errat(r, r->cur->line, r->ccol, "%s of a float number: it takes integers and booleans", r->callee);
 	if (op == OP_ISFINITE || (!isf && ir_ops[op].tc == TC_FLOAT))
 		isf = true;
 	r->num->kind = SYM_NUM;

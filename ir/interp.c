@@ -261,12 +261,16 @@ double
 ir_eval_scalar(Op op, const double *x, int n, DType t)
 {
 	bool cmp = ir_ops[op].cls == OC_COMPARE;
+	int64_t a, b;
 
 	if (t == DT_F64)
 		return cmp ? compare(op, x[0], x[1]) : n == 1 ? unary_d(op, x[0]) : binary_d(op, x[0], x[1]);
+	/* ints held in doubles: 2^63 saturates (ir_float_to_int), no cast past int64 */
+	a = ir_float_to_int(x[0], DT_F64, DT_I64);
+	b = n > 1 ? ir_float_to_int(x[1], DT_F64, DT_I64) : 0;
 	if (cmp)
-		return compare_i(op, (int64_t)x[0], (int64_t)x[1]);
-	return (double)(n == 1 ? unary_i(op, (int64_t)x[0], t) : binary_i(op, (int64_t)x[0], (int64_t)x[1], t));
+		return compare_i(op, a, b);
+	return (double)(n == 1 ? unary_i(op, a, t) : binary_i(op, a, b, t));
 }
 
 /* operand i of an elementwise op: rank-0 operands broadcast */
@@ -290,15 +294,15 @@ eval_unary(Op op, Tensor *r, const Tensor *a, int64_t n)
 {
 	DType t = a->dtype;
 
-	for (int64_t i = 0; i < n; i++) {
+	for (int64_t i = 0; i < n; i++) {   /* a rank-0 operand broadcasts */
 		if (t == DT_F64)
-			tensor_setf(r, i, unary_d(op, tensor_getf(a, i)));
-		else if (op == OP_SIGNBIT && t == DT_F16 && isnan(tensor_getf(a, i)))
+			tensor_setf(r, i, unary_d(op, tensor_getf(a, AT(a, i))));
+		else if (op == OP_SIGNBIT && t == DT_F16 && isnan(tensor_getf(a, AT(a, i))))
 			tensor_setf(r, i, 0);   /* torch on CUDA: f16 NaNs widen to f32's canonical (positive) NaN */
 		else if (dt_isfloat(t))
-			tensor_setf(r, i, unary_f(op, (float)tensor_getf(a, i)));
+			tensor_setf(r, i, unary_f(op, (float)tensor_getf(a, AT(a, i))));
 		else
-			tensor_seti(r, i, wrap(unary_i(op, tensor_geti(a, i), t), r->dtype));
+			tensor_seti(r, i, wrap(unary_i(op, tensor_geti(a, AT(a, i)), t), r->dtype));
 	}
 }
 

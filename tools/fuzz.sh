@@ -8,6 +8,7 @@
 #                                       to build-fuzz/corpus/HARNESS, a finding to
 #                                       build-fuzz/findings/; a line with the
 #                                       executions goes to build-fuzz/campaigns.log
+#                                       (the commit at the start, + if changed)
 #   tools/fuzz.sh ci [SECONDS]          build, then every harness for SECONDS (45)
 #                                       in turn; fails on the first finding
 #   tools/fuzz.sh merge HARNESS         add to tests/fuzz/corpus/HARNESS the inputs
@@ -38,7 +39,8 @@ dict() {  # HARNESS: the dictionary file to use
 }
 
 campaign() {  # HARNESS SECONDS
-	local h=$1 secs=$2 log rc runs
+	local h=$1 secs=$2 log rc runs commit
+	commit=$(git rev-parse --short HEAD)$(git diff --quiet HEAD -- . 2>/dev/null || echo +)
 	[ -x "$out/tests/fuzz/fuzz-$h" ] || { echo "fuzz: no $out/tests/fuzz/fuzz-$h: run tools/fuzz.sh build" >&2; exit 2; }
 	mkdir -p "$out/corpus/$h" "$out/findings"
 	log=$out/fuzz-$h.log
@@ -52,7 +54,7 @@ campaign() {  # HARNESS SECONDS
 	runs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log" | tail -1)
 	rate=$(sed -n 's/^stat::average_exec_per_sec: *//p' "$log" | tail -1)
 	took=$(( ${runs:-0} / (${rate:-0} > 0 ? ${rate:-1} : 1) ))
-	echo "$(date -u +%F) $(git rev-parse --short HEAD) $h ${runs:-?} executions in ${took}s (of ${secs}s) rc=$rc" \
+	echo "$(date -u +%F) $commit $h ${runs:-?} executions in ${took}s (of ${secs}s) rc=$rc" \
 		>> "$out/campaigns.log"
 	echo "fuzz-$h: ${runs:-?} executions in ${took} s"
 	if [ $rc -ne 0 ]; then

@@ -1,19 +1,26 @@
 /* fuzz_planread.c — the pipeline harness's view of libfp8rt's plan parser:
- * the plan text fp8cc wrote must read back with the program's signature. */
+ * the plan text fp8cc wrote must read back with the program's signature,
+ * or, of a plan version this runtime does not read, be refused as such. */
 #include <string.h>
 
 #include "fuzz.h"
 #include "plan.h"
 
-void fuzz_read_plan(const char *text, size_t len, uint32_t nin, const char *const *outs, uint32_t nout);
+void fuzz_read_plan(const char *text, size_t len, int version, uint32_t nin, const char *const *outs, uint32_t nout);
 
 void
-fuzz_read_plan(const char *text, size_t len, uint32_t nin, const char *const *outs, uint32_t nout)
+fuzz_read_plan(const char *text, size_t len, int version, uint32_t nin, const char *const *outs, uint32_t nout)
 {
 	char err[1024];
 	RtPlan p;
+	fp8rt_status st = rt_plan_parse_text(text, len, "plan", &p, err, sizeof err);
 
-	if (rt_plan_parse_text(text, len, "plan", &p, err, sizeof err) != FP8RT_OK)
+	if (version > RT_PLAN_VERSION_MAX) {
+		if (st != FP8RT_BAD_PROGRAM || !strstr(err, "plan version"))
+			FUZZ_FAIL("a version %d plan is not refused as one: %s", version, err);
+		return;
+	}
+	if (st != FP8RT_OK)
 		FUZZ_FAIL("libfp8rt refuses the plan fp8cc wrote: %s\n%.*s", err, (int)len, text);
 	const RtFunc *fn = &p.func[0];
 
