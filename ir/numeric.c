@@ -99,7 +99,7 @@ float e5m2_to_f32(uint8_t b)
  * the lowest kept bit and keep the top 16 bits; overflow carries into inf.
  * Any NaN gives 0x7FC0: c10 drops the NaN's sign here. (In CUDA code for
  * sm_80+, c10 uses __float2bfloat16 instead: same rounding, but its NaN bits
- * may differ; DESIGN.md sets NaN payloads aside.) */
+ * may differ; docs/design.md sets NaN payloads aside.) */
 uint16_t f32_to_bf16(float x)
 {
 	uint32_t u = f32_bits(x);
