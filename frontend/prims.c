@@ -880,6 +880,27 @@ lower_scaled_mm(Reader *r, const Expr *c, Op op)
 	return v;
 }
 
+/* offload_to_cpu(x), load_to_gpu(x, device): Thunder's CPU offloading moves
+ * saved tensors to the host between forward and backward; fp8cc's saved
+ * state lives in device memory, so the tensor stays where it is (said once,
+ * as a note, and the "cpu" type of the offloaded value is not a CPU trace) */
+static uint32_t
+lower_offload(Reader *r, const Expr *c, Op op)
+{
+	static const Param ps[] = { { "t|tensor", false }, { "device", true } };
+	const Expr *a[2];
+
+	(void)op;
+	tr_bind(r, c, ps, 2, a);
+	r->cpu_noted = true;
+	if (!r->offload_noted) {
+		r->offload_noted = true;
+		tr_note(r, c->line, r->ccol, "%s: fp8cc keeps offloaded tensors on the GPU (its saved state "
+			"lives in device memory)", r->callee);
+	}
+	return tr_tensor(r, a[0]);
+}
+
 /* shallow_copy(x): the same tensor under a new name */
 static uint32_t
 lower_shallow(Reader *r, const Expr *c, Op op)
@@ -919,6 +940,8 @@ static const struct { const char *name; Lower fn; Op op; } known[] = {
 	{ "torch.clone", lower_tclone, OP_COUNT },
 	{ "torch._scaled_mm", lower_scaled_mm, OP_COUNT },
 	{ "shallow_copy", lower_shallow, OP_COUNT },
+	{ "offload_to_cpu", lower_offload, OP_COUNT },
+	{ "load_to_gpu", lower_offload, OP_COUNT },
 };
 
 /* the lowering of a callee, NULL if the reader does not know it */

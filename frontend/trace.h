@@ -178,6 +178,7 @@ typedef struct {
 	uint32_t ndiags, capdiags;
 	bool quiet;           /* errors unwind but are not said (a second look at a bad line) */
 	bool cpu_noted;
+	bool offload_noted;   /* offload_to_cpu / load_to_gpu said they stay on the GPU */
 	FeLink *link;         /* the program this trace is part of, or NULL */
 	Func *fn;
 

@@ -1,0 +1,59 @@
+#!/usr/bin/env bash
+# Write tests/lit/real/*.test from what the current build makes of each real
+# trace and of the two forward/backward pairs: for a trace that compiles,
+# that ptxas takes it and its counts of launches and GEMMs; for one that
+# does not, every error it reports (and no other). Run it after a change
+# that changes a result, read the diff, commit it with the change.
+#
+# usage: tests/real/pin.sh [FP8CC]     (default build/fp8cc)
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+fp8cc=${1:-build/fp8cc}
+dir=tests/real
+out=tests/lit/real
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+
+# pin NAME TRACE...: one test file
+pin() {
+	local name=$1 spec sigrun="" sigopt="" files="" label
+	shift
+	for t in "$@"; do files="$files %real/$t"; done
+	label=$(printf '%s and ' "$@")
+	label=${label% and }
+	spec=$(grep "^$1 " $dir/signatures.txt | cut -d' ' -f2- || true)
+	if [ -n "$spec" ]; then
+		python3 $dir/signature.py "$tmp/sig" $spec
+		sigrun="# RUN: python3 %{root}/tests/real/signature.py %t.sig \$(grep \"^$1 \" %{root}/tests/real/signatures.txt | cut -d\" \" -f2-)"
+		sigopt=" --signature %t.sig"
+	fi
+	local args=()
+	for t in "$@"; do args+=("$dir/$t"); done
+	{
+		echo "# The real trace(s) $label (tests/real/SOURCES.md), as fp8cc reads them today (tests/real/pin.sh writes this file)."
+		[ -n "$sigrun" ] && echo "$sigrun"
+		if "$fp8cc" "${args[@]}" ${spec:+--signature "$tmp/sig"} -o "$tmp/p.ptx" 2> "$tmp/err"; then
+			echo "# RUN: %fp8cc$files$sigopt -o %t.ptx 2>&1 | FileCheck --allow-empty --implicit-check-not=error: %s"
+			echo "# RUN: %ptxas -arch=sm_90 %t.ptx -o /dev/null"
+			echo '# RUN: (grep -c "^// launch" %t.ptx || true) | FileCheck --check-prefix=LAUNCHES %s'
+			echo '# RUN: (grep -c "^// gemm" %t.ptx || true) | FileCheck --check-prefix=GEMMS %s'
+			local k g
+			k=$(grep -c '^// launch' "$tmp/p.ptx" || true)
+			g=$(grep -c '^// gemm' "$tmp/p.ptx" || true)
+			echo "# It compiles: $k kernel launch(es) and $g GEMM(s)."
+			echo "# LAUNCHES: {{^}}$k{{\$}}"
+			echo "# GEMMS: {{^}}$g{{\$}}"
+		else
+			echo "# RUN: not %fp8cc$files$sigopt -o %t.ptx 2>&1 | FileCheck --implicit-check-not=error: %s"
+			echo "# It is rejected with errors that name exactly what fp8cc lacks:"
+			grep ': error: ' "$tmp/err" | sed "s|^$dir/||; s|^|# CHECK: |"
+		fi
+	} > "$out/$name.test"
+}
+
+for f in $dir/*.trace; do
+	pin "$(basename "$f" .trace)" "$(basename "$f")"
+done
+pin 18+19-pair 18_mlp_cpu_offload_aug_fwd.trace 19_mlp_cpu_offload_backward.trace
+pin 22+23-pair 22_fsdp_aug_fwd_allgather.trace 23_fsdp_backward_reduce_scatter.trace
+echo "wrote $(ls $out/*.test | wc -l) tests in $out"
