@@ -402,7 +402,7 @@ compute(Cg *c, const Instr *in, LLVMValueRef *co)
 		return LLVMBuildBitCast(c->b, operand(c, a[0], co), be_type(c, t), "");
 	case OC_IOTA:
 		return iota(c, in, co);
-	case OC_REDUCE: case OC_GEMM:
+	case OC_REDUCE: case OC_GEMM: case OC_EXTERN:
 		break;
 	}
 	die("%s cannot be computed in a kernel here", ir_ops[in->op].name);

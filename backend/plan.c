@@ -1,4 +1,5 @@
 /* plan.c — the plan as text (docs/plan.md), and the fused graph for Graphviz. */
+#include <ctype.h>
 #include <string.h>
 
 #include "be.h"
@@ -123,6 +124,48 @@ print_matmul(FILE *f, Func *fn, const Plan *p, const Instr *in, const char *pre)
 }
 
 static void
+plan_byte(FILE *f, unsigned char c)
+{
+	if (isalnum(c) || strchr("_.@=,()'+-", c))
+		fputc(c, f);
+	else
+		fprintf(f, "%%%02X", c);
+}
+
+/* an extern: call NAME ins=R,... outs=R,... args=TEXT, the argument list
+ * with "," for ", " and each byte outside [A-Za-z0-9_.@=,()'+-] as %XX
+ * (docs/plan.md) */
+static void
+print_call(FILE *f, Func *fn, const Plan *p, const Instr *in, const char *pre)
+{
+	const Extern *e = in->ext;
+	bool quoted = false;
+
+	fprintf(f, "%scall %s ins=", pre, e->name);
+	for (uint32_t j = 0; j < in->nargs; j++) {
+		fputs(j ? "," : "", f);
+		print_ref(f, p, ir_args(fn, in)[j]);
+	}
+	fputs(" outs=", f);
+	for (uint32_t j = 0; j < e->nres; j++) {
+		fputs(j ? "," : "", f);
+		print_ref(f, p, in[j].res);
+	}
+	fputs(" args=", f);
+	for (const unsigned char *c = (const unsigned char *)e->args; *c; c++) {
+		if (quoted && *c == '\\' && c[1]) {   /* an escape in a string: two bytes */
+			plan_byte(f, *c++);
+		} else if (*c == '\'') {
+			quoted = !quoted;
+		} else if (!quoted && *c == ' ' && c > (const unsigned char *)e->args && c[-1] == ',') {
+			continue;   /* ", " is "," here */
+		}
+		plan_byte(f, *c);
+	}
+	fputc('\n', f);
+}
+
+static void
 print_buffer(FILE *f, Func *fn, const PlanBuf *b, uint32_t i, const char *pre)
 {
 	fprintf(f, "%sbuffer %u ", pre, i);
@@ -162,14 +205,14 @@ be_print_plan_head(FILE *f, const Program *prog, const char *gpu, const char *pr
 }
 
 /* 1 for a program that needs nothing past version 1: one function, no state,
- * no GEMM but torch._scaled_mm's */
+ * no GEMM but torch._scaled_mm's, no extern */
 int
 be_plan_version(const Program *prog)
 {
 	if (prog->nfns > 1 || prog->nslots > 0)
 		return 2;
 	for (uint32_t i = 0; i < prog->fns[0]->nins; i++)
-		if (prog->fns[0]->ins[i].op == OP_MATMUL)
+		if (prog->fns[0]->ins[i].op == OP_MATMUL || prog->fns[0]->ins[i].op == OP_EXTERN)
 			return 2;
 	return 1;
 }
@@ -207,6 +250,8 @@ be_print_plan(FILE *f, Func *fn, Plan *p, const Launch *l, int version, const ch
 			print_matmul(f, fn, p, &fn->ins[st->index], pre);
 		} else if (st->kind == STEP_GEMM) {
 			print_gemm(f, fn, p, &fn->ins[st->index], pre, version);
+		} else if (st->kind == STEP_CALL) {
+			print_call(f, fn, p, &fn->ins[st->index], pre);
 		} else {
 			fprintf(f, "%scopy dst=", pre);
 			print_loc(f, st->dst);
@@ -270,11 +315,16 @@ dot_node(FILE *f, Func *fn, const char *id, uint32_t v, const char *indent)
 		ir_print_double(f, in->fval);
 		fputc(' ', f);
 	}
+	if (in && in->op == OP_EXTERN) {
+		dot_str(f, in->ext->name);
+		fputc(' ', f);
+	}
 	for (uint32_t i = 0; in && i < in->nattr; i++)
 		fprintf(f, "%s%lld%s", i ? "," : "[", (long long)attr[i], i + 1 == in->nattr ? "] " : "");
 	print_type(f, fn, v);
 	fprintf(f, "\"%s];\n", !in ? " shape=invhouse" : op_gemm((Op)in->op) ?
-		" shape=box style=filled fillcolor=lightblue" : in->op == OP_FULL ? " shape=plaintext" : "");
+		" shape=box style=filled fillcolor=lightblue" : in->op == OP_EXTERN ?
+		" shape=box style=filled fillcolor=khaki" : in->op == OP_FULL ? " shape=plaintext" : "");
 }
 
 /* the edges into instruction i; a GEMM's say which operand they are */

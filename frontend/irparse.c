@@ -341,6 +341,122 @@ number(P *p, double *v)
 }
 
 /* instr := "%" NAME "=" OP [refs] [NUMBER] ["[" ints "]"] {FLAG} ":" type */
+/* ---- externs ---- */
+
+/* The raw text from the current token (a '(') to its matching ')', quotes
+ * respected: the extern's argument list, with each %name made @k, the k-th
+ * tensor, into the canonical form ir/extern.c checks. Leaves p after ')'. */
+static bool
+ext_args(P *p, char *spec, size_t cap, uint32_t *ops, uint32_t *nops)
+{
+	const char *s = p->t.s + 1;
+	size_t n = 0;
+	int depth = 0;
+	char quote = 0;
+
+	*nops = 0;
+	for (;; s++) {
+		char c = *s;
+		if (!c || c == '\n')
+			return err(p, &p->t, "extern: the argument list has no ')'");
+		if (quote) {
+			if (c == '\\' && s[1]) {   /* an escape: both characters */
+				spec[n++] = c;
+				c = *++s;
+			} else if (c == quote) {
+				quote = 0;
+			}
+		} else if (c == '\'') {
+			quote = c;
+		} else if (c == '(') {
+			depth++;
+		} else if (c == ')' && depth-- == 0) {
+			break;
+		} else if (c == '%' && isname((unsigned char)s[1])) {
+			const char *e = s + 1;
+			Slot *sl;
+
+			while (isname((unsigned char)*e))
+				e++;
+			sl = p->cap ? slot(p, s + 1, (size_t)(e - s - 1)) : NULL;
+			if (!sl || !sl->name) {
+				Tok t = { T_VAL, s, (size_t)(e - s), p->line, (uint32_t)(s - p->bol) + 1 };
+
+				return err(p, &t, "'%.*s' is not defined", (int)(e - s), s);
+			}
+			if (*nops == 64)
+				return err(p, &p->t, "extern: more than 64 tensor arguments");
+			n += (size_t)snprintf(spec + n, cap - n, "@%u", *nops);
+			ops[(*nops)++] = sl->id;
+			s = e - 1;
+			continue;
+		}
+		if (n + 16 >= cap)
+			return err(p, &p->t, "extern: the argument list is too long");
+		spec[n++] = c;
+	}
+	spec[n] = 0;
+	p->p = s + 1;
+	next(p);
+	return true;
+}
+
+/* extern := VAL {"," VAL} "=" "extern" STRING "(" args ")" ":" type {"," type}
+ * — the results' names are in names[0..nres) */
+static bool
+extern_call(P *p, const Tok *names, uint32_t nres, const Tok *optok)
+{
+	Func *fn = p->fn;
+	Extern *e = arena_alloc(fn->arena, sizeof *e);
+	char spec[4096], msg[300];
+	uint32_t ops[64], nops;
+	DType dts[64];
+	int ranks[64];
+	int64_t (*dims)[IR_MAXRANK] = arena_alloc(fn->arena, 64 * sizeof *dims), layout[IR_MAXRANK];
+	bool hl;
+
+	if (!is(p, "\""))
+		return err(p, &p->t, "extern: expected the callee's name in double quotes");
+	const char *q = p->t.s + 1, *end = q;
+	while (*end && (isname((unsigned char)*end) || *end == ':'))
+		end++;
+	if (*end != '"' || end == q)
+		return err(p, &p->t, "extern: expected the callee's name in double quotes");
+	e->name = arena_strndup(fn->arena, q, (size_t)(end - q));
+	p->p = end + 1;
+	next(p);
+	if (!is(p, "("))
+		return err(p, &p->t, "extern: expected '(' and the arguments");
+	if (!ext_args(p, spec, sizeof spec, ops, &nops))
+		return false;
+	if (!ext_args_check(spec, nops, msg, sizeof msg))
+		return err(p, optok, "%s", msg);
+	e->args = arena_strndup(fn->arena, spec, strlen(spec));
+	e->nres = nres;
+	if (!expect(p, ":"))
+		return false;
+	for (uint32_t i = 0; i < nres; i++) {
+		if ((i && !expect(p, ",")) || !type(p, &dts[i], &ranks[i], dims[i], layout, &hl))
+			return false;
+		if (hl)
+			return err(p, &p->t, "extern: results are row-major (no layout)");
+	}
+	if (is(p, ","))
+		return err(p, &p->t, "extern: %u result%s named, more types given", nres, nres == 1 ? "" : "s");
+	uint32_t first = ir_extern(fn, e, ops, (int)nops, dts, ranks, (const int64_t (*)[IR_MAXRANK])dims);
+	for (uint32_t i = 0; i < nres; i++) {
+		Instr *in = &fn->ins[fn->nins - nres + i];
+
+		in->line = optok->line;
+		in->col = optok->col;
+		if (!define(p, &names[i], first + i))
+			return false;
+		if (!ir_check_instr(fn, in, msg, sizeof msg))
+			return err(p, optok, "%s", msg);
+	}
+	return true;
+}
+
 static bool
 instr(P *p, int32_t kernel)
 {
@@ -354,13 +470,32 @@ instr(P *p, int32_t kernel)
 	bool hl;
 	char msg[256];
 
+	Tok names[64];
+	uint32_t nres = 1;
+
+	names[0] = name;
 	next(p);
+	while (is(p, ",")) {   /* several results: an extern's */
+		next(p);
+		if (p->t.kind != T_VAL)
+			return err(p, &p->t, "expected a value (%%name)");
+		if (nres == NELEM(names))
+			return err(p, &p->t, "more than %d results", (int)NELEM(names));
+		names[nres++] = p->t;
+		next(p);
+	}
 	if (!expect(p, "="))
 		return false;
 	optok = p->t;
 	if (p->t.kind != T_NAME || (op = op_lookup(p->t.s, p->t.n)) < 0)
 		return err(p, &p->t, "unknown op '%.*s'", (int)p->t.n, p->t.s);
 	next(p);
+	if (op == OP_EXTERN && kernel >= 0)
+		return err(p, &optok, "an extern cannot be in a kernel");
+	if (op == OP_EXTERN)
+		return extern_call(p, names, nres, &optok);
+	if (nres > 1)
+		return err(p, &names[1], "only an extern has several results");
 	while (p->t.kind == T_VAL) {
 		if (nargs >= NELEM(args))
 			return err(p, &p->t, "too many operands");

@@ -354,23 +354,29 @@ count_uses(Reader *r, const char *callee)
 	return n;
 }
 
-/* A callee fp8cc cannot lower: said once per callee, with what it is and how
- * often the trace calls it; its other uses give up quietly. */
-static noreturn void
-unsupported(Reader *r, const Stmt *s)
+/* A callee fp8cc cannot lower: said once per callee (what), with how often
+ * the trace calls it; its other uses give up quietly. */
+noreturn void
+tr_refuse(Reader *r, const Stmt *s, const char *what)
 {
-	const char *why = tr_unsupported_why(r->callee);
 	uint32_t n;
 
 	if (map_get(&r->reported, r->callee))
 		tr_silent(r);
 	map_put(r->a, &r->reported, r->callee, 1);
 	n = count_uses(r, r->callee);
-	if (why)
-		tr_errat(r, s->line, r->ccol, "%s%s", arena_printf(r->a, why, r->callee),
-			n > 1 ? arena_printf(r->a, " (%u uses; the others are not reported)", n) : "");
-	tr_errat(r, s->line, r->ccol, "unknown callee '%s' has no subsymbols to lower it from%s", r->callee,
+	tr_errat(r, s->line, r->ccol, "%s%s", what,
 		n > 1 ? arena_printf(r->a, " (%u uses; the others are not reported)", n) : "");
+}
+
+static noreturn void
+unsupported(Reader *r, const Stmt *s)
+{
+	const char *why = tr_unsupported_why(r->callee);
+
+	if (why)
+		tr_refuse(r, s, arena_printf(r->a, why, r->callee));
+	tr_refuse(r, s, arena_printf(r->a, "unknown callee '%s' has no subsymbols to lower it from", r->callee));
 }
 
 /* Lower a call: a known callee directly, a constructor as an object. false:
@@ -406,6 +412,20 @@ lower_call(Reader *r, uint32_t si)
 	}
 	if (is_noop(r->callee))
 		return true;
+	if (tr_extern_callee(r->callee)) {
+		v = tr_lower_extern(r, s);
+		for (uint32_t i = ni0; i < r->fn->nins; i++) {
+			r->fn->ins[i].line = s->line;
+			r->fn->ins[i].col = s->col;
+		}
+		if (!map_get(&r->externs, r->callee)) {
+			map_put(r->a, &r->externs, r->callee, 1);
+			tr_note(r, s->line, r->ccol, "'%s' has no subsymbols: it becomes an extern call, which the "
+				"application supplies at run time", r->callee);
+		}
+		bind_result(r, s, v, nv0, NULL);
+		return true;
+	}
 	unsupported(r, s);
 }
 

@@ -658,7 +658,7 @@ lower_prim(Reader *r, const Expr *c, Op op)
 	case OC_IOTA: return prim_iota(r, c);
 	case OC_PAD: return prim_pad(r, c);
 	case OC_BITCAST: return prim_bitcast(r, c);
-	case OC_GEMM:
+	case OC_GEMM: case OC_EXTERN:   /* no prims spelling */
 		break;
 	}
 	unreachable();

@@ -226,6 +226,7 @@ typedef struct {
 	Update *updates;      /* inputs updated in place, in order */
 	uint32_t nupdates, capupdates;
 	Map reported;         /* callees that could not be lowered, said once */
+	Map externs;          /* callees that became externs, said once */
 	bool backward;        /* the trace takes collections (saved_for_backward, cotangents) */
 	uint32_t ncoll;       /* collection parameters so far */
 	bool lost;            /* an output was left undefined by an error */
@@ -330,5 +331,12 @@ uint32_t tr_lower_matmul(Reader *r, const Expr *c, Op op);
 /* ---- prims.c ---- */
 Lower tr_find_known(const char *name, Op *op);
 const char *tr_unsupported_why(const char *callee);
+
+/* ---- lower.c ---- */
+noreturn void tr_refuse(Reader *r, const Stmt *s, const char *what);   /* once per callee, with its count */
+
+/* ---- externs.c ---- */
+bool tr_extern_callee(const char *callee);     /* may be an extern call (not prims.X, not refused) */
+uint32_t tr_lower_extern(Reader *r, const Stmt *s);   /* its one result */
 
 #endif

@@ -91,3 +91,9 @@ op_gemm(Op op)
 {
 	return ir_ops[op].cls == OC_GEMM;
 }
+
+bool
+op_step(Op op)
+{
+	return ir_ops[op].cls == OC_GEMM || ir_ops[op].cls == OC_EXTERN;
+}

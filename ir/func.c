@@ -123,6 +123,23 @@ ir_instr(Func *fn, Op op, const uint32_t *args, int nargs,
 }
 
 uint32_t
+ir_extern(Func *fn, const Extern *ext, const uint32_t *ops, int nops, const DType *dts, const int *ranks,
+	const int64_t (*dims)[IR_MAXRANK])
+{
+	uint32_t first = IR_NONE;
+
+	for (uint32_t i = 0; i < ext->nres; i++) {
+		int64_t at = i;
+		uint32_t r = ir_instr(fn, OP_EXTERN, ops, nops, &at, 1, dts[i], ranks[i], dims[i]);
+
+		fn->ins[fn->nins - 1].ext = ext;
+		if (i == 0)
+			first = r;
+	}
+	return first;
+}
+
+uint32_t
 ir_full(Func *fn, double v, DType t, int rank, const int64_t *dims)
 {
 	uint32_t r = ir_instr(fn, OP_FULL, NULL, 0, NULL, 0, t, rank, dims);
@@ -261,6 +278,7 @@ ir_copy_instr(Func *dst, Func *src, const Instr *in, uint32_t *map)
 	out = &dst->ins[dst->nins - 1];
 	out->fval = in->fval;
 	out->flags = in->flags;
+	out->ext = in->ext;
 	out->line = in->line;
 	out->col = in->col;
 	dst->vals[r].name = v->name;

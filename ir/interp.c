@@ -776,6 +776,59 @@ eval(Func *fn, const Instr *in, Tensor **vals, char *err, size_t errlen)
 	return true;
 }
 
+/* ---- externs ---- */
+
+static struct {
+	const char *name;
+	IrExternFn *fn;
+} externs[64];
+static int nexterns;
+
+void
+ir_register_extern(const char *name, IrExternFn *fn)
+{
+	for (int i = 0; i < nexterns; i++)
+		if (!strcmp(externs[i].name, name)) {
+			externs[i].fn = fn;
+			return;
+		}
+	if (nexterns == (int)NELEM(externs))
+		die("more than %d extern implementations", (int)NELEM(externs));
+	externs[nexterns].name = name;
+	externs[nexterns++].fn = fn;
+}
+
+/* the call whose result 0 is ins[i]: every result at once, by its host
+ * implementation */
+static bool
+eval_extern(Func *fn, uint32_t i, Tensor **vals, char *err, size_t errlen)
+{
+	const Instr *in = &fn->ins[i];
+	const Extern *e = in->ext;
+	Tensor *ins[64], *outs[64];
+
+	for (int k = 0; k < nexterns; k++) {
+		if (strcmp(externs[k].name, e->name) != 0)
+			continue;
+		for (uint32_t j = 0; j < in->nargs; j++)
+			ins[j] = vals[ir_args(fn, in)[j]];
+		for (uint32_t j = 0; j < e->nres; j++)
+			outs[j] = vals[in[j].res];
+		if (externs[k].fn(e, ins, (int)in->nargs, outs, (int)e->nres, err, errlen))
+			return true;
+		if (!strstr(err, e->name)) {
+			char msg[512];
+
+			snprintf(msg, sizeof msg, "extern '%s': %s", e->name, err);
+			snprintf(err, errlen, "%s", msg);
+		}
+		return false;
+	}
+	snprintf(err, errlen, "extern '%s': the interpreter has no host implementation of it "
+		"(the application supplies it at run time)", e->name);
+	return false;
+}
+
 static bool
 check_input(Func *fn, uint32_t p, const Tensor *t, char *err, size_t errlen)
 {
@@ -817,16 +870,20 @@ ir_interpret(Func *fn, Tensor **inputs, Tensor **outs, char *err, size_t errlen)
 		vals[fn->params[p]] = inputs[p];
 	for (uint32_t i = 0; ok && i < fn->nins; i++) {
 		const Instr *in = &fn->ins[i];
+		uint32_t nres = in->op == OP_EXTERN ? in->ext->nres : 1;
 
-		if (!(vals[in->res] = alloc_value(fn, in->res, NULL))) {
-			snprintf(err, errlen, "out of memory for %%%s", ir_name(fn, in->res, nb));
+		if (in->op == OP_EXTERN && ir_attr(fn, in)[0] > 0)
+			goto computed;   /* with its result 0 */
+		for (uint32_t k = 0; ok && k < nres; k++)
+			if (!(vals[in[k].res] = alloc_value(fn, in[k].res, NULL))) {
+				snprintf(err, errlen, "out of memory for %%%s", ir_name(fn, in[k].res, nb));
+				ok = false;
+			}
+		if (!ok || !(in->op == OP_EXTERN ? eval_extern(fn, i, vals, err, errlen) : eval(fn, in, vals, err, errlen))) {
 			ok = false;
 			break;
 		}
-		if (!eval(fn, in, vals, err, errlen)) {
-			ok = false;
-			break;
-		}
+	computed:
 		/* free operands whose last use this was */
 		for (uint32_t j = 0; j < in->nargs; j++) {
 			uint32_t a = ir_args(fn, in)[j];

@@ -68,7 +68,7 @@ int dt_lookup(const char *s, size_t n, int which); /* which: 0 ir, 1 thunder, 2 
 /* ---- ops ---- */
 
 typedef enum { OC_CONVERT, OC_UNARY, OC_BINARY, OC_COMPARE, OC_WHERE, OC_REDUCE,
-	OC_SHAPE, OC_CAT, OC_CLONE, OC_FULL, OC_GEMM, OC_GATHER, OC_PAD, OC_BITCAST, OC_IOTA } OpClass;
+	OC_SHAPE, OC_CAT, OC_CLONE, OC_FULL, OC_GEMM, OC_GATHER, OC_PAD, OC_BITCAST, OC_IOTA, OC_EXTERN } OpClass;
 typedef enum { TC_FLOAT, TC_NUM, TC_INT, TC_ANY, TC_BOOL } TypeClass;
 
 typedef enum {
@@ -90,7 +90,8 @@ typedef struct {
 extern const OpInfo ir_ops[OP_COUNT];
 int op_lookup(const char *s, size_t n);   /* by IR name; -1 if none */
 bool op_elementwise(Op op);               /* convert, unary, binary, compare, where */
-bool op_gemm(Op op);                      /* a GEMM: a plan step of its own */
+bool op_gemm(Op op);                      /* a GEMM */
+bool op_step(Op op);                      /* a GEMM or an extern: a plan step of its own, in no kernel */
 
 /* ---- func.c: SSA functions and the builder ---- */
 
@@ -106,6 +107,17 @@ typedef struct {
 	const char *name;     /* source name, or NULL */
 } Value;
 
+/* An extern call: an op fp8cc does not compile, which the application
+ * supplies at run time. Each of its results is an instruction of its own
+ * (op extern, attr [i]) pointing here; the pointer is the call's identity.
+ * `args` is the argument list as the trace wrote it, in the canonical form
+ * of docs/ir.md ("Externs"): @N stands for tensor operand N. */
+typedef struct {
+	const char *name;     /* the callee: apex_xentropy_backward */
+	const char *args;     /* @0, @1, 0.0, reduction='mean' */
+	uint32_t nres;
+} Extern;
+
 typedef struct {
 	uint16_t op;          /* Op */
 	uint8_t flags;        /* IF_* */
@@ -115,6 +127,7 @@ typedef struct {
 	uint32_t res;         /* result value id */
 	int32_t kernel;       /* kernel index after fusion, -1 before */
 	uint32_t line, col;   /* source position, 0 if none */
+	const Extern *ext;    /* extern: its call */
 } Instr;
 
 typedef struct {
@@ -157,6 +170,10 @@ uint32_t ir_param(Func *fn, const char *name, DType t, int rank, const int64_t *
 uint32_t ir_instr(Func *fn, Op op, const uint32_t *args, int nargs,
 	const int64_t *attr, int nattr, DType t, int rank, const int64_t *dims);
 uint32_t ir_full(Func *fn, double v, DType t, int rank, const int64_t *dims);
+/* append the nres instructions of an extern call (results' types in
+ * dts[i], ranks[i], dims[i]); returns the first result (the others follow) */
+uint32_t ir_extern(Func *fn, const Extern *ext, const uint32_t *ops, int nops, const DType *dts,
+	const int *ranks, const int64_t (*dims)[IR_MAXRANK]);
 /* append an output; name NULL: it is named after the value. A name an
  * earlier output has gets a suffix: NAME_1, NAME_2, ... */
 void ir_return(Func *fn, uint32_t v, const char *name);
@@ -193,6 +210,14 @@ void ir_rewrite_end(Func *dst, Func *src, const uint32_t *map);
 bool ir_verify(Func *fn, char *err, size_t errlen, uint32_t *pos);
 /* check one instruction's dtype and shape rules (used by readers as they build) */
 bool ir_check_instr(Func *fn, const Instr *in, char *err, size_t errlen);
+
+/* ---- extern.c: extern calls' argument lists ---- */
+
+/* true if s is a canonical argument list (docs/ir.md, "Externs") whose @N
+ * are all below nops, and that names every operand; else a message in err */
+bool ext_args_check(const char *s, uint32_t nops, char *err, size_t errlen);
+/* print s with each @N as operand N's name */
+void ext_args_print(FILE *f, Func *fn, const char *s, const uint32_t *ops);
 
 /* ---- print.c ---- */
 
@@ -250,6 +275,14 @@ void tensor_special(Tensor *t, uint64_t seed);
  * outs[i] receives a new tensor for return value i, named after it.
  * Returns false and writes a message if an input does not match. */
 bool ir_interpret(Func *fn, Tensor **inputs, Tensor **outs, char *err, size_t errlen);
+
+/* A host implementation of an extern for the interpreter (tests, and
+ * programs whose externs have one): computes outs (allocated, of the
+ * results' types) from ins, the call's tensor operands. false and a message
+ * on failure. ir_register_extern replaces an earlier one of the same name;
+ * at most 64 names. */
+typedef bool IrExternFn(const Extern *e, Tensor **ins, int nins, Tensor **outs, int nouts, char *err, size_t errlen);
+void ir_register_extern(const char *name, IrExternFn *fn);
 
 /* one elementwise op on Python numbers: t F64 for floats, I64 for ints */
 double ir_eval_scalar(Op op, const double *x, int n, DType t);

@@ -111,6 +111,27 @@ print_instr(FILE *f, Func *fn, const Instr *in, const char *indent)
 	fputc('\n', f);
 }
 
+/* an extern call, at its first result: %a, %b = extern "NAME" (ARGS) : T0, T1 */
+static void
+print_extern(FILE *f, Func *fn, const Instr *in, const char *indent)
+{
+	const Extern *e = in->ext;
+
+	fputs(indent, f);
+	for (uint32_t i = 0; i < e->nres; i++) {
+		fputs(i ? ", " : "", f);
+		print_ref(f, fn, in[i].res);
+	}
+	fprintf(f, " = extern \"%s\" (", e->name);
+	ext_args_print(f, fn, e->args, ir_args(fn, in));
+	fputs(") : ", f);
+	for (uint32_t i = 0; i < e->nres; i++) {
+		fputs(i ? ", " : "", f);
+		ir_print_type(f, fn, in[i].res);
+	}
+	fputc('\n', f);
+}
+
 static void
 print_kernel(FILE *f, Func *fn, const Kernel *k)
 {
@@ -145,6 +166,11 @@ ir_print(FILE *f, Func *fn)
 
 			print_kernel(f, fn, k);
 			i = k->first + k->count - 1;
+			continue;
+		}
+		if (fn->ins[i].op == OP_EXTERN) {   /* its results are consecutive, result 0 first */
+			print_extern(f, fn, &fn->ins[i], "  ");
+			i += fn->ins[i].ext->nres - 1;
 			continue;
 		}
 		print_instr(f, fn, &fn->ins[i], "  ");

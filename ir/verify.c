@@ -411,6 +411,59 @@ check_matmul(Check *c, const uint32_t *a)
 	return true;
 }
 
+/* result i of a call with a valid argument list, in no kernel */
+static bool
+check_extern(Check *c, const Instr *in)
+{
+	const Extern *e = in->ext;
+	char msg[300];
+
+	if (!e || !e->name || !e->args || e->nres == 0)
+		return fail(c, "has no call");
+	if (in->nattr != 1 || ir_attr(c->fn, in)[0] < 0 || ir_attr(c->fn, in)[0] >= e->nres)
+		return fail(c, "takes [i], the result it is, below its call's %u", e->nres);
+	if (in->kernel >= 0)
+		return fail(c, "is in a kernel: an extern is a step of its own");
+	if (!ext_args_check(e->args, in->nargs, msg, sizeof msg))
+		return fail(c, "%s", msg);
+	return true;
+}
+
+/* the results of an extern call: consecutive, result 0 first, one call */
+static bool
+check_calls(Func *fn, char *err, size_t errlen, uint32_t *pos)
+{
+	for (uint32_t i = 0; i < fn->nins; i++) {
+		const Instr *in = &fn->ins[i];
+
+		if (in->op != OP_EXTERN || ir_attr(fn, in)[0] != 0)
+			continue;
+		for (uint32_t k = 1; k < in->ext->nres; k++) {
+			const Instr *m = i + k < fn->nins ? &fn->ins[i + k] : NULL;
+
+			if (!m || m->op != OP_EXTERN || m->ext != in->ext || ir_attr(fn, m)[0] != k || m->nargs != in->nargs ||
+			    memcmp(ir_args(fn, m), ir_args(fn, in), in->nargs * sizeof(uint32_t))) {
+				snprintf(err, errlen, "instruction %u: result %u of extern '%s' does not follow it", i, k,
+					in->ext->name);
+				if (pos)
+					*pos = i;
+				return false;
+			}
+		}
+		i += in->ext->nres - 1;
+	}
+	for (uint32_t i = 0; i < fn->nins; i++)
+		if (fn->ins[i].op == OP_EXTERN && ir_attr(fn, &fn->ins[i])[0] != 0 &&
+		    (i == 0 || fn->ins[i - 1].op != OP_EXTERN || fn->ins[i - 1].ext != fn->ins[i].ext)) {
+			snprintf(err, errlen, "instruction %u: result %lld of extern '%s' without its result 0", i,
+				(long long)ir_attr(fn, &fn->ins[i])[0], fn->ins[i].ext->name);
+			if (pos)
+				*pos = i;
+			return false;
+		}
+	return true;
+}
+
 bool
 ir_check_instr(Func *fn, const Instr *in, char *err, size_t errlen)
 {
@@ -431,7 +484,8 @@ ir_check_instr(Func *fn, const Instr *in, char *err, size_t errlen)
 	if (ir_numel(fn, in->res) > INT64_MAX / 64)
 		return fail(&c, "shape has too many elements");
 	if (oi->cls != OC_REDUCE && oi->cls != OC_SHAPE && oi->cls != OC_CAT && oi->cls != OC_GEMM &&
-	    oi->cls != OC_FULL && oi->cls != OC_GATHER && oi->cls != OC_PAD && oi->cls != OC_IOTA && in->nattr != 0)
+	    oi->cls != OC_FULL && oi->cls != OC_GATHER && oi->cls != OC_PAD && oi->cls != OC_IOTA &&
+	    oi->cls != OC_EXTERN && in->nattr != 0)
 		return fail(&c, "takes no attributes");
 	switch (oi->cls) {
 	case OC_UNARY: case OC_BINARY: case OC_COMPARE: case OC_WHERE:
@@ -478,6 +532,8 @@ ir_check_instr(Func *fn, const Instr *in, char *err, size_t errlen)
 		return check_bitcast(&c, a);
 	case OC_IOTA:
 		return check_iota(&c);
+	case OC_EXTERN:
+		return check_extern(&c, in);
 	}
 	unreachable();
 }
@@ -607,5 +663,5 @@ ir_verify(Func *fn, char *err, size_t errlen, uint32_t *pos)
 			snprintf(err, errlen, "return %u: no such value", i);
 			return false;
 		}
-	return check_kernels(fn, err, errlen);
+	return check_calls(fn, err, errlen, pos) && check_kernels(fn, err, errlen);
 }

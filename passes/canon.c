@@ -205,7 +205,7 @@ hash_instr(Func *d, const Instr *in)
 static bool
 same_instr(Func *d, const Instr *x, const Instr *y)
 {
-	return x->op == y->op && x->nargs == y->nargs && x->nattr == y->nattr && x->flags == y->flags &&
+	return x->op == y->op && x->ext == y->ext && x->nargs == y->nargs && x->nattr == y->nattr && x->flags == y->flags &&
 		memcmp(&x->fval, &y->fval, sizeof x->fval) == 0 &&
 		d->vals[x->res].dtype == d->vals[y->res].dtype && ir_same_shape(d, x->res, y->res) &&
 		ir_is_rowmajor(d, x->res) == ir_is_rowmajor(d, y->res) &&
@@ -295,6 +295,17 @@ pass_dce(Func *fn)
 	for (uint32_t i = fn->nins; i-- > 0;) {
 		const Instr *in = &fn->ins[i];
 
+		if (in->op == OP_EXTERN && ir_attr(fn, in)[0] == in->ext->nres - 1) {
+			/* its last result, seen first: every use of the call is behind; the
+			 * call lives, all its results, when one of them is used */
+			const Instr *r0 = in - (in->ext->nres - 1);
+			bool any = false;
+
+			for (uint32_t k = 0; k < in->ext->nres; k++)
+				any |= live[r0[k].res];
+			for (uint32_t k = 0; k < in->ext->nres; k++)
+				live[r0[k].res] = any;
+		}
 		if (!live[in->res]) {
 			ndead++;
 			continue;

@@ -43,7 +43,7 @@ depths(Func *fn)
 		for (uint32_t j = 0; j < in->nargs; j++)
 			if (dep[ir_args(fn, in)[j]] > d)
 				d = dep[ir_args(fn, in)[j]];
-		dep[in->res] = op_gemm((Op)in->op) ? d + 1 : d;
+		dep[in->res] = op_step((Op)in->op) ? d + 1 : d;
 	}
 	/* constants: the kernel of their earliest user */
 	for (uint32_t i = fn->nins; i-- > 0;) {
@@ -51,7 +51,7 @@ depths(Func *fn)
 
 		for (uint32_t j = 0; j < in->nargs; j++) {
 			uint32_t a = ir_args(fn, in)[j];
-			uint32_t want = op_gemm((Op)in->op) ? dep[in->res] - 1 : dep[in->res];
+			uint32_t want = op_step((Op)in->op) ? dep[in->res] - 1 : dep[in->res];
 
 			if (ir_def(fn, a) && ir_def(fn, a)->op == OP_FULL && (dep[a] == 0 || want < dep[a]))
 				dep[a] = want;
@@ -114,11 +114,11 @@ kernels_io(Func *fn)
 }
 
 /* where an instruction goes: slot 2l for level l's kernel, 2l+1 for the
- * GEMMs of depth l+1 that follow it */
+ * GEMMs and externs of depth l+1 that follow it */
 static uint32_t
 slot(const Instr *in, const uint32_t *dep)
 {
-	return op_gemm((Op)in->op) ? 2 * dep[in->res] - 1 : 2 * dep[in->res];
+	return op_step((Op)in->op) ? 2 * dep[in->res] - 1 : 2 * dep[in->res];
 }
 
 /* the instructions by slot, in their order within each: order[start[s] ..

@@ -13,7 +13,8 @@
  * a program input gets a clone in layout {1,0}; fusion puts that clone in
  * the producing kernel, which then writes both layouts. An a operand that
  * is not row-major gets a row-major clone the same way, and a GEMM's result
- * is row-major whatever the input said: cuBLASLt writes it so. */
+ * is row-major whatever the input said: cuBLASLt writes it so. An extern's
+ * operands and results are row-major too. */
 #include <string.h>
 
 #include "passes.h"
@@ -180,9 +181,9 @@ static uint32_t
 copy_of(Func *d, uint32_t v, uint32_t nv, const int64_t *layout, uint32_t *copy)
 {
 	if (!copy[v]) {
-		copy[v] = ir_instr(d, OP_CLONE, &nv, 1, NULL, 0, (DType)d->vals[nv].dtype, 2,
+		copy[v] = ir_instr(d, OP_CLONE, &nv, 1, NULL, 0, (DType)d->vals[nv].dtype, d->vals[nv].rank,
 			ir_dims(d, nv)) + 1;
-		if (layout)
+		if (layout)   /* {1,0}: a 2-d scaled_mm operand */
 			d->vals[copy[v] - 1].layout = ir_push_ints(d, layout, 2);
 	}
 	return copy[v] - 1;
@@ -228,6 +229,23 @@ legal_matmul(Func *fn, Func *d, const Instr *in, uint32_t *map, uint32_t *copy)
 	d->vals[r].layout = IR_NONE;
 }
 
+/* an extern's tensors are row-major (the application gets dense tensors),
+ * and so are its results */
+static void
+legal_extern(Func *fn, Func *d, const Instr *in, uint32_t *map, uint32_t *copy)
+{
+	uint32_t a[64], r;
+
+	for (uint32_t j = 0; j < in->nargs; j++) {
+		a[j] = map[ir_args(fn, in)[j]];
+		if (!ir_is_rowmajor(d, a[j]))
+			a[j] = copy_of(d, ir_args(fn, in)[j], a[j], NULL, copy);
+	}
+	r = ir_copy_instr(d, fn, in, map);
+	memcpy(&d->argv[d->ins[d->nins - 1].args], a, in->nargs * sizeof *a);
+	d->vals[r].layout = IR_NONE;
+}
+
 Func *
 pass_layouts(Func *fn)
 {
@@ -244,6 +262,8 @@ pass_layouts(Func *fn)
 			legal_gemm(fn, d, in, map, only_b, copy_a, copy_b);
 		else if (in->op == OP_MATMUL)
 			legal_matmul(fn, d, in, map, copy_a);
+		else if (in->op == OP_EXTERN)
+			legal_extern(fn, d, in, map, copy_a);
 		else
 			ir_copy_instr(d, fn, in, map);
 	}

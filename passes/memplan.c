@@ -47,6 +47,8 @@ lifetimes(Func *fn, Plan *p, uint32_t *def, uint32_t *last)
 			add_step(fn, p, (Step){ .kind = STEP_LAUNCH, .index = (uint32_t)in->kernel });
 		else if (op_gemm((Op)in->op))
 			add_step(fn, p, (Step){ .kind = STEP_GEMM, .index = i });
+		else if (in->op == OP_EXTERN && ir_attr(fn, in)[0] == 0)   /* one step for all its results */
+			add_step(fn, p, (Step){ .kind = STEP_CALL, .index = i });
 		def[in->res] = p->nsteps - 1;
 		if (in->kernel >= 0)
 			continue;
@@ -79,7 +81,7 @@ materialized(Func *fn, const bool *kout, uint32_t v)
 {
 	const Instr *in = ir_def(fn, v);
 
-	if (!in || op_gemm((Op)in->op))
+	if (!in || op_step((Op)in->op))
 		return true;
 	if (in->kernel < 0)
 		die("value %u is in no kernel: the memory plan wants lowered IR (pass_lowered)", v);

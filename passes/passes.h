@@ -30,7 +30,7 @@ typedef struct {
 	bool zero;            /* scratch: zeroed once; kernels leave it zeroed */
 } PlanBuf;
 
-typedef enum { STEP_LAUNCH, STEP_GEMM, STEP_COPY } StepKind;
+typedef enum { STEP_LAUNCH, STEP_GEMM, STEP_COPY, STEP_CALL } StepKind;   /* CALL: an extern, at its result 0 */
 
 typedef struct {
 	uint8_t kind;         /* StepKind */

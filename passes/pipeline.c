@@ -95,10 +95,16 @@ not_lowered(Func *fn, const Instr *in)
 	const uint32_t *a = ir_args(fn, in);
 	static const int64_t colmajor[2] = { 1, 0 };
 
-	if (!op_gemm((Op)in->op))
+	if (!op_step((Op)in->op))
 		return in->kernel < 0 ? "is in no kernel (the fuse pass makes them)" : NULL;
 	if (in->kernel >= 0)
-		return "is inside a kernel (cuBLASLt runs it)";
+		return "is inside a kernel (it is a step of its own)";
+	if (in->op == OP_EXTERN) {
+		for (uint32_t j = 0; j < in->nargs; j++)
+			if (!ir_is_rowmajor(fn, a[j]))
+				return "has an operand that is not row-major (the layouts pass makes them so)";
+		return ir_is_rowmajor(fn, in->res) ? NULL : "has a result that is not row-major";
+	}
 	if (in->op == OP_MATMUL)
 		return !ir_is_rowmajor(fn, a[0]) || !ir_is_rowmajor(fn, a[1]) || !ir_is_rowmajor(fn, in->res) ?
 			"has an operand or result that is not row-major (the layouts pass makes them so)" : NULL;

@@ -37,12 +37,15 @@ pin() {
 			echo "# RUN: %ptxas -arch=sm_90 %t.ptx -o /dev/null"
 			echo '# RUN: (grep -c "^// launch" %t.ptx || true) | FileCheck --check-prefix=LAUNCHES %s'
 			echo '# RUN: (grep -c "^// gemm" %t.ptx || true) | FileCheck --check-prefix=GEMMS %s'
-			local k g
+			echo '# RUN: (grep -c "^// call" %t.ptx || true) | FileCheck --check-prefix=CALLS %s'
+			local k g x
 			k=$(grep -c '^// launch' "$tmp/p.ptx" || true)
 			g=$(grep -c '^// gemm' "$tmp/p.ptx" || true)
-			echo "# It compiles: $k kernel launch(es) and $g GEMM(s)."
+			x=$(grep -c '^// call' "$tmp/p.ptx" || true)
+			echo "# It compiles: $k kernel launch(es), $g GEMM(s) and $x extern call(s)."
 			echo "# LAUNCHES: {{^}}$k{{\$}}"
 			echo "# GEMMS: {{^}}$g{{\$}}"
+			echo "# CALLS: {{^}}$x{{\$}}"
 		else
 			echo "# RUN: not %fp8cc$files$sigopt -o %t.ptx 2>&1 | FileCheck --implicit-check-not=error: %s"
 			echo "# It is rejected with errors that name exactly what fp8cc lacks:"

@@ -24,13 +24,14 @@ row() {   # LABEL FILES...
 	shift
 	sig=$(signature "$(basename "$1")")
 	if "$fp8cc" "$@" $sig -o "$tmp/p.ptx" 2> "$tmp/err"; then
-		local k g
+		local k g x
 		k=$(grep -c '^// launch' "$tmp/p.ptx")
 		g=$(grep -c '^// gemm' "$tmp/p.ptx")
-		echo "| $label | compiles${sig:+ (with its signature)}: $k kernel launch(es), $g GEMM(s) | - |"
+		x=$(grep '^// call' "$tmp/p.ptx" | awk '{print $3}' | sort -u | tr '\n' ' ' | sed 's/ $//')
+		echo "| $label | compiles${sig:+ (with its signature)}: $k kernel launch(es), $g GEMM(s)${x:+, extern calls of $x} | - |"
 	else
 		local what
-		what=$(grep -o "error: .*" "$tmp/err" | sed -E "s/^error: //; s/ \(([0-9]+) uses.*/ (\1 uses)/; s/^unknown callee '([^']*)' has no subsymbols.*/\`\1\`: no subsymbols/; s/^'([^']*)' is a collective.*/\`\1\`: collective/; s/^'([^']*)' has no type.*/\`\1\`: no type/" | paste -sd ';' | sed 's/;/; /g')
+		what=$(grep -o "error: .*" "$tmp/err" | sed -E "s/^error: //; s/ \(([0-9]+) uses.*/ (\1 uses)/; s/^unknown callee '([^']*)' has no subsymbols.*/\`\1\`: no subsymbols/; s/^'([^']*)' is a collective.*/\`\1\`: collective/; s/^'([^']*)' has no type.*/\`\1\`: no type/; s/^'([^']*)' has no subsymbols, and its results? ha(s|ve) no type comment.*/\`\1\`: an extern with untyped results/" | paste -sd ';' | sed 's/;/; /g')
 		echo "| $label | errors | $what |"
 	fi
 }

@@ -14,6 +14,7 @@
 
 #include "fe.h"
 #include "ir.h"
+#include "passes.h"
 
 #define IDS(...) ((const uint32_t[]){ __VA_ARGS__ })
 #define I64(...) ((const int64_t[]){ __VA_ARGS__ })
@@ -47,6 +48,7 @@ teardown(void)
 TestSuite(ir_text, .init = setup, .fini = teardown);
 TestSuite(ir_verify, .init = setup, .fini = teardown);
 TestSuite(ir_parse, .init = setup, .fini = teardown);
+TestSuite(ir_extern, .init = setup, .fini = teardown);
 
 /* ---- helpers ---- */
 
@@ -352,6 +354,17 @@ build_all_ops(Arena *a, bool kernels)
 			ir_instr(fn, op, ARGS(a8, w8, s, s), NOATTR, DT_F16, SH(4, 8));
 			set_flags(fn, IF_FAST_ACCUM | IF_NO_FIXUP);
 			break;
+		case OC_EXTERN: {   /* two results of one call, then one of another */
+			static const Extern two = { "lib.two", "@0, 'mean', dims=(0, 1), eps=1e-05", 2 };
+			static const Extern one = { "lib.one", "", 1 };
+			DType dts[2] = { DT_F32, DT_I64 };
+			int ranks[2] = { 2, 0 };
+			int64_t dims[2][IR_MAXRANK] = { { 2, 3 } };
+
+			ir_extern(fn, &two, ARGS(x), dts, ranks, (const int64_t (*)[IR_MAXRANK])dims);
+			ir_extern(fn, &one, NULL, 0, dts + 1, ranks + 1, (const int64_t (*)[IR_MAXRANK])dims + 1);
+			break;
+		}
 		default:
 			built[op] = false;
 		}
@@ -494,7 +507,8 @@ Test(ir_text, full_value_spellings)
 
 /* The canonical text, as the printer writes it: parse and print give it back.
  * Every op, scalars, rank 8, layouts, flags, numeric ids, `as` names. */
-static const char every_op_text[] =
+/* every op once, in two halves (C11 caps a string literal at 4095 bytes) */
+static const char every_op_text1[] =
 	"func @every_op(%x: f32[2,3], %y: f32[2,3]{1,0}, %i: i32[2,3], %b: b8[2,3], %s: f32[], %a8: f8e4m3fn[4,16], %w8: f8e5m2[16,8]{1,0}, %bias: bf16[8], %r8: bf16[1,2,1,2,1,2,1,2]{7,6,5,4,3,2,1,0}, %d: f64[2,3], %u: u8[4], %e: i8[], %h: f16[2,3], %l: i64[2], %w: i16[3]) {\n"
 	"  %c0 = convert_element_type %x : bf16[2,3]\n"
 	"  %c1 = convert_element_type %x no_fixup : f8e4m3fn[2,3]{1,0}\n"
@@ -549,7 +563,8 @@ static const char every_op_text[] =
 	"  %prod = prod %r8 [0,2,4,6] : bf16[2,2,2,2]\n"
 	"  %broadcast_in_dim = broadcast_in_dim %amax [0] : f32[2,3]\n"
 	"  %b0 = broadcast_in_dim %s [] : f32[4,5,6,7,1,2,3,4]\n"
-	"  %reshape = reshape %x : f32[6]\n"
+	"  %reshape = reshape %x : f32[6]\n";
+static const char every_op_text2[] =
 	"  %transpose = transpose %x [1,0] : f32[3,2]{1,0}\n"
 	"  %squeeze = squeeze %r8 [0,2,4,6] : bf16[2,2,2,2]\n"
 	"  %slice = slice %x [0,1,2,3,1,2] : f32[2,1]\n"
@@ -601,11 +616,22 @@ static const char every_op_text[] =
 	"  %matmul = matmul %x, %y trans_b : f32[2,2]\n"
 	"  %bias3 = full 0.5 : f32[3]\n"
 	"  %mm4 = matmul %x, %x, %bias3 [1] trans_a : f32[3,3]\n"
+	"  %ext, %ext2 = extern \"lib.two\" (%x, 'mean', dims=(0, 1), eps=1e-05) : f32[2,3], i64[]\n"
+	"  %ext3 = extern \"lib.one\" () : i64[]\n"
 	"  return %scaled_mm, %amax as a_max, %91, %x as x_in, %91 as last\n"
 	"}\n";
+static char every_op_text[sizeof every_op_text1 + sizeof every_op_text2];
+
+static void
+join_every_op_text(void)
+{
+	snprintf(every_op_text, sizeof every_op_text, "%s%s", every_op_text1, every_op_text2);
+}
+
 
 Test(ir_text, roundtrip_text_every_op)
 {
+	join_every_op_text();
 	Func *fn = parse_ok(every_op_text);
 	char *t = print_str(fn);
 	bool used[OP_COUNT] = { false };
@@ -1606,4 +1632,110 @@ Test(ir_parse, reshape_to_huge_shape)
 	parse_fails("func @f(%x: f32[1]) {\n"
 		"  %y = reshape %x : f32[4294967296,4294967296,4294967296]\n"
 		"  return %y\n}\n", "");
+}
+
+/* ---- externs ---- */
+
+/* lib.affine(x, scale=S, shift=T): x * S + T, and the count of x's elements;
+ * S and T from the call's argument list */
+static bool
+affine(const Extern *e, Tensor **ins, int nins, Tensor **outs, int nouts, char *err, size_t errlen)
+{
+	double scale = 1, shift = 0;
+	const char *p;
+
+	if (nins != 1 || nouts != 2) {
+		snprintf(err, errlen, "wants one tensor and two results");
+		return false;
+	}
+	if ((p = strstr(e->args, "scale=")))
+		scale = strtod(p + 6, NULL);
+	if ((p = strstr(e->args, "shift=")))
+		shift = strtod(p + 6, NULL);
+	for (int64_t i = 0; i < tensor_numel(ins[0]); i++)
+		tensor_setf(outs[0], i, tensor_getf(ins[0], i) * scale + shift);
+	tensor_seti(outs[1], 0, tensor_numel(ins[0]));
+	return true;
+}
+
+static const char extern_text[] =
+	"func @f(%x: f32[2,3]) {\n"
+	"  %a = neg %x : f32[2,3]\n"
+	"  %dead = abs %x : f32[2,3]\n"
+	"  %y, %n = extern \"lib.affine\" (%a, scale=2.0, shift=0.5) : f32[2,3], i64[]\n"
+	"  %z, %w = extern \"lib.affine\" (%dead, scale=3.0) : f32[2,3], i64[]\n"
+	"  %b = exp %y : f32[2,3]\n"
+	"  %c = abs %x : f32[2,3]\n"
+	"  return %b, %n, %c\n"
+	"}\n";
+
+/* the interpreter calls a registered host implementation; the passes keep
+ * the call (both results, when one is used), drop the call nothing reads,
+ * cut kernels around it, and compute the same bits */
+Test(ir_extern, interpret_across_passes)
+{
+	char err[256], *t;
+	Tensor *x = tensor_new("x", DT_F32, 2, (const int64_t[]){ 2, 3 }), *o1[3] = { 0 }, *o2[3] = { 0 };
+	PassOptions po = { .opt = 2, .verify = true };
+	Func *fn = parse_ok(extern_text), *opt;
+
+	for (int i = 0; i < 6; i++)
+		tensor_setf(x, i, i - 2.5);
+	cr_assert(!ir_interpret(fn, &x, o1, err, sizeof err));
+	cr_assert(strstr(err, "extern 'lib.affine': the interpreter has no host implementation"), "%s", err);
+	ir_register_extern("lib.affine", affine);
+	cr_assert(ir_interpret(fn, &x, o1, err, sizeof err), "%s", err);
+	cr_assert_eq(tensor_geti(o1[1], 0), 6);
+	cr_assert_eq(tensor_getf(o1[0], 0), (float)expf(2.5f * 2.0f + 0.5f));
+	opt = pass_pipeline(fn, &po);
+	t = print_str(opt);
+	cr_assert(strstr(t, "%y, %n = extern \"lib.affine\" (%a, scale=2.0, shift=0.5) : f32[2,3], i64[]"), "%s", t);
+	cr_assert(!strstr(t, "scale=3.0"), "the call nobody reads is gone:\n%s", t);
+	cr_assert(pass_lowered(opt, err, sizeof err), "%s", err);
+	cr_assert(ir_interpret(opt, &x, o2, err, sizeof err), "%s", err);
+	for (int i = 0; i < 3; i++) {
+		cr_assert_eq(memcmp(o1[i]->data, o2[i]->data, tensor_bytes(o1[i])), 0, "output %d differs after the passes", i);
+		tensor_free(o1[i]);
+		tensor_free(o2[i]);
+	}
+	free(t);
+	tensor_free(x);
+}
+
+/* one name for two results: refused */
+Test(ir_extern, reader_counts_results)
+{
+	static const char text[] =
+		"func @f(%x: f32[4]) {\n"
+		"  %y = extern \"lib.two\" (%x) : f32[4], f32[4]\n"
+		"  return %y\n"
+		"}\n";
+	char *diag;
+
+	cr_assert_null(parse_mem(text, strlen(text), &diag));
+	cr_assert(strstr(diag, "2:38: error: extern: 1 result named, more types given"), "%s", diag);
+	free(diag);
+}
+
+/* a call's results are one group: consecutive, result 0 first */
+Test(ir_extern, verifier_wants_the_group)
+{
+	static const Extern two = { "lib.two", "@0", 2 };
+	Func *fn = ir_func_new(A, "g");
+	uint32_t x = ir_param(fn, "x", DT_F32, SH(4));
+	DType dts[2] = { DT_F32, DT_F32 };
+	int ranks[2] = { 1, 1 };
+	int64_t dims[2][IR_MAXRANK] = { { 4 }, { 4 } };
+	char err[256];
+
+	ir_extern(fn, &two, ARGS(x), dts, ranks, (const int64_t (*)[IR_MAXRANK])dims);
+	ir_return(fn, x + 2, NULL);
+	cr_assert(ir_verify(fn, err, sizeof err, NULL), "%s", err);
+	fn->ins[1].ext = NULL;
+	cr_assert(!ir_verify(fn, err, sizeof err, NULL));
+	cr_assert(strstr(err, "has no call"), "%s", err);
+	fn->ins[1].ext = &two;
+	fn->ins[0].op = OP_NEG, fn->ins[0].nattr = 0;
+	cr_assert(!ir_verify(fn, err, sizeof err, NULL));
+	cr_assert(strstr(err, "result 1 of extern 'lib.two' without its result 0"), "%s", err);
 }
