@@ -359,6 +359,70 @@ typedef struct fp8rt_matmul_args {
 
 FP8RT_API fp8rt_status fp8rt_matmul(fp8rt_context *ctx, const fp8rt_matmul_args *args, void *stream);
 
+/* ---- externs ---------------------------------------------------------------
+ * An op fp8cc does not compile (an executor's op that the trace prints
+ * without subsymbols: attention, a fused loss, a user's kernel) is a `call`
+ * step of the plan, which the application supplies: a function registered
+ * by name on the context before the program is loaded. At run it gets the
+ * call's tensors (dense row-major device tensors of the plan's types), its
+ * other arguments as the trace wrote them, and the stream, and enqueues its
+ * work there; it returns FP8RT_OK, or a status and a message in err.
+ *
+ * Loading resolves every extern the program calls: one that is not
+ * registered makes the load fail with FP8RT_UNSUPPORTED naming every missing
+ * one. A registration made later is for programs loaded later (a loaded
+ * program keeps what it resolved). With graphs on, a function is captured
+ * with its externs' work inside the graph: the extern is then called once
+ * per capture (per set of pointers), not once per run, so it must only
+ * enqueue work on the stream it is given, whose effect depends on nothing
+ * but its tensors — as a kernel's does. An extern that cannot be captured
+ * (it synchronizes, allocates, or reads host state that changes between
+ * runs) is registered with FP8RT_EXTERN_NO_GRAPH, and the functions that
+ * call it then run step by step. */
+
+typedef enum fp8rt_arg_kind {
+    FP8RT_ARG_TENSOR,     /* inputs[i] of the call */
+    FP8RT_ARG_INT,        /* i */
+    FP8RT_ARG_FLOAT,      /* f (inf, -inf, nan too) */
+    FP8RT_ARG_BOOL,       /* i: 0 or 1 */
+    FP8RT_ARG_NONE,
+    FP8RT_ARG_STRING,     /* s, NUL-terminated */
+    FP8RT_ARG_NAME,       /* s: a dotted name as the trace wrote it (torch.float32) */
+    FP8RT_ARG_TUPLE,      /* i: how many elements; they follow it in the array */
+} fp8rt_arg_kind;
+
+/* One argument, in the trace's order; a tuple's elements follow it
+ * (preorder), so args[] holds every argument at every depth. */
+typedef struct fp8rt_arg {
+    fp8rt_arg_kind kind;
+    const char *key;      /* the keyword (key=value), or NULL for a positional argument */
+    int64_t i;
+    double f;
+    const char *s;
+} fp8rt_arg;
+
+typedef struct fp8rt_extern_call {
+    const char *name;
+    const fp8rt_arg *args;
+    int nargs;            /* entries of args, nested ones included */
+    const fp8rt_tensor *inputs;
+    int ninputs;
+    const fp8rt_tensor *outputs;   /* to write; the plan's types */
+    int noutputs;
+    void *stream;         /* a CUstream; possibly one being captured */
+    fp8rt_context *ctx;
+} fp8rt_extern_call;
+
+typedef fp8rt_status (*fp8rt_extern_fn)(void *user, const fp8rt_extern_call *call, char *err, size_t errlen);
+
+enum { FP8RT_EXTERN_NO_GRAPH = 1 };
+
+/* Register fn (with user, passed back) as the extern `name` for programs
+ * loaded into ctx from now on; again with the same name replaces it for
+ * them. flags: 0 or FP8RT_EXTERN_NO_GRAPH. */
+FP8RT_API fp8rt_status fp8rt_register_extern(fp8rt_context *ctx, const char *name, fp8rt_extern_fn fn,
+                                             void *user, unsigned flags);
+
 #ifdef __cplusplus
 }
 #endif

@@ -314,14 +314,8 @@ static fp8rt_status lookup(fp8rt_context *ctx, const RtGemmCall *g, RtGemmEntry 
             *out = &ctx->gemms[i];
             return FP8RT_OK;
         }
-    if (ctx->ngemms == ctx->capgemms) {
-        int cap = ctx->capgemms ? 2 * ctx->capgemms : 8;
-        RtGemmEntry *ng = realloc(ctx->gemms, (size_t)cap * sizeof *ng);
-        if (!ng)
-            return rt_err(ctx, FP8RT_OUT_OF_MEMORY, "gemm: out of host memory");
-        ctx->gemms = ng;
-        ctx->capgemms = cap;
-    }
+    if (rt_grow((void **)&ctx->gemms, ctx->ngemms, &ctx->capgemms, sizeof *ctx->gemms))
+        return rt_err(ctx, FP8RT_OUT_OF_MEMORY, "gemm: out of host memory");
     RtGemmEntry *e = &ctx->gemms[ctx->ngemms];
     memset(e, 0, sizeof *e);
     e->key = key;

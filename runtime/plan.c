@@ -10,6 +10,8 @@
  */
 #include "plan.h"
 
+#include <errno.h>
+#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -570,16 +572,17 @@ static fp8rt_status parse_buffer(Parser *p, const Str *w, int nw)
     return FP8RT_OK;
 }
 
-static fp8rt_status parse_ref_list(Parser *p, Str s, RtLaunch *l)
+/* refs := [ref {"," ref}] — key names it in messages */
+static fp8rt_status parse_ref_list(Parser *p, Str s, const char *key, RtRef **out, int *nout)
 {
-    l->nargs = 0;
+    *nout = 0;
     if (s.n == 0)
         return FP8RT_OK;
     int n = 1;
     for (size_t i = 0; i < s.n; i++)
         n += s.p[i] == ',';
-    l->args = arena_alloc(p->plan->arena, (size_t)n * sizeof *l->args);
-    if (!l->args)
+    RtRef *r = arena_alloc(p->plan->arena, (size_t)n * sizeof *r);
+    if (!r)
         return fail_st(p, FP8RT_OUT_OF_MEMORY, "out of memory");
     size_t i = 0;
     for (int k = 0; k < n; k++) {
@@ -587,13 +590,14 @@ static fp8rt_status parse_ref_list(Parser *p, Str s, RtLaunch *l)
         while (i < s.n && s.p[i] != ',')
             i++;
         if (i == start)
-            return fail(p, "args: empty reference in '%.*s'", W(s));
-        fp8rt_status st = parse_ref(p, (Str){s.p + start, i - start}, &l->args[k]);
+            return fail(p, "%s: empty reference in '%.*s'", key, W(s));
+        fp8rt_status st = parse_ref(p, (Str){s.p + start, i - start}, &r[k]);
         if (st)
             return st;
         i++;
     }
-    l->nargs = n;
+    *out = r;
+    *nout = n;
     return FP8RT_OK;
 }
 
@@ -633,7 +637,7 @@ static fp8rt_status parse_launch(Parser *p, const Str *w, int nw, RtStep *step)
         (st = parse_int32(p, val[2], 0, INT32_MAX, "smem", &l->smem)) ||
         (st = parse_int32(p, val[3], 0, 1, "coop", &l->coop)))
         return st;
-    return parse_ref_list(p, val[4], l);
+    return parse_ref_list(p, val[4], "args", &l->args, &l->nargs);
 }
 
 static fp8rt_status parse_dtype_val(Parser *p, Str s, const char *what, fp8rt_dtype *dt)
@@ -727,6 +731,253 @@ static fp8rt_status parse_gemm(Parser *p, const Str *w, int nw, RtStep *step)
         return st;
     g->bias_dtype = !g->has_bias ? FP8RT_DTYPE_NONE : g->scaled ? rt_gemm_bias_dtype(g->dtype) : g->dtype;
     return FP8RT_OK;
+}
+
+/* ---- call: an extern ---- */
+
+#define MAXARGS 256
+
+static int hex(char c)
+{
+    return c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : c >= 'A' && c <= 'F' ? c - 'A' + 10 : -1;
+}
+
+/* The value of args=: %XX escapes decoded, into the arena. */
+static fp8rt_status decode_args(Parser *p, Str s, char **out)
+{
+    char *d = arena_alloc(p->plan->arena, s.n + 1);
+    size_t n = 0;
+    if (!d)
+        return fail_st(p, FP8RT_OUT_OF_MEMORY, "out of memory");
+    for (size_t i = 0; i < s.n; i++) {
+        if (s.p[i] != '%') {
+            d[n++] = s.p[i];
+            continue;
+        }
+        int hi = i + 2 < s.n ? hex(s.p[i + 1]) : -1, lo = i + 2 < s.n ? hex(s.p[i + 2]) : -1;
+        if (hi < 0 || lo < 0 || (hi == 0 && lo == 0))
+            return fail(p, "args: bad escape at column %zu of '%.*s' (%%XX, two hex digits, not %%00)", i + 1,
+                        W(s));
+        d[n++] = (char)(hi * 16 + lo);
+        i += 2;
+    }
+    d[n] = 0;
+    *out = d;
+    return FP8RT_OK;
+}
+
+typedef struct {
+    Parser *p;
+    const char *s, *at;     /* the decoded list; where the reader is */
+    fp8rt_arg *args;
+    int nargs, ntensors, nins;
+} ArgReader;
+
+static fp8rt_status arg_fail(ArgReader *a, const char *what)
+{
+    return fail(a->p, "args: %s at column %d of '%.40s'", what, (int)(a->at - a->s) + 1, a->s);
+}
+
+static int is_ident_start(char c)
+{
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_';
+}
+
+static int is_ident_char(char c)
+{
+    return is_ident_start(c) || (c >= '0' && c <= '9');
+}
+
+/* A copy of [b, e) in the arena. */
+static char *arena_str(Parser *p, const char *b, const char *e)
+{
+    char *c = arena_alloc(p->plan->arena, (size_t)(e - b) + 1);
+    if (c)
+        memcpy(c, b, (size_t)(e - b));
+    return c;
+}
+
+static fp8rt_status arg_value(ArgReader *a, const char *key, int depth);
+
+static fp8rt_status arg_number(ArgReader *a, fp8rt_arg *g)
+{
+    const char *b = a->at, *q = b;
+    char buf[64];
+    if (*q == '-')
+        q++;
+    if (!strncmp(q, "inf", 3) || !strncmp(q, "nan", 3)) {
+        g->kind = FP8RT_ARG_FLOAT;
+        g->f = q[0] == 'n' ? NAN : b[0] == '-' ? -INFINITY : INFINITY;
+        a->at = q + 3;
+        return FP8RT_OK;
+    }
+    while ((*q >= '0' && *q <= '9') || *q == '.' || *q == 'e' || *q == 'E' ||
+           ((*q == '-' || *q == '+') && (q[-1] == 'e' || q[-1] == 'E')))
+        q++;
+    if (q == b || (size_t)(q - b) >= sizeof buf)
+        return arg_fail(a, "expected a value");
+    memcpy(buf, b, (size_t)(q - b));
+    buf[q - b] = 0;
+    char *end;
+    errno = 0;
+    if (strpbrk(buf, ".eE")) {
+        g->kind = FP8RT_ARG_FLOAT;
+        g->f = strtod(buf, &end);
+    } else {
+        g->kind = FP8RT_ARG_INT;
+        g->i = strtoll(buf, &end, 10);
+    }
+    if (*end || errno == ERANGE)
+        return arg_fail(a, "bad number");
+    a->at = q;
+    return FP8RT_OK;
+}
+
+static fp8rt_status arg_string(ArgReader *a, fp8rt_arg *g)
+{
+    const char *q = a->at + 1;
+    char *d = arena_alloc(a->p->plan->arena, strlen(q) + 1);
+    size_t n = 0;
+    if (!d)
+        return fail_st(a->p, FP8RT_OUT_OF_MEMORY, "out of memory");
+    for (; *q != '\''; q++) {
+        if (!*q)
+            return arg_fail(a, "unterminated string");
+        if (*q == '\\' && (q[1] == '\\' || q[1] == '\''))
+            q++;
+        d[n++] = *q;
+    }
+    d[n] = 0;
+    g->kind = FP8RT_ARG_STRING;
+    g->s = d;
+    a->at = q + 1;
+    return FP8RT_OK;
+}
+
+/* value := "@" N | number | True | False | None | STRING | NAME | "(" [value {"," value} [","]] ")" */
+static fp8rt_status arg_value(ArgReader *a, const char *key, int depth)
+{
+    fp8rt_status st;
+    if (a->nargs == MAXARGS)
+        return arg_fail(a, "more than 256 arguments");
+    if (depth > 16)
+        return arg_fail(a, "tuples nested too deep");
+    int at = a->nargs++;
+    fp8rt_arg *g = &a->args[at];
+    memset(g, 0, sizeof *g);
+    g->key = key;
+    if (*a->at == '@') {
+        char *end;
+        long n = strtol(a->at + 1, &end, 10);
+        if (end == a->at + 1 || n != a->ntensors || n >= a->nins)
+            return arg_fail(a, "tensor @N out of order or range (the k-th is @k, below ins=)");
+        g->kind = FP8RT_ARG_TENSOR;
+        g->i = a->ntensors++;
+        a->at = end;
+        return FP8RT_OK;
+    }
+    if (*a->at == '\'')
+        return arg_string(a, g);
+    if (*a->at == '(') {
+        a->at++;
+        g->kind = FP8RT_ARG_TUPLE;
+        while (*a->at != ')') {
+            if ((st = arg_value(a, NULL, depth + 1)))
+                return st;
+            a->args[at].i++;
+            if (*a->at == ',')
+                a->at += a->at[1] == ' ' ? 2 : 1;
+            else if (*a->at != ')')
+                return arg_fail(a, "expected ',' or ')'");
+        }
+        a->at++;
+        return FP8RT_OK;
+    }
+    if (!strncmp(a->at, "inf", 3) || !strncmp(a->at, "nan", 3))
+        return arg_number(a, g);
+    if (is_ident_start(*a->at)) {
+        const char *b = a->at;
+        while (is_ident_char(*a->at) || (*a->at == '.' && is_ident_start(a->at[1])))
+            a->at++;
+        size_t n = (size_t)(a->at - b);
+        if (n == 4 && !memcmp(b, "True", 4))
+            g->kind = FP8RT_ARG_BOOL, g->i = 1;
+        else if (n == 5 && !memcmp(b, "False", 5))
+            g->kind = FP8RT_ARG_BOOL;
+        else if (n == 4 && !memcmp(b, "None", 4))
+            g->kind = FP8RT_ARG_NONE;
+        else if (!(g->kind = FP8RT_ARG_NAME, g->s = arena_str(a->p, b, a->at)))
+            return fail_st(a->p, FP8RT_OUT_OF_MEMORY, "out of memory");
+        return FP8RT_OK;
+    }
+    return arg_number(a, g);
+}
+
+/* args := [item {"," item}]; item := [KEY "="] value — ", " is read as "," */
+static fp8rt_status parse_args(Parser *p, const char *s, RtCall *c)
+{
+    ArgReader a = {p, s, s, NULL, 0, 0, c->nins};
+    fp8rt_status st;
+    if (!(a.args = arena_alloc(p->plan->arena, MAXARGS * sizeof *a.args)))
+        return fail_st(p, FP8RT_OUT_OF_MEMORY, "out of memory");
+    while (*a.at) {
+        const char *b = a.at, *key = NULL;
+        while (is_ident_char(*a.at))
+            a.at++;
+        if (a.at > b && is_ident_start(*b) && *a.at == '=') {
+            if (!(key = arena_str(p, b, a.at)))
+                return fail_st(p, FP8RT_OUT_OF_MEMORY, "out of memory");
+            a.at++;
+        } else {
+            a.at = b;
+        }
+        if ((st = arg_value(&a, key, 0)))
+            return st;
+        if (!*a.at)
+            break;
+        if (*a.at != ',')
+            return arg_fail(&a, "expected ','");
+        a.at += a.at[1] == ' ' ? 2 : 1;
+        if (!*a.at)
+            return arg_fail(&a, "expected an argument");
+    }
+    if (a.ntensors != c->nins)
+        return fail(p, "args: '%.40s' names %d tensors, ins= gives %d", s, a.ntensors, c->nins);
+    c->args = a.args;
+    c->nargs = a.nargs;
+    return FP8RT_OK;
+}
+
+/* extern name := [A-Za-z0-9_.:]+ */
+static int is_extern_name(Str s)
+{
+    for (size_t i = 0; i < s.n; i++)
+        if (!is_ident_char(s.p[i]) && s.p[i] != '.' && s.p[i] != ':')
+            return 0;
+    return s.n > 0;
+}
+
+/* call NAME ins=R,... outs=R,... args=TEXT */
+static fp8rt_status parse_call(Parser *p, const Str *w, int nw, RtStep *step)
+{
+    static const char *const keys[] = {"ins", "outs", "args"};
+    Str val[3] = {{0}};
+    RtCall *c = &step->u.call;
+    char *args = NULL;
+    fp8rt_status st;
+    step->kind = STEP_CALL;
+    if (nw < 2 || !is_extern_name(w[1]))
+        return fail(p, "'call' wants the extern's name first (letters, digits, _ . :)");
+    if ((st = parse_keys(p, w, nw, 2, keys, 3, 7u, val, NULL, NULL)))
+        return st;
+    if (!(c->name = arena_str(p, w[1].p, w[1].p + w[1].n)))
+        return fail_st(p, FP8RT_OUT_OF_MEMORY, "out of memory");
+    if ((st = parse_ref_list(p, val[0], "ins", &c->ins, &c->nins)) ||
+        (st = parse_ref_list(p, val[1], "outs", &c->outs, &c->nouts)) || (st = decode_args(p, val[2], &args)))
+        return st;
+    if (c->nouts == 0)
+        return fail(p, "call %s has no outs= (an extern has results)", c->name);
+    return parse_args(p, args, c);
 }
 
 /* copy dst=R src=R bytes=B */
@@ -872,28 +1123,70 @@ static fp8rt_status check_copy(Parser *p, const RtCopy *c)
     return FP8RT_OK;
 }
 
-/* A step's references: what it reads and, for gemm d and copy dst, writes
- * (a launch's arguments may be either). */
-static int step_refs(const RtStep *s, RtRef *r, int *nwrite)
+static fp8rt_status check_call(Parser *p, const RtCall *c)
 {
-    int n = 0;
-    *nwrite = 0;
-    if (s->kind == STEP_GEMM) {
-        const RtGemm *g = &s->u.gemm;
-        r[n++] = g->d;
-        *nwrite = 1;
-        r[n++] = g->a;
-        r[n++] = g->b;
-        if (g->scaled)
-            r[n++] = g->scale_a, r[n++] = g->scale_b;
-        if (g->has_bias)
-            r[n++] = g->bias;
-    } else if (s->kind == STEP_COPY) {
-        r[n++] = s->u.copy.dst;
-        *nwrite = 1;
-        r[n++] = s->u.copy.src;
+    char rs[24];
+    for (int j = 0; j < c->nouts; j++) {
+        if (c->outs[j].kind == REF_IN)
+            return fail(p, "call %s: outs %s is a program input", c->name, rt_ref_str(c->outs[j], rs, sizeof rs));
+        for (int k = 0; k < j; k++)
+            if (c->outs[k].kind == c->outs[j].kind && c->outs[k].index == c->outs[j].index)
+                return fail(p, "call %s: outs names %s twice", c->name, rt_ref_str(c->outs[j], rs, sizeof rs));
     }
-    return n;
+    return FP8RT_OK;
+}
+
+/* One reference of function f to a state slot: named (its writer must name
+ * it), and read when f is not its writer; `write`: the step writes it (a
+ * gemm's d, a copy's dst, a call's outs; a launch's arguments may be either) */
+static fp8rt_status state_ref(Parser *p, int f, RtRef r, int write, unsigned char *named, unsigned char *read)
+{
+    RtPlan *pl = p->plan;
+    RtFunc *fn = &pl->func[f];
+    if (r.kind != REF_STATE)
+        return FP8RT_OK;
+    const RtPort *slot = &pl->state[r.index];
+    named[r.index] = 1;
+    if (slot->from == f)
+        return FP8RT_OK;
+    if (write)
+        return fail(p, "st:%d ('%s') is written here, but it is state that function %s writes", r.index, slot->name,
+                    pl->func[slot->from].name);
+    if (!read[r.index]++)
+        fn->reads[fn->nreads++] = r.index;
+    return FP8RT_OK;
+}
+
+static fp8rt_status step_state(Parser *p, int f, const RtStep *s, unsigned char *named, unsigned char *read)
+{
+    fp8rt_status st = FP8RT_OK;
+    const RtGemm *g = &s->u.gemm;
+    const RtCall *c = &s->u.call;
+    switch (s->kind) {
+    case STEP_LAUNCH:
+        for (int j = 0; j < s->u.launch.nargs && !st; j++)
+            st = state_ref(p, f, s->u.launch.args[j], 0, named, read);
+        return st;
+    case STEP_GEMM:
+        if ((st = state_ref(p, f, g->d, 1, named, read)) || (st = state_ref(p, f, g->a, 0, named, read)) ||
+            (st = state_ref(p, f, g->b, 0, named, read)) ||
+            (g->scaled && ((st = state_ref(p, f, g->scale_a, 0, named, read)) ||
+                           (st = state_ref(p, f, g->scale_b, 0, named, read)))) ||
+            (g->has_bias && (st = state_ref(p, f, g->bias, 0, named, read))))
+            return st;
+        return FP8RT_OK;
+    case STEP_COPY:
+        if ((st = state_ref(p, f, s->u.copy.dst, 1, named, read)))
+            return st;
+        return state_ref(p, f, s->u.copy.src, 0, named, read);
+    case STEP_CALL:
+        for (int j = 0; j < c->nouts && !st; j++)
+            st = state_ref(p, f, c->outs[j], 1, named, read);
+        for (int j = 0; j < c->nins && !st; j++)
+            st = state_ref(p, f, c->ins[j], 0, named, read);
+        return st;
+    }
+    return FP8RT_OK;
 }
 
 /* Each state slot is written by its function alone, which must name it;
@@ -902,28 +1195,15 @@ static fp8rt_status check_state(Parser *p, int f)
 {
     RtPlan *pl = p->plan;
     RtFunc *fn = &pl->func[f];
-    unsigned char *named = arena_alloc(pl->arena, (size_t)pl->nstate + 1), *read = named ? arena_alloc(pl->arena, (size_t)pl->nstate + 1) : NULL;
+    unsigned char *named = arena_alloc(pl->arena, (size_t)pl->nstate + 1);
+    unsigned char *read = named ? arena_alloc(pl->arena, (size_t)pl->nstate + 1) : NULL;
     if (!read || !(fn->reads = arena_alloc(pl->arena, ((size_t)pl->nstate + 1) * sizeof *fn->reads)))
         return fail_st(p, FP8RT_OUT_OF_MEMORY, "out of memory");
     for (int i = 0; i < fn->nstep; i++) {
-        const RtStep *s = &fn->step[i];
-        RtRef buf[6];
-        const RtRef *r = s->kind == STEP_LAUNCH ? s->u.launch.args : buf;
-        int nwrite, n = s->kind == STEP_LAUNCH ? s->u.launch.nargs : step_refs(s, buf, &nwrite);
-        p->line = s->line;
-        for (int j = 0; j < n; j++) {
-            if (r[j].kind != REF_STATE)
-                continue;
-            const RtPort *slot = &pl->state[r[j].index];
-            named[r[j].index] = 1;
-            if (slot->from == f)
-                continue;
-            if (s->kind != STEP_LAUNCH && j < nwrite)
-                return fail(p, "st:%d ('%s') is written here, but it is state that function %s writes",
-                            r[j].index, slot->name, pl->func[slot->from].name);
-            if (!read[r[j].index]++)
-                fn->reads[fn->nreads++] = r[j].index;
-        }
+        p->line = fn->step[i].line;
+        fp8rt_status st = step_state(p, f, &fn->step[i], named, read);
+        if (st)
+            return st;
     }
     for (int i = 0; i < pl->nstate; i++)
         if (pl->state[i].from == f && !named[i]) {
@@ -944,6 +1224,8 @@ static fp8rt_status check_steps(Parser *p)
             st = check_gemm(p, &fn->step[i].u.gemm);
         else if (fn->step[i].kind == STEP_COPY)
             st = check_copy(p, &fn->step[i].u.copy);
+        else if (fn->step[i].kind == STEP_CALL)
+            st = check_call(p, &fn->step[i].u.call);
         if (st)
             return st;
     }
@@ -997,11 +1279,11 @@ static fp8rt_status parse_header(Parser *p)
 
 typedef enum {
     L_TARGET, L_STATE, L_FUNCTION,   /* the program's lines */
-    L_INPUT, L_OUTPUT, L_WORKSPACE, L_BUFFER, L_LAUNCH, L_GEMM, L_COPY, L_NKINDS
+    L_INPUT, L_OUTPUT, L_WORKSPACE, L_BUFFER, L_LAUNCH, L_GEMM, L_COPY, L_CALL, L_NKINDS
 } LineKind;
 
 static const char *const line_kinds[L_NKINDS] = {"target", "state",  "function", "input", "output",
-                                                 "workspace", "buffer", "launch", "gemm", "copy"};
+                                                 "workspace", "buffer", "launch", "gemm", "copy", "call"};
 
 /* Which kind a line is; -1 for a blank or comment line. */
 static fp8rt_status line_kind(Parser *p, const Line *ln, Str *w, int *nw, int *kind)
@@ -1020,9 +1302,9 @@ static fp8rt_status line_kind(Parser *p, const Line *ln, Str *w, int *nw, int *k
         return fail(p, p->plan->version < 2
                            ? "unknown plan line '%.*s' (target input output workspace buffer launch gemm copy)"
                            : "unknown plan line '%.*s' (target state function input output workspace buffer "
-                             "launch gemm copy)",
+                             "launch gemm copy call)",
                     W(w[0]));
-    if (*kind <= L_FUNCTION && *kind != L_TARGET && p->plan->version < 2)
+    if ((*kind == L_CALL || (*kind <= L_FUNCTION && *kind != L_TARGET)) && p->plan->version < 2)
         return fail(p, "'%s' lines need plan version 2 (this plan is version 1)", line_kinds[*kind]);
     return FP8RT_OK;
 }
@@ -1120,6 +1402,7 @@ static fp8rt_status parse_line(Parser *p, const Str *w, int nw, int kind)
     case L_LAUNCH: return parse_launch(p, w, nw, &fn->step[p->nstep]);
     case L_GEMM: return parse_gemm(p, w, nw, &fn->step[p->nstep]);
     case L_COPY: return parse_copy(p, w, nw, &fn->step[p->nstep]);
+    case L_CALL: return parse_call(p, w, nw, &fn->step[p->nstep]);
     default: return FP8RT_OK;
     }
 }

@@ -53,7 +53,7 @@ typedef struct {
     int line;
 } RtBuffer;
 
-typedef enum { STEP_LAUNCH, STEP_GEMM, STEP_COPY } RtStepKind;
+typedef enum { STEP_LAUNCH, STEP_GEMM, STEP_COPY, STEP_CALL } RtStepKind;
 
 /* launch KERNEL grid=G block=B smem=S coop=C args=R,R,... */
 typedef struct {
@@ -89,6 +89,14 @@ typedef struct {
     int64_t bytes;
 } RtCopy;
 
+/* call NAME ins=R,... outs=R,... args=TEXT   (version 2) */
+typedef struct {
+    char *name;
+    int nins, nouts, nargs;
+    RtRef *ins, *outs;
+    fp8rt_arg *args;        /* decoded: strings and names in the arena */
+} RtCall;
+
 typedef struct {
     RtStepKind kind;
     int line;
@@ -96,6 +104,7 @@ typedef struct {
         RtLaunch launch;
         RtGemm gemm;
         RtCopy copy;
+        RtCall call;
     } u;
 } RtStep;
 

@@ -33,12 +33,21 @@ typedef struct {
     uint64_t used;          /* last use, for replacing the least recently used */
 } Graph;
 
+/* A call step resolved against the context's externs: what it calls and
+ * the tensors it passes (types from the plan, pointers set at each run). */
+typedef struct {
+    RtExtern ext;                   /* a copy: later registrations are for later loads */
+    fp8rt_tensor *ins, *outs;
+} Call;
+
 /* A plan function, loaded. */
 typedef struct {
     const RtFunc *f;
     int index;
     CUdeviceptr ws;                 /* f->workspace bytes, or 0 */
     Launch *launch;                 /* per step (unused for gemm and copy) */
+    Call *calls;                    /* per step (used for call) */
+    int nograph;                    /* it calls an extern that cannot be captured */
     CUdeviceptr *ptrs;              /* this run's inputs, outputs, then the state's base */
     Graph graph[RT_GRAPHS];
     uint64_t clock;
@@ -324,6 +333,11 @@ fp8rt_status rt_program_free(fp8rt_program *p, fp8rt_status st)
             free(fn->graph[i].ptrs);
         if (fn->ws)
             RELEASE(drv.cuMemFree(fn->ws));
+        for (int i = 0; fn->calls && i < fn->f->nstep; i++) {
+            free(fn->calls[i].ins);
+            free(fn->calls[i].outs);
+        }
+        free(fn->calls);
         free(fn->launch);
         free(fn->ptrs);
     }
@@ -348,11 +362,55 @@ static fp8rt_status alloc_host(fp8rt_program *p)
         fn->f = &pl->func[f];
         fn->index = f;
         ok = (fn->launch = calloc((size_t)pl->func[f].nstep + 1, sizeof *fn->launch)) &&
+             (fn->calls = calloc((size_t)pl->func[f].nstep + 1, sizeof *fn->calls)) &&
              (fn->ptrs = calloc(nptr, sizeof *fn->ptrs));
         for (int i = 0; ok && i < RT_GRAPHS; i++)
             ok = (fn->graph[i].ptrs = calloc(nptr, sizeof *fn->graph[i].ptrs)) != NULL;
     }
     return ok ? FP8RT_OK : rt_err(p->ctx, FP8RT_OUT_OF_MEMORY, "%s: out of host memory", p->name);
+}
+
+/* Every call step's extern, from the context's registrations; the ones
+ * missing, all named in one message. */
+static fp8rt_status resolve_externs(fp8rt_program *p)
+{
+    char missing[1024] = "";
+    size_t n = 0;
+    int nmissing = 0;
+    for (int f = 0; f < p->plan.nfunc; f++) {
+        Fn *fn = &p->fn[f];
+        for (int i = 0; i < fn->f->nstep; i++) {
+            const RtStep *s = &fn->f->step[i];
+            if (s->kind != STEP_CALL)
+                continue;
+            const RtCall *c = &s->u.call;
+            const RtExtern *e = rt_find_extern(p->ctx, c->name);
+            if (!e) {
+                if (!strstr(missing, c->name) && n < sizeof missing - 64) {
+                    n += (size_t)snprintf(missing + n, sizeof missing - n, "%s%s", nmissing ? ", " : "", c->name);
+                    nmissing++;
+                }
+                continue;
+            }
+            Call *cl = &fn->calls[i];
+            cl->ext = *e;
+            fn->nograph |= (e->flags & FP8RT_EXTERN_NO_GRAPH) != 0;
+            if (!(cl->ins = calloc((size_t)c->nins + 1, sizeof *cl->ins)) ||
+                !(cl->outs = calloc((size_t)c->nouts + 1, sizeof *cl->outs)))
+                return rt_err(p->ctx, FP8RT_OUT_OF_MEMORY, "%s: out of host memory", p->name);
+            for (int j = 0; j < c->nins + c->nouts; j++) {
+                const RtType *t = rt_plan_ref_type(&p->plan, fn->f, j < c->nins ? c->ins[j] : c->outs[j - c->nins]);
+                fp8rt_tensor *d = j < c->nins ? &cl->ins[j] : &cl->outs[j - c->nins];
+                *d = fp8rt_tensor_dense(NULL, t->dtype, t->rank, t->dims);
+            }
+        }
+    }
+    if (nmissing)
+        return rt_err(p->ctx, FP8RT_UNSUPPORTED,
+                      "%s: the program calls extern%s that %s not registered on this context: %s "
+                      "(fp8rt_register_extern before loading)",
+                      p->name, nmissing > 1 ? "s" : "", nmissing > 1 ? "are" : "is", missing);
+    return FP8RT_OK;
 }
 
 static int has_gemm(const RtPlan *pl)
@@ -370,6 +428,8 @@ static fp8rt_status load(fp8rt_program *p, const char *text)
     fp8rt_status st = check_target(p);
     if (st == FP8RT_OK)
         st = alloc_host(p);
+    if (st == FP8RT_OK)
+        st = resolve_externs(p);
     if (st == FP8RT_OK)
         st = jit(p, text);
     if (st == FP8RT_OK)
@@ -894,6 +954,28 @@ fail:
     return st;
 }
 
+/* a call step: the extern enqueues its work on the stream */
+static fp8rt_status enqueue_call(fp8rt_program *p, const Fn *fn, const RtStep *s, const Call *cl, CUstream stream)
+{
+    const RtCall *c = &s->u.call;
+    char msg[1024] = "";
+    for (int j = 0; j < c->nins; j++)
+        cl->ins[j].data = (void *)(uintptr_t)ref_ptr(p, fn, c->ins[j]);
+    for (int j = 0; j < c->nouts; j++)
+        cl->outs[j].data = (void *)(uintptr_t)ref_ptr(p, fn, c->outs[j]);
+    fp8rt_extern_call call = {
+        .name = c->name, .args = c->args, .nargs = c->nargs, .inputs = cl->ins, .ninputs = c->nins,
+        .outputs = cl->outs, .noutputs = c->nouts, .stream = stream, .ctx = p->ctx,
+    };
+    fp8rt_status st = cl->ext.fn(cl->ext.user, &call, msg, sizeof msg);
+    if (st == FP8RT_OK)
+        return FP8RT_OK;
+    if ((unsigned)st >= (unsigned)FP8RT_IO_ERROR + 1)
+        st = FP8RT_INVALID_ARGUMENT;   /* not a status: the extern's fault, said so */
+    return rt_err(p->ctx, st, "%s:%d: call %s: the extern failed (%s): %s", p->name, s->line, c->name,
+                  fp8rt_status_name(st), msg[0] ? msg : "it gave no message");
+}
+
 static fp8rt_status enqueue_step(fp8rt_program *p, const Fn *fn, int i, CUstream stream)
 {
     fp8rt_context *ctx = p->ctx;
@@ -914,6 +996,8 @@ static fp8rt_status enqueue_step(fp8rt_program *p, const Fn *fn, int i, CUstream
             CHECK(drv.cuMemcpyDtoDAsync(ref_ptr(p, fn, s->u.copy.dst), ref_ptr(p, fn, s->u.copy.src),
                                         (size_t)s->u.copy.bytes, stream));
         return FP8RT_OK;
+    case STEP_CALL:
+        return enqueue_call(p, fn, s, &fn->calls[i], stream);
     }
 fail:
     return rt_err(ctx, st, "%s:%d: copy: %s", p->name, s->line, fp8rt_last_error(ctx));
@@ -1015,9 +1099,14 @@ static fp8rt_status run(fp8rt_program *p, Fn *fn, fp8rt_state *s, CUstream strea
     fp8rt_context *ctx = p->ctx;
     fp8rt_status st = FP8RT_OK;
     CUstreamCaptureStatus cs = CU_STREAM_CAPTURE_STATUS_NONE;
-    if (p->graphs)
+    if (p->graphs || fn->nograph)
         CHECK(drv.cuStreamIsCapturing(stream, &cs));
-    st = p->graphs && cs == CU_STREAM_CAPTURE_STATUS_NONE ? run_graph(p, fn, stream) : enqueue_func(p, fn, stream);
+    if (fn->nograph && cs != CU_STREAM_CAPTURE_STATUS_NONE)
+        return rt_err(ctx, FP8RT_INVALID_ARGUMENT,
+                      "%s: function %s calls an extern registered with FP8RT_EXTERN_NO_GRAPH, and the stream is "
+                      "being captured", p->name, fn->f->name);
+    st = p->graphs && !fn->nograph && cs == CU_STREAM_CAPTURE_STATUS_NONE ? run_graph(p, fn, stream)
+                                                                         : enqueue_func(p, fn, stream);
     for (int i = 0; st == FP8RT_OK && s && i < p->plan.nstate; i++)
         if (p->plan.state[i].from == fn->index)
             s->written[i] = 1;

@@ -60,6 +60,14 @@ void rt_cu_describe(CUresult r, char *buf, size_t n);
 
 typedef struct RtGemmEntry RtGemmEntry;
 
+/* An extern the application registered (fp8rt_register_extern). */
+typedef struct {
+    char *name;
+    fp8rt_extern_fn fn;
+    void *user;
+    unsigned flags;
+} RtExtern;
+
 struct fp8rt_context {
     int device;
     CUdevice dev;
@@ -72,8 +80,17 @@ struct fp8rt_context {
     RtGemmEntry *gemms;           /* prepared GEMMs by problem key */
     int ngemms, capgemms;
     fp8rt_program *programs;      /* loaded programs, freed with the context */
+    RtExtern *externs;            /* registered externs */
+    int nexterns, capexterns;
     char err[RT_ERRLEN];
 };
+
+/* Make room for one more element in *p (size sz each, *n used, *cap held):
+ * 0, or -1 when out of memory (then *p is as it was). */
+int rt_grow(void **p, int n, int *cap, size_t sz);
+
+/* The registered extern called name, or NULL. */
+const RtExtern *rt_find_extern(const fp8rt_context *ctx, const char *name);
 
 /* Record a failure: into ctx's message (when ctx) and the thread's. */
 fp8rt_status rt_err(fp8rt_context *ctx, fp8rt_status st, const char *fmt, ...)

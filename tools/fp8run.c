@@ -14,9 +14,12 @@
  * more runs of each function (after --warmup runs, 3 by default) with CUDA
  * events and prints the median and the minimum in microseconds; --json
  * prints the signature and the timings (every run) as one JSON object
- * instead. Options are parsed with getopt_long. Exit status: 0 ok, 1 error,
- * 2 usage.
+ * instead. A program that calls externs gets them from --externs LIB.so
+ * (repeatable): a shared library whose fp8run_register_externs(ctx)
+ * registers them (fp8rt_register_extern). Options are parsed with
+ * getopt_long. Exit status: 0 ok, 1 error, 2 usage.
  */
+#include <dlfcn.h>
 #include <errno.h>
 #include <getopt.h>
 #include <stdarg.h>
@@ -28,9 +31,13 @@
 #include "safetensors.h"
 #include "signature.h"
 
+#define MAXLIBS 8
+
 typedef struct {
     const char *program, *inputs, *output;
     int device, iters, warmup, graphs, json, check;
+    const char *libs[MAXLIBS];   /* --externs */
+    int nlibs;
 } Options;
 
 /* Device tensors of one side of a function's signature. */
@@ -71,6 +78,8 @@ static const char usage_text[] =
     "  --iters=N           time N runs with CUDA events (median and minimum)\n"
     "  --warmup=N          untimed runs before them (default 3)\n"
     "  --no-graph          run the plan step by step, without CUDA-graph replay\n"
+    "  --externs=LIB.so    a library whose fp8run_register_externs(ctx) registers the\n"
+    "                      externs the program calls (repeatable)\n"
     "  --json              print the signature and the timings (every run) as JSON;\n"
     "                      alone, the signature only, without a GPU\n"
     "  --check             read and check the program's plan as loading would, without a GPU\n"
@@ -107,7 +116,7 @@ static int parse_count(const char *s, const char *opt, int min)
     return (int)v;
 }
 
-enum { OPT_DEVICE = 256, OPT_ITERS, OPT_WARMUP, OPT_NO_GRAPH, OPT_JSON, OPT_VERSION, OPT_CHECK };
+enum { OPT_DEVICE = 256, OPT_ITERS, OPT_WARMUP, OPT_NO_GRAPH, OPT_JSON, OPT_VERSION, OPT_CHECK, OPT_EXTERNS };
 
 static const struct option longopts[] = {
     {"inputs", required_argument, NULL, 'i'},
@@ -118,6 +127,7 @@ static const struct option longopts[] = {
     {"no-graph", no_argument, NULL, OPT_NO_GRAPH},
     {"json", no_argument, NULL, OPT_JSON},
     {"check", no_argument, NULL, OPT_CHECK},
+    {"externs", required_argument, NULL, OPT_EXTERNS},
     {"help", no_argument, NULL, 'h'},
     {"version", no_argument, NULL, OPT_VERSION},
     {NULL, 0, NULL, 0},
@@ -151,7 +161,7 @@ static void bad_option(const char *arg)
 
 static Options parse_args(int argc, char **argv)
 {
-    Options o = {NULL, NULL, NULL, 0, 0, 3, 1, 0, 0};
+    Options o = {.warmup = 3, .graphs = 1};
     int c;
     opterr = 0;
     while ((c = getopt_long(argc, argv, ":i:o:h", longopts, NULL)) != -1) {
@@ -164,6 +174,11 @@ static Options parse_args(int argc, char **argv)
         case OPT_NO_GRAPH: o.graphs = 0; break;
         case OPT_JSON: o.json = 1; break;
         case OPT_CHECK: o.check = 1; break;
+        case OPT_EXTERNS:
+            if (o.nlibs == MAXLIBS)
+                usage("more than %d --externs", MAXLIBS);
+            o.libs[o.nlibs++] = optarg;
+            break;
         case 'h': fputs(usage_text, stdout); exit(0);
         case OPT_VERSION: print_version(); exit(0);
         case ':': usage("option '%s' needs a value", argv[optind - 1]); break;
@@ -541,6 +556,26 @@ static int check(const char *path)
     return rc;
 }
 
+/* --externs LIB.so: its fp8run_register_externs(ctx) registers the externs;
+ * the library stays loaded until the process ends */
+static int load_externs(fp8rt_context *ctx, const char *path)
+{
+    char msg[1024];
+    void *h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+    if (!h)
+        return fail("externs", dlerror());
+    fp8rt_status (*reg)(fp8rt_context *) = (fp8rt_status(*)(fp8rt_context *))(uintptr_t)dlsym(h, "fp8run_register_externs");
+    if (!reg) {
+        snprintf(msg, sizeof msg, "%s has no fp8run_register_externs(fp8rt_context *)", path);
+        return fail("externs", msg);
+    }
+    if (reg(ctx) != FP8RT_OK) {
+        snprintf(msg, sizeof msg, "%s: fp8run_register_externs failed: %s", path, fp8rt_last_error(ctx));
+        return fail("externs", msg);
+    }
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     Options o = parse_args(argc, argv);
@@ -556,6 +591,11 @@ int main(int argc, char **argv)
         return fail("no CUDA driver/device", fp8rt_last_error(NULL));
     if (st != FP8RT_OK)
         return fail("creating the context", fp8rt_last_error(NULL));
+    for (int i = 0; i < o.nlibs; i++)
+        if (load_externs(ctx, o.libs[i])) {
+            fp8rt_context_destroy(ctx);
+            return 1;
+        }
     if (o.inputs && st_read(o.inputs, &in, err, sizeof err) != 0) {
         fp8rt_context_destroy(ctx);
         return fail("reading inputs", err);

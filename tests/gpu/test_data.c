@@ -76,6 +76,21 @@ const char *const test_step_lines[TEST_STEP_NLINES] = {
     "copy dst=out:2 src=st:1 bytes=384",
 };
 
+/* y = k0(x) = 2x, then test.affine(y, scale=3.0, shift=-1, ...) -> (3y - 1, the count of y) */
+const char test_extern_plan[] =
+    "// fp8cc-plan 2\n"
+    "// target sm_90\n"
+    "// function main\n"
+    "// input 0 x f32[1024]\n"
+    "// output 0 y f32[1024]\n"
+    "// output 1 n i64[]\n"
+    "// workspace 4096\n"
+    "// buffer 0 f32[1024] offset=0 bytes=4096\n"
+    "// launch k0 grid=0 block=256 smem=0 coop=0 args=in:0,buf:0\n"
+    "// call test.affine ins=buf:0 outs=out:0,out:1 args=@0,scale=3.0,shift=-1,mode='it%5C's%20ok',"
+    "dims=(1,(2,3)),dt=torch.float32,flag=True,none=None,edge=-inf\n"
+    "// end-plan\n";
+
 /* The PTX after "// end-plan". */
 const char test_kernels_ptx[] =
     "\n"
@@ -226,4 +241,14 @@ char *test_replace(const char *s, const char *old, const char *with)
     r = append(r, &n, at + strlen(old), "");
     free(head);
     return r;
+}
+
+char *test_extern_ptx(void)
+{
+    size_t n = strlen(test_extern_plan);
+    char *s = malloc(n + 1);
+    if (!s)
+        abort();
+    memcpy(s, test_extern_plan, n + 1);
+    return append(s, &n, test_kernels_ptx, "");
 }

@@ -18,6 +18,11 @@ char *test_plan_text(int line, const char *with, const char *prefix);
 char *test_program_ptx(int line, const char *with);
 /* The two-function step program's PTX file, line `line` replaced as above. */
 char *test_step_ptx(int line, const char *with);
+/* A program with an extern: y = test.affine(k0(x), scale=3.0, shift=-1,
+ * ...) = 3 * 2x - 1, and n = the count of x (test_functions.c, and fp8run
+ * with tests/gpu/plugin_affine.c). malloc'd. */
+extern const char test_extern_plan[];
+char *test_extern_ptx(void);
 /* The whole PTX file, unchanged, written to path; 0, or -1 on failure. */
 int test_write_program(const char *path);
 /* s with the first `old` replaced by `with` (which must be there). malloc'd. */

@@ -10,11 +10,16 @@
  * and against torch). Inputs are small integers, so every sum is exact in
  * f32 and in bf16/f16 outputs, and results must match exactly (GELU,
  * which is not exact, within 1e-6 relative). */
+#include <dlfcn.h>
 #include <stdlib.h>
+
+#include <cuda.h>
 
 #include "mock_cublaslt.h"
 #include "rt_test.h"
 #include "test_data.h"
+
+#define N 1024
 
 static fp8rt_context *mock_context(void)
 {
@@ -421,4 +426,160 @@ Test(matmul, argument_checks)
     CHECK_OK(fp8rt_matmul(ctx, &ok, NULL), ctx);
     CHECK_OK(fp8rt_free(ctx, d), ctx);
     CHECK_OK(fp8rt_context_destroy(ctx), NULL);
+}
+
+/* ---- externs ------------------------------------------------------------------- */
+
+typedef struct {
+    int calls;              /* how often the extern was called */
+    int fail;               /* make it fail */
+    char seen[512];         /* what it saw of its arguments */
+} Affine;
+
+typedef struct {
+    const float *x;
+    float *y;
+    int64_t *n;
+    double scale, shift;
+} AffineOp;
+
+static void affine_op(const void *arg)
+{
+    const AffineOp *o = arg;
+    for (int i = 0; i < N; i++)
+        o->y[i] = (float)(o->x[i] * o->scale + o->shift);
+    *o->n = N;
+}
+
+/* describes the arguments into a->seen, then enqueues the work */
+static fp8rt_status affine(void *user, const fp8rt_extern_call *c, char *err, size_t errlen)
+{
+    Affine *a = user;
+    AffineOp op = {0};
+    size_t n = 0;
+    a->calls++;
+    if (a->fail) {
+        snprintf(err, errlen, "told to fail");
+        return FP8RT_UNSUPPORTED;
+    }
+    for (int i = 0; i < c->nargs; i++) {
+        const fp8rt_arg *g = &c->args[i];
+        n += (size_t)snprintf(a->seen + n, sizeof a->seen - n, "%s%s%s", i ? " " : "", g->key ? g->key : "",
+                              g->key ? "=" : "");
+        switch (g->kind) {
+        case FP8RT_ARG_TENSOR: n += (size_t)snprintf(a->seen + n, sizeof a->seen - n, "T%lld", (long long)g->i); break;
+        case FP8RT_ARG_INT: n += (size_t)snprintf(a->seen + n, sizeof a->seen - n, "I%lld", (long long)g->i); break;
+        case FP8RT_ARG_FLOAT: n += (size_t)snprintf(a->seen + n, sizeof a->seen - n, "F%g", g->f); break;
+        case FP8RT_ARG_BOOL: n += (size_t)snprintf(a->seen + n, sizeof a->seen - n, "B%lld", (long long)g->i); break;
+        case FP8RT_ARG_NONE: n += (size_t)snprintf(a->seen + n, sizeof a->seen - n, "None"); break;
+        case FP8RT_ARG_STRING: n += (size_t)snprintf(a->seen + n, sizeof a->seen - n, "S[%s]", g->s); break;
+        case FP8RT_ARG_NAME: n += (size_t)snprintf(a->seen + n, sizeof a->seen - n, "N[%s]", g->s); break;
+        case FP8RT_ARG_TUPLE: n += (size_t)snprintf(a->seen + n, sizeof a->seen - n, "(%lld", (long long)g->i); break;
+        }
+        if (g->key && !strcmp(g->key, "scale"))
+            op.scale = g->f;
+        if (g->key && !strcmp(g->key, "shift"))
+            op.shift = (double)g->i;
+    }
+    if (c->ninputs != 1 || c->noutputs != 2 || c->inputs[0].dims[0] != N || c->outputs[1].rank != 0 ||
+        c->outputs[1].dtype != FP8RT_I64 || strcmp(c->name, "test.affine")) {
+        snprintf(err, errlen, "wrong tensors");
+        return FP8RT_INVALID_ARGUMENT;
+    }
+    op.x = c->inputs[0].data, op.y = c->outputs[0].data, op.n = c->outputs[1].data;
+    CUresult (*host)(CUstream, void (*)(const void *), const void *, size_t) =
+        (CUresult(*)(CUstream, void (*)(const void *), const void *, size_t))(uintptr_t)dlsym(
+            dlopen(MOCKCUDA_PATH, RTLD_NOW), "mockcuda_host_op");
+    return host((CUstream)c->stream, affine_op, &op, sizeof op) == CUDA_SUCCESS ? FP8RT_OK : FP8RT_CUDA_ERROR;
+}
+
+static char *extern_ptx(void)
+{
+    return test_extern_ptx();
+}
+
+typedef struct {
+    Buf x, y, n;
+} AffineIO;
+
+static AffineIO affine_io(fp8rt_context *ctx)
+{
+    AffineIO io = {buf_new(ctx, 1, (int64_t[]){N}, 0), buf_new(ctx, 1, (int64_t[]){N}, 0),
+                   buf_new(ctx, 0, NULL, 0)};
+    return io;
+}
+
+static void affine_io_free(fp8rt_context *ctx, AffineIO *io)
+{
+    buf_free(ctx, &io->x), buf_free(ctx, &io->y), buf_free(ctx, &io->n);
+}
+
+/* run p on x = x0 + i and check y = 3 * 2x - 1, n = N */
+static void run_affine(fp8rt_context *ctx, fp8rt_program *p, AffineIO *io, float x0, fp8rt_status want)
+{
+    for (int i = 0; i < N; i++)
+        io->x.h[i] = x0 + (float)i;
+    CHECK_OK(fp8rt_memcpy_htod(ctx, io->x.d, io->x.h, N * 4), ctx);
+    fp8rt_tensor nt = fp8rt_tensor_dense(io->n.d, FP8RT_I64, 0, NULL), out[] = {io->y.t, nt};
+    fp8rt_status st = fp8rt_run(p, &io->x.t, 1, out, 2, NULL);
+    cr_assert_eq(st, want, "run: %s", fp8rt_last_error(ctx));
+    if (st == FP8RT_OK) {
+        int64_t count = 0;
+        buf_get(ctx, &io->y, N);
+        CHECK_OK(fp8rt_memcpy_dtoh(ctx, &count, io->n.d, 8), ctx);
+        for (int i = 0; i < N; i++)
+            cr_assert_eq(io->y.h[i], (float)(2 * io->x.h[i] * 3.0 - 1), "y[%d] = %g", i, io->y.h[i]);
+        cr_assert_eq(count, N);
+    }
+}
+
+Test(externs, registered_called_captured)
+{
+    fp8rt_context *ctx = mock_context();
+    fp8rt_program *p = NULL;
+    Affine a = {0};
+    char *ptx = extern_ptx();
+    ASSERT_FAILS(fp8rt_program_load_data(ctx, ptx, strlen(ptx), "ext.ptx", &p), FP8RT_UNSUPPORTED, ctx,
+                 "ext.ptx: the program calls extern that is not registered on this context: test.affine "
+                 "(fp8rt_register_extern before loading)");
+    CHECK_OK(fp8rt_register_extern(ctx, "test.affine", affine, &a, 0), ctx);
+    CHECK_OK(fp8rt_program_load_data(ctx, ptx, strlen(ptx), "ext.ptx", &p), ctx);
+    AffineIO io = affine_io(ctx);
+    run_affine(ctx, p, &io, -100, FP8RT_OK);
+    cr_assert_str_eq(a.seen, "T0 scale=F3 shift=I-1 mode=S[it's ok] dims=(2 I1 (2 I2 I3 dt=N[torch.float32] "
+                             "flag=B1 none=None edge=F-inf");
+    run_affine(ctx, p, &io, 7, FP8RT_OK);   /* a replay: the extern's work is in the graph */
+    cr_assert_eq(a.calls, 1, "called %d times: once, in the capture", a.calls);
+    CHECK_OK(fp8rt_program_set_graphs(p, 0), ctx);
+    run_affine(ctx, p, &io, 3, FP8RT_OK);
+    cr_assert_eq(a.calls, 2);
+    a.fail = 1;
+    run_affine(ctx, p, &io, 3, FP8RT_UNSUPPORTED);
+    cr_assert(strstr(fp8rt_last_error(ctx), "ext.ptx:10: call test.affine: the extern failed (FP8RT_UNSUPPORTED): "
+                                            "told to fail"), "%s", fp8rt_last_error(ctx));
+    affine_io_free(ctx, &io);
+    CHECK_OK(fp8rt_program_destroy(p), ctx);
+    CHECK_OK(fp8rt_context_destroy(ctx), NULL);
+    free(ptx);
+}
+
+/* FP8RT_EXTERN_NO_GRAPH: the function runs step by step, the extern each run */
+Test(externs, not_capturable)
+{
+    fp8rt_context *ctx = mock_context();
+    fp8rt_program *p = NULL;
+    Affine a = {0};
+    char *ptx = extern_ptx();
+    CHECK_OK(fp8rt_register_extern(ctx, "test.affine", affine, &a, FP8RT_EXTERN_NO_GRAPH), ctx);
+    CHECK_OK(fp8rt_program_load_data(ctx, ptx, strlen(ptx), "ext.ptx", &p), ctx);
+    AffineIO io = affine_io(ctx);
+    for (int i = 0; i < 3; i++)
+        run_affine(ctx, p, &io, (float)i, FP8RT_OK);
+    cr_assert_eq(a.calls, 3);
+    affine_io_free(ctx, &io);
+    ASSERT_FAILS(fp8rt_register_extern(ctx, "x", affine, &a, 2), FP8RT_INVALID_ARGUMENT, ctx, "unknown flags 0x2");
+    ASSERT_FAILS(fp8rt_register_extern(ctx, "x", NULL, &a, 0), FP8RT_INVALID_ARGUMENT, ctx, "fn is NULL");
+    CHECK_OK(fp8rt_program_destroy(p), ctx);
+    CHECK_OK(fp8rt_context_destroy(ctx), NULL);
+    free(ptx);
 }

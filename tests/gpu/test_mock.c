@@ -446,6 +446,18 @@ static int sh(const char *cmd, char *out, size_t n)
     return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
 }
 
+/* dir/name := text (malloc'd, freed here) */
+static void write_file(const char *dir, const char *name, char *text)
+{
+    char path[512];
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    FILE *f = fopen(path, "w");
+    cr_assert(f, "cannot write %s", path);
+    fputs(text, f);
+    cr_assert_eq(fclose(f), 0);
+    free(text);
+}
+
 Test(mock, fp8run_end_to_end)
 {
     static float x[N], zero16[16 * 64], sc = 1;
@@ -453,13 +465,7 @@ Test(mock, fp8run_end_to_end)
     cr_assert(mkdtemp(dir));
     for (int i = 0; i < N; i++)
         x[i] = (float)i - 512.0f;
-    char *ptx = program_text();
-    snprintf(cmd, sizeof cmd, "%s/p.ptx", dir);
-    FILE *f = fopen(cmd, "w");
-    cr_assert(f);
-    fputs(ptx, f);
-    fclose(f);
-    free(ptx);
+    write_file(dir, "p.ptx", program_text());
     StTensor ts[6];
     memset(ts, 0, sizeof ts);
     const char *names[6] = {"x", "a", "w", "sa", "sb", "bias"};
@@ -623,6 +629,45 @@ Test(mock, fp8run_two_functions)
              MOCKCUDA_PATH, FP8RUN_PATH, dir, dir, dir);
     cr_assert_eq(sh(cmd, out, sizeof out), 1, "%s", out);
     cr_assert(strstr(out, "input 0 'forward/x' is not in"), "%s", out);
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+    cr_assert_eq(system(cmd), 0);
+}
+
+/* fp8run --externs: a program with an extern, the extern from a library;
+ * without it, the load fails naming the extern */
+Test(mock, fp8run_externs)
+{
+    static float x[N];
+    char dir[] = "/tmp/fp8run_ext_XXXXXX", cmd[2048], out[8192], err[512];
+    cr_assert(mkdtemp(dir));
+    for (int i = 0; i < N; i++)
+        x[i] = (float)i * 0.5f - 10;
+    write_file(dir, "p.ptx", test_extern_ptx());
+    StTensor t = {.name = "x", .rank = 1, .dims = {N}, .nbytes = sizeof x, .data = x};
+    snprintf(t.dtype, sizeof t.dtype, "F32");
+    snprintf(cmd, sizeof cmd, "%s/in.safetensors", dir);
+    cr_assert_eq(st_write(cmd, &t, 1, err, sizeof err), 0, "%s", err);
+    snprintf(cmd, sizeof cmd, "FP8RT_LIBCUDA='%s' '%s' %s/p.ptx --inputs %s/in.safetensors -o %s/o.safetensors 2>&1",
+             MOCKCUDA_PATH, FP8RUN_PATH, dir, dir, dir);
+    cr_assert_eq(sh(cmd, out, sizeof out), 1, "%s", out);
+    cr_assert(strstr(out, "the program calls extern that is not registered on this context: test.affine"), "%s", out);
+    snprintf(cmd, sizeof cmd,
+             "FP8RT_LIBCUDA='%s' '%s' %s/p.ptx --externs '%s' --inputs %s/in.safetensors -o %s/o.safetensors 2>&1",
+             MOCKCUDA_PATH, FP8RUN_PATH, dir, PLUGIN_AFFINE_PATH, dir, dir);
+    cr_assert_eq(sh(cmd, out, sizeof out), 0, "%s", out);
+    StFile res;
+    snprintf(cmd, sizeof cmd, "%s/o.safetensors", dir);
+    cr_assert_eq(st_read(cmd, &res, err, sizeof err), 0, "%s", err);
+    const StTensor *y = st_find(&res, "y"), *n = st_find(&res, "n");
+    cr_assert(y && n, "outputs y and n");
+    for (int i = 0; i < N; i++)
+        cr_assert_eq(((const float *)y->data)[i], (float)(2 * x[i] * 3.0 - 1), "y[%d]", i);
+    cr_assert_eq(*(const int64_t *)n->data, N);
+    st_free(&res);
+    snprintf(cmd, sizeof cmd, "FP8RT_LIBCUDA='%s' '%s' %s/p.ptx --externs %s/nope.so --inputs %s/in.safetensors -o - 2>&1",
+             MOCKCUDA_PATH, FP8RUN_PATH, dir, dir, dir);
+    cr_assert_eq(sh(cmd, out, sizeof out), 1, "%s", out);
+    cr_assert(strstr(out, "fp8run: externs: ") && strstr(out, "nope.so"), "%s", out);
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
     cr_assert_eq(system(cmd), 0);
 }

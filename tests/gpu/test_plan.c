@@ -449,6 +449,21 @@ static const BadPlan bad_step_plans[] = {
          "stride_d=32 trans_a=0 trans_b=0 atype=f32 btype=f32 dtype=f32 epilogue=none",
      FP8RT_BAD_PROGRAM, "holds 256 elements, the gemm needs", 15},
     {1, "fp8cc-plan 1", FP8RT_BAD_PROGRAM, "'state' lines need plan version 2 (this plan is version 1)", 3},
+    /* call lines: an extern */
+    {25, "call lib.f:g ins=in:0,st:1 outs=out:2 args=@0,@1,None,'a%20b',k=(1,(2,)),x=-inf", FP8RT_OK, "", 0},
+    {25, "call f!x ins=in:0 outs=out:2 args=@0", FP8RT_BAD_PROGRAM, "'call' wants the extern's name first", 25},
+    {25, "call f ins=in:0 outs=out:2 args=@1", FP8RT_BAD_PROGRAM, "args: tensor @N out of order or range", 25},
+    {25, "call f ins=in:0,in:1 outs=out:2 args=@0", FP8RT_BAD_PROGRAM, "args: '@0' names 1 tensors, ins= gives 2", 25},
+    {25, "call f ins=in:0 outs= args=@0", FP8RT_BAD_PROGRAM, "call f has no outs= (an extern has results)", 25},
+    {25, "call f ins= outs=in:0 args=", FP8RT_BAD_PROGRAM, "call f: outs in:0 is a program input", 25},
+    {25, "call f ins= outs=out:2,out:2 args=", FP8RT_BAD_PROGRAM, "call f: outs names out:2 twice", 25},
+    {25, "call f ins= outs=out:2 args='x", FP8RT_BAD_PROGRAM, "args: unterminated string", 25},
+    {25, "call f ins= outs=out:2 args=%zz", FP8RT_BAD_PROGRAM, "args: bad escape at column 1", 25},
+    {25, "call f ins= outs=out:2 args=(1,2", FP8RT_BAD_PROGRAM, "args: expected ',' or ')'", 25},
+    {25, "call f ins= outs=out:2 args=1e999", FP8RT_BAD_PROGRAM, "args: bad number", 25},
+    {25, "call f ins= outs=out:2", FP8RT_BAD_PROGRAM, "missing key 'args='", 25},
+    {25, "call f ins= outs=st:0 args=", FP8RT_BAD_PROGRAM, "st:0 ('x') is written here, but it is state that "
+                                                          "function forward writes", 25},
 };
 
 ParameterizedTestParameters(plan, rejects_bad_step_plan)
@@ -459,6 +474,33 @@ ParameterizedTestParameters(plan, rejects_bad_step_plan)
 ParameterizedTest(const BadPlan *b, plan, rejects_bad_step_plan)
 {
     assert_bad(b, test_step_ptx(b->line, b->with[0] ? b->with : NULL));
+}
+
+/* The arguments of a call, decoded: kinds, keys, nesting. */
+Test(plan, reads_call_arguments)
+{
+    char *ptx = test_step_ptx(25, "call lib.f ins=in:0,st:1 outs=out:2 args=@0,@1,None,'a%20b%5C%27',k=(1,(2.5,)),x=-inf,d=torch.float32");
+    RtPlan p;
+    cr_assert_eq(rt_plan_parse_ptx(ptx, strlen(ptx), "c.ptx", &p, err, sizeof err), FP8RT_OK, "%s", err);
+    const RtCall *c = &p.func[1].step[2].u.call;
+    cr_assert(p.func[1].step[2].kind == STEP_CALL && !strcmp(c->name, "lib.f") && c->nins == 2 && c->nouts == 1);
+    cr_assert_eq(c->nargs, 10);
+    cr_assert(c->args[0].kind == FP8RT_ARG_TENSOR && c->args[0].i == 0 && c->args[1].i == 1);
+    cr_assert(c->args[2].kind == FP8RT_ARG_NONE);
+    cr_assert(c->args[3].kind == FP8RT_ARG_STRING && !strcmp(c->args[3].s, "a b'"), "%s", c->args[3].s);
+    cr_assert(c->args[4].kind == FP8RT_ARG_TUPLE && c->args[4].i == 2 && !strcmp(c->args[4].key, "k"));
+    cr_assert(c->args[5].kind == FP8RT_ARG_INT && c->args[5].i == 1 && !c->args[5].key);
+    cr_assert(c->args[6].kind == FP8RT_ARG_TUPLE && c->args[6].i == 1);
+    cr_assert(c->args[7].kind == FP8RT_ARG_FLOAT && c->args[7].f == 2.5);
+    cr_assert(c->args[8].kind == FP8RT_ARG_FLOAT && isinf(c->args[8].f) && c->args[8].f < 0);
+    cr_assert(c->args[9].kind == FP8RT_ARG_NAME && !strcmp(c->args[9].s, "torch.float32"));
+    cr_assert(p.func[1].nreads == 2, "backward reads both slots, st:1 through the call");
+    rt_plan_free(&p);
+    free(ptx);
+    ptx = test_program_ptx(18, "call f ins= outs=out:2 args=");
+    cr_assert_eq(rt_plan_parse_ptx(ptx, strlen(ptx), "v1.ptx", &p, err, sizeof err), FP8RT_BAD_PROGRAM);
+    cr_assert(strstr(err, "v1.ptx:18: 'call' lines need plan version 2"), "%s", err);
+    free(ptx);
 }
 
 /* A version 1 plan is one function, "main", without state; st:N is refused there. */
