@@ -157,7 +157,7 @@ has_layout(Func *fn, uint32_t v, const int64_t *want)
 }
 
 /* per value: true if every use of it is as a GEMM's b operand, and it is no
- * output, input or GEMM result (cuBLASLt writes those row-major) */
+ * output, input, GEMM or extern result (those are written row-major) */
 static bool *
 only_gemm_b(Func *fn)
 {
@@ -172,7 +172,7 @@ only_gemm_b(Func *fn)
 			other[ir_args(fn, in)[j]] |= in->op != OP_SCALED_MM || j != 1;
 	}
 	for (uint32_t i = 0; i < fn->nins; i++)
-		only[fn->ins[i].res] = !op_gemm((Op)fn->ins[i].op) && !other[fn->ins[i].res];
+		only[fn->ins[i].res] = !op_step((Op)fn->ins[i].op) && !other[fn->ins[i].res];
 	return only;
 }
 
