@@ -272,6 +272,22 @@ FP8RT_API fp8rt_status fp8rt_run_function(fp8rt_program *prog, int f, fp8rt_stat
                                           const fp8rt_tensor *inputs, int ninputs, const fp8rt_tensor *outputs,
                                           int noutputs, void *stream);
 
+/* Function f's workspace: the device memory its intermediates live in,
+ * one allocation the library makes at load. An application with its own
+ * allocator (torch's caching allocator) can give it instead:
+ * fp8rt_function_workspace says how many bytes f needs (0: none; it also
+ * answers for a program read without a device), and
+ * fp8rt_function_set_workspace makes f use `bytes` at dptr (at least that
+ * many, 256-byte aligned, in the context's device), freeing the library's
+ * own. It waits for the context's work, zeroes what the plan keeps zeroed
+ * there (synchronously), and drops f's kept CUDA graphs. The memory stays
+ * the caller's: it must outlive every run of f until the program is
+ * destroyed or the workspace set again, and nothing else may use it while
+ * f runs. dptr NULL gives f a library-allocated
+ * workspace again. */
+FP8RT_API fp8rt_status fp8rt_function_workspace(const fp8rt_program *prog, int f, size_t *bytes);
+FP8RT_API fp8rt_status fp8rt_function_set_workspace(fp8rt_program *prog, int f, void *dptr, size_t bytes);
+
 /* Time `iters` runs of function f (after `warmup` untimed ones) with CUDA
  * events, one event pair around each run, and synchronize; us[i] gets run
  * i's time in microseconds. */

@@ -45,6 +45,7 @@ typedef struct {
     const RtFunc *f;
     int index;
     CUdeviceptr ws;                 /* f->workspace bytes, or 0 */
+    int ws_caller;                  /* ws is the caller's (fp8rt_function_set_workspace) */
     Launch *launch;                 /* per step (unused for gemm and copy) */
     Call *calls;                    /* per step (used for call) */
     int nograph;                    /* it calls an extern that cannot be captured */
@@ -231,6 +232,19 @@ static fp8rt_status resolve_launches(fp8rt_program *p)
     return FP8RT_OK;
 }
 
+/* Zero function f's `zero` buffers in its workspace. */
+static fp8rt_status zero_buffers(fp8rt_program *p, int f)
+{
+    fp8rt_context *ctx = p->ctx;
+    fp8rt_status st = FP8RT_OK;
+    const RtFunc *pf = &p->plan.func[f];
+    for (int i = 0; i < pf->nbuf; i++)
+        if (pf->buf[i].zero && pf->buf[i].bytes)
+            CHECK(drv.cuMemsetD8(p->fn[f].ws + (CUdeviceptr)pf->buf[i].offset, 0, (size_t)pf->buf[i].bytes));
+fail:
+    return st;
+}
+
 /* One allocation per function for every buffer of it; `zero` buffers zeroed
  * once, here. (Functions do not share a workspace: one's `zero` buffers
  * must stay zero while another runs.) */
@@ -239,14 +253,11 @@ static fp8rt_status alloc_workspaces(fp8rt_program *p)
     fp8rt_context *ctx = p->ctx;
     fp8rt_status st = FP8RT_OK;
     for (int f = 0; f < p->plan.nfunc; f++) {
-        const RtFunc *pf = &p->plan.func[f];
-        Fn *fn = &p->fn[f];
-        if (pf->workspace == 0)
+        if (p->plan.func[f].workspace == 0)
             continue;
-        CHECK(drv.cuMemAlloc(&fn->ws, (size_t)pf->workspace));
-        for (int i = 0; i < pf->nbuf; i++)
-            if (pf->buf[i].zero && pf->buf[i].bytes)
-                CHECK(drv.cuMemsetD8(fn->ws + (CUdeviceptr)pf->buf[i].offset, 0, (size_t)pf->buf[i].bytes));
+        CHECK(drv.cuMemAlloc(&p->fn[f].ws, (size_t)p->plan.func[f].workspace));
+        if ((st = zero_buffers(p, f)) != FP8RT_OK)
+            goto fail;
     }
     CHECK(drv.cuCtxSynchronize());
 fail:
@@ -331,7 +342,7 @@ fp8rt_status rt_program_free(fp8rt_program *p, fp8rt_status st)
         Fn *fn = &p->fn[f];
         for (int i = 0; i < RT_GRAPHS; i++)
             free(fn->graph[i].ptrs);
-        if (fn->ws)
+        if (fn->ws && !fn->ws_caller)
             RELEASE(drv.cuMemFree(fn->ws));
         for (int i = 0; fn->calls && i < fn->f->nstep; i++) {
             free(fn->calls[i].ins);
@@ -745,6 +756,68 @@ fp8rt_status fp8rt_program_set_graphs(fp8rt_program *p, int enable)
         return rt_leave(p->ctx, graphs_free(p, FP8RT_OK));
     }
     return FP8RT_OK;
+}
+
+/* ---- workspaces ------------------------------------------------------------ */
+
+fp8rt_status fp8rt_function_workspace(const fp8rt_program *p, int f, size_t *bytes)
+{
+    const RtFunc *fn = NULL;
+    fp8rt_status st = get_func(p, f, "fp8rt_function_workspace", &fn);
+    if (st != FP8RT_OK)
+        return st;
+    if (!bytes)
+        return rt_err(p->ctx, FP8RT_INVALID_ARGUMENT, "fp8rt_function_workspace: bytes is NULL");
+    *bytes = (size_t)fn->workspace;
+    return FP8RT_OK;
+}
+
+fp8rt_status fp8rt_function_set_workspace(fp8rt_program *p, int f, void *dptr, size_t bytes)
+{
+    const RtFunc *pf = NULL;
+    fp8rt_status st = get_func(p, f, "fp8rt_function_set_workspace", &pf);
+    if (st != FP8RT_OK)
+        return st;
+    if (!p->ctx)
+        return no_context(p, "fp8rt_function_set_workspace");
+    fp8rt_context *ctx = p->ctx;
+    Fn *fn = &p->fn[f];
+    if (dptr && bytes < (size_t)pf->workspace)
+        return rt_err(ctx, FP8RT_INVALID_ARGUMENT,
+                      "fp8rt_function_set_workspace: %s function %s needs %lld bytes of workspace, not %zu",
+                      p->name, pf->name, (long long)pf->workspace, bytes);
+    if ((uintptr_t)dptr % RT_WS_ALIGN)
+        return rt_err(ctx, FP8RT_INVALID_ARGUMENT,
+                      "fp8rt_function_set_workspace: the workspace %p is not %d-byte aligned", dptr, RT_WS_ALIGN);
+    if (pf->workspace == 0)
+        return FP8RT_OK;   /* nothing to place */
+    if ((st = rt_enter(ctx)) != FP8RT_OK)
+        return st;
+    CUdeviceptr nws = (CUdeviceptr)(uintptr_t)dptr, old = fn->ws;
+    CHECK(drv.cuCtxSynchronize());   /* work still using the old one */
+    if (!dptr)
+        CHECK(drv.cuMemAlloc(&nws, (size_t)pf->workspace));
+    fn->ws = nws;
+    if ((st = zero_buffers(p, f)) == FP8RT_OK)
+        RELEASE(drv.cuCtxSynchronize());
+    if (st != FP8RT_OK) {   /* keep the old one */
+        fn->ws = old;
+        if (!dptr)
+            RELEASE(drv.cuMemFree(nws));
+        goto fail;
+    }
+    if (old && !fn->ws_caller)
+        RELEASE(drv.cuMemFree(old));
+    fn->ws_caller = dptr != NULL;
+    for (int i = 0; i < RT_GRAPHS; i++) {   /* captured with the old addresses */
+        Graph *g = &fn->graph[i];
+        if (g->exec)
+            RELEASE(drv.cuGraphExecDestroy(g->exec));
+        g->exec = NULL;
+        g->used = 0;
+    }
+fail:
+    return rt_leave(ctx, st);
 }
 
 /* ---- states ------------------------------------------------------------------ */

@@ -16,6 +16,7 @@
 #include "plan.h"
 
 #define RT_ERRLEN 8192
+#define RT_WS_ALIGN 256              /* a function workspace's base (docs/plan.md) */
 #define RT_LT_WORKSPACE (32u << 20)   /* cuBLASLt workspace: 32 MiB, the Hopper recommendation */
 #define RT_GRAPHS 4                   /* captured graphs kept per program */
 

@@ -6,7 +6,8 @@
  * The life is a list of steps, each one public call or a few: create the
  * context, allocate and fill the tensors, load the test program (two
  * launches, a gemm with bias, a copy, a zero buffer), run it (the capture),
- * run it again (the replay), time it, run it without graphs, an
+ * run it again (the replay), time it, give it a workspace of the caller's
+ * and run it without graphs, an
  * fp8rt_scaled_mm, a training step of two functions with a state (load,
  * make a state, forward, backward, free them) and a batched fp8rt_matmul,
  * load and destroy a program that raises a kernel's shared memory, destroy
@@ -93,6 +94,7 @@ typedef struct {
     fp8rt_program *p;
     void *d[NT];
     fp8rt_tensor t[NT];
+    void *ws;               /* the workspace the caller gives the program */
     int nchecks;
 } World;
 
@@ -283,6 +285,13 @@ static fp8rt_status s_smem_program(World *w)
     return fp8rt_program_destroy(q);
 }
 
+/* the program's workspace from the caller (8 KiB, it needs 4352 bytes) */
+static fp8rt_status s_callers_workspace(World *w)
+{
+    fp8rt_status st = w->ws ? FP8RT_OK : fp8rt_malloc(w->ctx, 8192, &w->ws);
+    return st != FP8RT_OK ? st : fp8rt_function_set_workspace(w->p, 0, w->ws, 8192);
+}
+
 static fp8rt_status s_destroy_program(World *w)
 {
     fp8rt_status st = fp8rt_program_destroy(w->p);
@@ -299,7 +308,9 @@ static fp8rt_status s_free(World *w)
             st = fst;
         w->d[i] = NULL;
     }
-    return st;
+    fp8rt_status fst = fp8rt_free(w->ctx, w->ws);
+    w->ws = NULL;
+    return st != FP8RT_OK ? st : fst;
 }
 
 static fp8rt_status s_destroy_context(World *w)
@@ -323,8 +334,8 @@ static const Step steps[] = {
     {"check", s_check, 0},                 {"clear", s_clear, 0},
     {"second run (replay)", s_run, 0},     {"scaled_mm", s_scaled_mm, 0},
     {"training step", s_step_program, 0},  {"check", s_check, 0},
-    {"time", s_time, 0},                   {"graphs off", s_graphs_off, 0},
-    {"clear", s_clear, 0},                 {"run without graphs", s_run, 0},
+    {"time", s_time, 0},                   {"the caller's workspace", s_callers_workspace, 0},
+    {"graphs off", s_graphs_off, 0},       {"clear", s_clear, 0},                 {"run without graphs", s_run, 0},
     {"scaled_mm", s_scaled_mm, 0},         {"training step", s_step_program, 0},
     {"check", s_check, 0},                 {"shared-memory program", s_smem_program, 0},
     {"destroy the program", s_destroy_program, 1}, {"free", s_free, 1},

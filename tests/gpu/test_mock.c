@@ -211,6 +211,56 @@ Test(mock, graphs_capture_replay_recapture)
     assert_live(0, 0, 0, 0, 0, "after destroy");
 }
 
+/* A workspace from the caller: its size is the plan's, the `zero` buffer in
+ * it is zeroed when it is set (the mock fills new memory with 0xAB, so a
+ * buffer left unzeroed shows in y), the library's own is freed, kept graphs
+ * are dropped (they hold the old addresses), and NULL brings back a
+ * library-allocated one. */
+Test(mock, callers_workspace)
+{
+    fp8rt_context *ctx = mock_context();
+    Io io;
+    make_io(ctx, &io, 2.0f);
+    fp8rt_program *p = load(ctx), *r = NULL;
+    size_t bytes = 0;
+    void *ws = NULL;
+    CHECK_OK(fp8rt_function_workspace(p, 0, &bytes), ctx);
+    cr_assert_eq(bytes, 4352);
+    CHECK_OK(fp8rt_run(p, io.in, 6, io.out, 3, NULL), ctx);
+    assert_live(9 + 1, 1, 1, 1, 1, "the library's workspace, one graph");
+    CHECK_OK(fp8rt_malloc(ctx, 8192, &ws), ctx);
+    ASSERT_FAILS(fp8rt_function_set_workspace(p, 0, ws, 4000), FP8RT_INVALID_ARGUMENT, ctx,
+                 "mock.ptx function main needs 4352 bytes of workspace, not 4000");
+    ASSERT_FAILS(fp8rt_function_set_workspace(p, 0, (char *)ws + 16, 4352), FP8RT_INVALID_ARGUMENT, ctx,
+                 "is not 256-byte aligned");
+    ASSERT_FAILS(fp8rt_function_set_workspace(p, 1, ws, 8192), FP8RT_INVALID_ARGUMENT, ctx,
+                 "function 1 out of range");
+    CHECK_OK(fp8rt_function_set_workspace(p, 0, ws, 8192), ctx);
+    assert_live(9 + 1, 1, 1, 0, 1, "the caller's workspace: the library's freed, the graph dropped");
+    clear(ctx, &io);
+    CHECK_OK(fp8rt_run(p, io.in, 6, io.out, 3, NULL), ctx);
+    check(ctx, &io, "in the caller's workspace");
+    CHECK_OK(fp8rt_function_set_workspace(p, 0, NULL, 0), ctx);
+    assert_live(9 + 2, 1, 1, 0, 1, "the library's own again");
+    clear(ctx, &io);
+    CHECK_OK(fp8rt_run(p, io.in, 6, io.out, 3, NULL), ctx);
+    check(ctx, &io, "in a new library workspace");
+    CHECK_OK(fp8rt_program_destroy(p), ctx);
+    CHECK_OK(fp8rt_free(ctx, ws), ctx);
+    /* a program read without a device says its size, and cannot take one */
+    char *ptx = program_text();
+    CHECK_OK(fp8rt_program_read(ptx, strlen(ptx), "read.ptx", &r), NULL);
+    free(ptx);
+    CHECK_OK(fp8rt_function_workspace(r, 0, &bytes), NULL);
+    cr_assert_eq(bytes, 4352);
+    ASSERT_FAILS(fp8rt_function_set_workspace(r, 0, NULL, 0), FP8RT_INVALID_ARGUMENT, NULL,
+                 "read.ptx was read without a device");
+    fp8rt_program_destroy(r);
+    free_io(ctx, &io);
+    CHECK_OK(fp8rt_context_destroy(ctx), NULL);
+    assert_live(0, 0, 0, 0, 0, "after destroy");
+}
+
 /* The caller captures its own stream: the plan goes into the caller's graph. */
 Test(mock, run_into_callers_capture)
 {
