@@ -45,7 +45,10 @@ depths(Func *fn)
 				d = dep[ir_args(fn, in)[j]];
 		dep[in->res] = op_step((Op)in->op) ? d + 1 : d;
 	}
-	/* constants: the kernel of their earliest user */
+	/* constants: the kernel of their earliest user (0 is a depth too, so
+	 * `placed` says which have one) */
+	bool *placed = arena_alloc(fn->arena, fn->nvals + 1);
+
 	for (uint32_t i = fn->nins; i-- > 0;) {
 		const Instr *in = &fn->ins[i];
 
@@ -53,8 +56,10 @@ depths(Func *fn)
 			uint32_t a = ir_args(fn, in)[j];
 			uint32_t want = op_step((Op)in->op) ? dep[in->res] - 1 : dep[in->res];
 
-			if (ir_def(fn, a) && ir_def(fn, a)->op == OP_FULL && (dep[a] == 0 || want < dep[a]))
+			if (ir_def(fn, a) && ir_def(fn, a)->op == OP_FULL && (!placed[a] || want < dep[a])) {
 				dep[a] = want;
+				placed[a] = true;
+			}
 		}
 	}
 	return dep;
