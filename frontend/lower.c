@@ -247,6 +247,45 @@ bind_results(Reader *r, const Stmt *s, uint32_t nv0)
 	}
 }
 
+/* the results of an extern call, one for each name: tensors, Python ints
+ * and None */
+static void
+bind_extern(Reader *r, const Stmt *s, const ExtRes *res, uint32_t nv0)
+{
+	const Name *tn = typed_name(r, s);
+	Sym num = { 0 };
+
+	if (res->n > 1 && s->nnames != (uint32_t)res->n)
+		tr_errat(r, s->line, s->col, "%s gives %d results, not %u", r->callee, res->n, s->nnames);
+	for (uint32_t i = 0; i < s->nnames; i++) {
+		switch (res->kind[i]) {
+		case 't':
+			if (tn == &s->names[i])
+				check_typecmt(r, s, res->v[i], r->callee);
+			if (!strcmp(s->names[i].s, "_"))
+				continue;
+			if (res->v[i] >= nv0 && !r->fn->vals[res->v[i]].name)
+				name_value(r, res->v[i], s->names[i].s);
+			define_val(r, s->names[i].s, res->v[i]);
+			continue;
+		case 'i':
+			num.kind = SYM_NUM;
+			num.val = IR_NONE;
+			num.numkind = 'i';
+			num.num = (double)res->i[i];
+			break;
+		default:
+			num.kind = SYM_PYNONE;
+			num.owner = r->callee;
+			break;
+		}
+		if (tn == &s->names[i])
+			tr_errat(r, s->line, s->ty.ncol, "'%s' is not a tensor: %s gives a %s there", s->names[i].s,
+				r->callee, res->kind[i] == 'i' ? "Python int" : "None");
+		define(r, s->names[i].s, num);
+	}
+}
+
 /* bind the result of a known callee to the statement's left side: one
  * tensor, or a Python number (v is IR_NONE and *num holds it) */
 static void
@@ -413,7 +452,9 @@ lower_call(Reader *r, uint32_t si)
 	if (is_noop(r->callee))
 		return true;
 	if (tr_extern_callee(r->callee)) {
-		v = tr_lower_extern(r, s);
+		ExtRes res;
+
+		tr_lower_extern(r, s, &res);
 		for (uint32_t i = ni0; i < r->fn->nins; i++) {
 			r->fn->ins[i].line = s->line;
 			r->fn->ins[i].col = s->col;
@@ -423,7 +464,7 @@ lower_call(Reader *r, uint32_t si)
 			tr_note(r, s->line, r->ccol, "'%s' has no subsymbols: it becomes an extern call, which the "
 				"application supplies at run time", r->callee);
 		}
-		bind_result(r, s, v, nv0, NULL);
+		bind_extern(r, s, &res, nv0);
 		return true;
 	}
 	unsupported(r, s);

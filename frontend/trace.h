@@ -337,6 +337,15 @@ noreturn void tr_refuse(Reader *r, const Stmt *s, const char *what);   /* once p
 
 /* ---- externs.c ---- */
 bool tr_extern_callee(const char *callee);     /* may be an extern call (not prims.X, not refused) */
-uint32_t tr_lower_extern(Reader *r, const Stmt *s);   /* its one result */
+/* an extern call's results: tensors, Python ints, None (an executor op's
+ * meta gives these when the trace does not type them) */
+#define EXT_MAXRES 16
+typedef struct {
+	int n;
+	char kind[EXT_MAXRES];      /* 't' tensor, 'i' int, 'n' None */
+	uint32_t v[EXT_MAXRES];     /* 't': the value */
+	int64_t i[EXT_MAXRES];      /* 'i': the number */
+} ExtRes;
+void tr_lower_extern(Reader *r, const Stmt *s, ExtRes *res);
 
 #endif
