@@ -64,6 +64,18 @@ for kind in ("input", "output"):
         print(kind, i, t["name"], "%s[%s]" % (t["dtype"], ",".join(map(str, t["shape"]))))
 ' | diff -u "$tmp/want" - || fail "fp8run --json: not the plan's signature"
 echo "ok   shared: the installed fp8run --json gives the plan's signature"
+# the installed Python package finds the installed libfp8rt by itself
+pydir=$(find "$prefix/lib" -maxdepth 3 -type d -name fp8cc -path '*-packages/*' | head -1)
+[ -n "$pydir" ] || fail "the Python package is not installed"
+PYTHONPATH=$(dirname "$pydir") python3 -c '
+import sys, fp8cc
+p = fp8cc.read(sys.argv[1])
+print("target", p.target)
+for kind in ("inputs", "outputs"):
+    for i, t in enumerate(getattr(p[0], kind)):
+        print(kind[:-1], i, t.name, "%s[%s]" % (t.dtype, ",".join(map(str, t.shape))))
+' "$tmp/fused.ptx" | diff -u "$tmp/want" - || fail "the installed Python package: not the plan's signature"
+echo "ok   shared: the installed Python package reads the plan's signature"
 
 cmake -S . -B "$tmp/build-static" -DBUILD_SHARED_LIBS=OFF -DFP8CC_COMPILER=OFF -DFP8CC_TESTS=OFF >/dev/null
 cmake --build "$tmp/build-static" -j "$jobs" >/dev/null
