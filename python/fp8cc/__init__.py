@@ -23,8 +23,8 @@ import weakref
 
 from . import _native as N
 
-__all__ = ["Error", "Context", "Program", "Function", "State", "TensorInfo", "DeviceArray", "Name",
-           "ExternCall", "load", "read", "version", "default_context"]
+__all__ = ["Error", "Context", "Program", "Function", "State", "TensorInfo", "DeviceArray", "Name", "View",
+           "ExternCall", "load", "read", "version", "default_context", "describe"]
 
 _lib = N.load_library()
 _TENSOR_SIZE = ctypes.sizeof(N.Tensor)
@@ -120,16 +120,27 @@ def _dense(shape, strides, itemsize):
     return True
 
 
+# (type, fn): fn(a) -> (ptr, dtype, shape, keep) for arrays of that type,
+# tried first (fp8cc.torch adds torch.Tensor's)
+describers = []
+
+
 def describe(a, stream=None):
     """(data pointer, dtype, shape, keep) of an array: a DeviceArray, an
     object with __cuda_array_interface__ or __dlpack__. `keep` must live
     until the work using the pointer is enqueued. ValueError if it is
     none of these, not on a CUDA device, or not dense row-major."""
+    for cls, fn in describers:
+        if isinstance(a, cls):
+            return fn(a)
     if isinstance(a, DeviceArray):
         if a.ptr is None:
             raise ValueError(f"{a!r} was freed")
         return a.ptr, a.dtype, a.shape, None
-    cai = getattr(a, "__cuda_array_interface__", None)
+    try:
+        cai = a.__cuda_array_interface__
+    except (AttributeError, TypeError):   # none, or none for this dtype (torch's bf16)
+        cai = None
     if cai is not None:
         dt = _TYPESTR.get(cai["typestr"])
         if dt is None:
@@ -479,7 +490,7 @@ class Function:
         prog = self.program
         if not prog._prog:
             raise ValueError(f"{prog.name} is closed")
-        s = _stream(stream)
+        s = _stream(stream if stream is not None or prog.stream is None else prog.stream())
         keep = []
         ptrs = self._pointers(inputs, self.inputs, "inputs", s, keep)
         outs = tuple(out) if out is not None else tuple(prog.allocate(o.dtype, o.shape) for o in self.outputs)
@@ -530,11 +541,13 @@ class Program:
     trace has one, from a forward and a backward "forward" and
     "backward"), .state (the state slots, TensorInfo), .target. prog(...)
     runs the first function; prog["backward"] or prog[1] is one by name or
-    number. `allocator(dtype, shape)` makes outputs that are not given."""
+    number. `allocator(dtype, shape)` makes outputs that are not given;
+    `stream()` gives the stream of a call that names none."""
 
     def __init__(self, context, prog, name):
         self.context, self._prog, self.name = context, prog, name
-        self.allocator = None
+        self.allocator = None   # (dtype, shape) -> array, for outputs not given
+        self.stream = None      # () -> the stream of a call that names none
         self.target = (_lib.fp8rt_program_target(prog) or b"").decode()
         self.plan_version = _lib.fp8rt_program_plan_version(prog)
         self.functions = [Function(self, f) for f in range(_lib.fp8rt_program_function_count(prog))]

@@ -1,0 +1,308 @@
+"""fp8cc with PyTorch: programs that take and give torch tensors on torch's
+current stream, with outputs and workspaces from torch's caching
+allocator; torch implementations of the executor ops real Thunder traces
+call (attention, apex cross entropy); and Function, a
+torch.autograd.Function over a compiled forward+backward pair.
+
+    import fp8cc.torch as ft
+    prog = ft.load("fused.ptx")                 # externs of real traces registered
+    y, = prog(x, w)                             # on torch.cuda.current_stream()
+    step = ft.Function("step.ptx")              # fp8cc fwd.trace bwd.trace -o step.ptx
+    loss = step(x, *params).sum(); loss.backward()
+"""
+import torch
+import torch.nn.functional as F
+
+import fp8cc
+
+DTYPE = {"b8": torch.bool, "u8": torch.uint8, "i8": torch.int8, "i16": torch.int16, "i32": torch.int32,
+         "i64": torch.int64, "f16": torch.float16, "bf16": torch.bfloat16, "f32": torch.float32,
+         "f64": torch.float64, "f8e4m3fn": torch.float8_e4m3fn, "f8e5m2": torch.float8_e5m2}
+NAME = {v: k for k, v in DTYPE.items()}
+# a torch dtype of the same width that __cuda_array_interface__ spells
+_CARRIER = {"bf16": ("<i2", torch.int16), "f8e4m3fn": ("|u1", torch.uint8), "f8e5m2": ("|u1", torch.uint8)}
+_TYPESTR = {"b8": "|b1", "u8": "|u1", "i8": "|i1", "i16": "<i2", "i32": "<i4", "i64": "<i8", "f16": "<f2",
+            "f32": "<f4", "f64": "<f8"}
+
+
+def _describe(t):
+    if not t.is_cuda:
+        raise ValueError(f"a tensor on {t.device}, not on a CUDA device")
+    if not t.is_contiguous():
+        raise ValueError(f"a {NAME.get(t.dtype, t.dtype)}{list(t.shape)} tensor that is not contiguous: "
+                         ".contiguous() it first")
+    dt = NAME.get(t.dtype)
+    if dt is None:
+        raise ValueError(f"a {t.dtype} tensor, which fp8cc does not take")
+    return t.data_ptr(), dt, tuple(t.shape), None
+
+
+fp8cc.describers.insert(0, (torch.Tensor, _describe))
+
+
+class _Memory:
+    def __init__(self, ptr, typestr, shape):
+        self.__cuda_array_interface__ = {"shape": shape, "typestr": typestr, "data": (ptr, False),
+                                         "strides": None, "version": 3}
+
+
+def tensor(view, device=None):
+    """A torch tensor over an extern's View (no copy)."""
+    typestr, carrier = _CARRIER.get(view.dtype, (_TYPESTR[view.dtype], None))
+    t = torch.as_tensor(_Memory(view.ptr, typestr, view.shape), device=device or "cuda")
+    return t.view(DTYPE[view.dtype]) if carrier is not None else t
+
+
+def _device(device):
+    d = torch.device(device if device is not None else "cuda")
+    return d.index if d.index is not None else torch.cuda.current_device()
+
+
+def load(source, device=None, externs=True, graphs=True):
+    """fp8cc.load with torch: outputs from torch.empty and the functions'
+    workspaces from torch's allocator (kept by the program), calls on the
+    current torch stream, and (externs=True) the torch implementations of
+    EXTERNS registered first; externs may also be a dict of more."""
+    index = _device(device)
+    ctx = fp8cc.default_context(index)
+    table = dict(EXTERNS) if externs is True else {}
+    if isinstance(externs, dict):
+        table.update(externs)
+    prog = fp8cc.load(source, context=ctx, externs={n: (f, False) for n, f in table.items()}, graphs=graphs)
+    dev = torch.device("cuda", index)
+    prog.allocator = lambda dt, shape: torch.empty(shape, dtype=DTYPE[dt], device=dev)
+    prog.stream = lambda: torch.cuda.current_stream(dev).cuda_stream
+    for f in prog.functions:
+        if f.workspace_bytes:
+            f.set_workspace(torch.empty(f.workspace_bytes, dtype=torch.uint8, device=dev))
+    return prog
+
+
+# ---- externs: the executor ops of real traces, in torch ------------------------
+#
+# Each gets the call as the trace wrote it (fp8cc.ExternCall), runs torch's
+# op on the call's stream, and copies the results into the outputs the
+# plan made (typed by the op's meta in fp8cc: frontend/externs.c). They
+# allocate, so they are registered as not capturable (graph=False).
+
+def _bind(call, params):
+    """the call's arguments by parameter name, defaults filled in"""
+    out, pos = {}, list(call.args)
+    for name, default in params:
+        if pos:
+            out[name] = pos.pop(0)
+        elif name in call.kwargs:
+            out[name] = call.kwargs[name]
+        elif default is not _REQUIRED:
+            out[name] = default
+        else:
+            raise ValueError(f"{call.name}: missing argument '{name}'")
+    if pos:
+        raise ValueError(f"{call.name}: {len(pos)} arguments too many")
+    return out
+
+
+_REQUIRED = object()
+
+
+def _t(x):
+    return tensor(x) if isinstance(x, fp8cc.View) else x
+
+
+def _put(dst, src):
+    """src into dst: the same shape, or dst larger (padding, zeroed), or src
+    without elements (an undefined result: dst zeroed)"""
+    dst = tensor(dst)
+    if src is None or not isinstance(src, torch.Tensor) or src.numel() == 0:
+        dst.zero_()
+    elif tuple(src.shape) == tuple(dst.shape) or src.numel() == dst.numel():
+        dst.copy_(src.reshape(dst.shape))
+    else:
+        dst.zero_()
+        dst[tuple(slice(0, n) for n in src.shape)].copy_(src)
+
+
+def _on_stream(fn):
+    def run(call):
+        s = torch.cuda.ExternalStream(call.stream) if call.stream else torch.cuda.default_stream()
+        with torch.cuda.stream(s):
+            fn(call)
+    run.__name__, run.__doc__ = fn.__name__, fn.__doc__
+    return run
+
+
+Q, K, V = ("query", _REQUIRED), ("key", _REQUIRED), ("value", _REQUIRED)
+
+
+@_on_stream
+def flash_forward(call):
+    a = _bind(call, [Q, K, V, ("dropout_p", 0.0), ("is_causal", False), ("scale", None)])
+    q, k, v = (_t(a[n]) for n in ("query", "key", "value"))
+    r = torch.ops.aten._scaled_dot_product_flash_attention(q, k, v, a["dropout_p"], a["is_causal"],
+                                                           return_debug_mask=False, scale=a["scale"])
+    # out, logsumexp, cum_seq_q, cum_seq_k, (max_q, max_k: Python ints), philox_seed, philox_offset, debug
+    for dst, src in zip(call.outputs, (r[0], r[1], r[2], r[3], r[6], r[7], r[8])):
+        _put(dst, src)
+
+
+@_on_stream
+def flash_backward(call):
+    a = _bind(call, [("grad_out", _REQUIRED), Q, K, V, ("out", _REQUIRED), ("logsumexp", _REQUIRED),
+                     ("cum_seq_q", _REQUIRED), ("cum_seq_k", _REQUIRED), ("max_q", _REQUIRED),
+                     ("max_k", _REQUIRED), ("dropout_p", _REQUIRED), ("is_causal", _REQUIRED),
+                     ("philox_seed", _REQUIRED), ("philox_offset", _REQUIRED), ("scale", None)])
+    q = _t(a["query"])
+    lse = _t(a["logsumexp"])[..., :q.shape[2]]   # the meta pads it to a multiple of 16
+    empty = torch.empty(0, dtype=torch.int64, device=q.device)   # dense batches: no cumulative lengths
+    g = torch.ops.aten._scaled_dot_product_flash_attention_backward(
+        _t(a["grad_out"]), q, _t(a["key"]), _t(a["value"]), _t(a["out"]), lse.contiguous(), empty, empty,
+        a["max_q"], a["max_k"], a["dropout_p"], a["is_causal"], _t(a["philox_seed"]), _t(a["philox_offset"]),
+        scale=a["scale"])
+    for dst, src in zip(call.outputs, g):
+        _put(dst, src)
+
+
+def _mask(m, q, k):
+    return None if m is None else _t(m).expand(q.shape[0], q.shape[1], q.shape[2], k.shape[2])
+
+
+@_on_stream
+def efficient_forward(call):
+    a = _bind(call, [Q, K, V, ("attn_mask", _REQUIRED), ("dropout_p", 0.0), ("is_causal", False),
+                     ("scale", None)])
+    q, k, v = (_t(a[n]) for n in ("query", "key", "value"))
+    r = torch.ops.aten._scaled_dot_product_efficient_attention(q, k, v, _mask(a["attn_mask"], q, k), True,
+                                                               a["dropout_p"], a["is_causal"], scale=a["scale"])
+    for dst, src in zip(call.outputs, r):
+        _put(dst, src)
+
+
+@_on_stream
+def efficient_backward(call):
+    a = _bind(call, [("grad_out", _REQUIRED), Q, K, V, ("attn_mask", _REQUIRED), ("out", _REQUIRED),
+                     ("logsumexp", _REQUIRED), ("philox_seed", _REQUIRED), ("philox_offset", _REQUIRED),
+                     ("dropout_p", _REQUIRED), ("is_causal", False), ("scale", None)])
+    q, k, v = (_t(a[n]) for n in ("query", "key", "value"))
+    mask = _mask(a["attn_mask"], q, k)
+    g = torch.ops.aten._scaled_dot_product_efficient_attention_backward(
+        _t(a["grad_out"]), q, k, v, mask, _t(a["out"]), _t(a["logsumexp"]), _t(a["philox_seed"]),
+        _t(a["philox_offset"]), a["dropout_p"], [True, True, True, mask is not None], a["is_causal"],
+        scale=a["scale"])
+    g = list(g)
+    if mask is not None and g[3] is not None and g[3].shape != _t(a["attn_mask"]).shape:
+        g[3] = g[3].sum(dim=1, keepdim=True)   # the mask was expanded over the heads
+    for dst, src in zip(call.outputs, g):
+        _put(dst, src)
+
+
+def _cross_entropy(call, a):
+    """apex's xentropy forward in torch: per-row losses (label smoothing as
+    apex: (1 - s) on the target, s / C everywhere) and log-sum-exp"""
+    x, target = _t(a["a"]), _t(a["target"])
+    how, s = a["reduction"], a["label_smoothing"]
+    xf = x.float()
+    lse = torch.logsumexp(xf, dim=-1)
+    picked = xf.gather(1, target.unsqueeze(1)).squeeze(1)
+    losses = lse - (1 - s) * picked - s * xf.mean(dim=-1)
+    if how == "mean":
+        losses = losses.mean()
+    elif how == "sum":
+        losses = losses.sum()
+    elif how != "none":
+        raise ValueError(f"{call.name}: reduction {how!r}")
+    _put(call.outputs[0], losses.to(x.dtype))
+    _put(call.outputs[1], lse.to(x.dtype))
+
+
+def _cross_entropy_grad(call, a):
+    g, x, target = _t(a["g"]), _t(a["a"]), _t(a["target"])
+    s = a["label_smoothing"]
+    p = torch.exp(x.float() - _t(a["max_log_sum_exp"]).float().unsqueeze(1))
+    p -= s / x.shape[1]
+    p.scatter_add_(1, target.unsqueeze(1), torch.full_like(p[:, :1], -(1 - s)))
+    _put(call.outputs[0], (p * g.float().reshape(-1, 1)).to(x.dtype))
+
+
+_CE = [("a", _REQUIRED), ("target", _REQUIRED)]
+
+
+@_on_stream
+def apex_cross_entropy(call):
+    _cross_entropy(call, _bind(call, _CE + [("reduction", "mean"), ("label_smoothing", 0.0)]))
+
+
+@_on_stream
+def apex_xentropy_forward(call):
+    _cross_entropy(call, _bind(call, _CE + [("weight", None), ("size_average", None), ("ignore_index", -100),
+                                            ("reduce", None), ("reduction", "mean"), ("label_smoothing", 0.0)]))
+
+
+_CEG = [("g", _REQUIRED), ("a", _REQUIRED), ("target", _REQUIRED), ("max_log_sum_exp", _REQUIRED),
+        ("label_smoothing", 0.0)]
+
+
+@_on_stream
+def apex_cross_entropy_backward(call):
+    _cross_entropy_grad(call, _bind(call, _CEG))
+
+
+EXTERNS = {
+    "sdpafx_grad_forward_scaled_dot_product_efficient_attention": flash_forward,
+    "sdpafx_scaled_dot_product_efficient_attention_backward": flash_backward,
+    "sdpaex_grad_forward_scaled_dot_product_efficient_attention": efficient_forward,
+    "sdpaex_scaled_dot_product_efficient_attention_backward": efficient_backward,
+    "apex_cross_entropy": apex_cross_entropy,
+    "apex_cross_entropy_backward": apex_cross_entropy_backward,
+    "apex_xentropy_forward": apex_xentropy_forward,
+    "apex_xentropy_backward": apex_cross_entropy_backward,
+}
+
+
+# ---- autograd --------------------------------------------------------------------
+
+class Function:
+    """A compiled forward+backward pair as a differentiable function:
+    step(*inputs) runs `forward` now and `backward` when autograd asks,
+    with the saved tensors kept in a state of the program's (one per call
+    in flight). The backward's gradients go, in order, to the inputs that
+    require grad — as Thunder's backward returns them, None for the
+    others — so call it with the requires_grad of the traced module."""
+
+    def __init__(self, source, device=None, forward="forward", backward="backward", externs=True):
+        self.program = load(source, device, externs)
+        self.forward, self.backward = self.program[forward], self.program[backward]
+        self._states = []
+
+    def __call__(self, *inputs):
+        outs = _Step.apply(self, *inputs)
+        return outs[0] if len(outs) == 1 else outs
+
+    def _state(self):
+        return self._states.pop() if self._states else self.program.new_state()
+
+
+class _Step(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, step, *inputs):
+        ctx.step, ctx.state = step, step._state()
+        return tuple(step.forward(*[x.contiguous() for x in inputs], state=ctx.state))
+
+    @staticmethod
+    def backward(ctx, *grads):
+        step = ctx.step
+        bwd = step.backward
+        if len(grads) != len(bwd.inputs):
+            raise RuntimeError(f"{step.program.name}: {bwd.name} takes {len(bwd.inputs)} cotangents, the "
+                               f"forward gave {len(grads)} outputs")
+        gs = [torch.zeros(i.shape, dtype=DTYPE[i.dtype], device="cuda") if g is None else g.contiguous()
+              for g, i in zip(grads, bwd.inputs)]
+        gins = bwd(*gs, state=ctx.state)
+        step._states.append(ctx.state)
+        want = [i for i, need in enumerate(ctx.needs_input_grad[1:]) if need]
+        if len(gins) != len(want):
+            raise RuntimeError(f"{step.program.name}: {bwd.name} gives {len(gins)} gradients, but "
+                               f"{len(want)} inputs require grad")
+        res = [None] * (len(ctx.needs_input_grad) - 1)
+        for i, g in zip(want, gins):
+            res[i] = g
+        return (None, *res)
