@@ -68,6 +68,12 @@ for t in before after; do
 	compile "seed_$t" "examples/seed_fp8_linear_$t.trace"
 	compile "seed_${t}_O0" "examples/seed_fp8_linear_$t.trace" -O0
 done
+# programs with externs, for the applications' step of run.sh: the C
+# example's (examples/c/extern.c) and the real trace 10, apex cross entropy
+# (test_python.py runs it with fp8cc.torch's externs)
+mkdir -p "$out/extra"
+"$fp8cc" examples/extern_gram.trace -o "$out/extra/gram.ptx" 2>/dev/null
+"$fp8cc" tests/real/10_apex_cross_entropy_fwdbwd.trace -o "$out/extra/real_10.ptx" 2>/dev/null
 python3 bench/linear_trace.py examples/seed_fp8_linear_after.trace 1024 2048 4096 > "$out/large.trace"
 ONE_SEED=1 compile large "$out/large.trace"
 

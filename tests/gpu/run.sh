@@ -108,6 +108,15 @@ for ptx in "$dir"/ptx/*.ptx; do
 	done
 done
 
+step "applications: examples/c/extern, the Python binding with torch"
+if [ -f "$dir/extra/gram.ptx" ]; then
+	cc -O2 examples/c/extern.c -Iruntime -Lbuild-gpu/runtime -Wl,-rpath,$PWD/build-gpu/runtime -lfp8rt -lm \
+		-o /tmp/extern && /tmp/extern "$dir/extra/gram.ptx" || bad "examples/c/extern"
+	python3 tests/gpu/test_python.py "$dir" $fp8run || bad "the Python binding"
+else
+	bad "no $dir/extra (run prepare.sh again)"
+fi
+
 if [ -f tests/oracle/gen_golden.py ] && [ "${ORACLE:-}" ]; then
 	step "PyTorch oracle for every op"
 	python3 tests/oracle/gen_golden.py "$out/golden" > "$out/oracle.log" 2>&1 || bad "gen_golden (see oracle.log)"
