@@ -6,7 +6,7 @@
 #include "ir.h"
 
 typedef struct {
-	int opt;                  /* 0: nothing, 1: canonicalize only, 2: everything */
+	int opt;                  /* -O level: pipeline.c says what each runs */
 	bool print_after_all;     /* dump IR to stderr after each pass */
 	const char *print_after;  /* dump IR after the pass of this name */
 	bool verify;              /* run the verifier between passes */

@@ -3,6 +3,7 @@
  *   -O0  layouts, fuse (one kernel per op)
  *   -O1  canonicalize, transposes, ranges, layouts, fuse (one kernel per op)
  *   -O2  canonicalize, transposes, canonicalize, ranges, layouts, fuse
+ * (the table `pipeline` below says it; each pass is named once, in PASSES)
  * layouts and fuse legalize: cuBLASLt takes its b operand only as (N,K), and
  * the backend runs nothing outside a kernel but GEMMs. pass_lowered says
  * whether a function is in that form (a --passes list may leave it not).
@@ -12,7 +13,32 @@
 
 #include "passes.h"
 
-const char *const pass_names[] = { "canonicalize", "transposes", "layouts", "ranges", "fuse", NULL };
+/* the passes, each once: its name (--passes, --print-after) and how to run it */
+static Func *canonicalize(Func *fn, int opt) { (void)opt; return pass_canonicalize(fn); }
+static Func *transposes(Func *fn, int opt) { (void)opt; return pass_transposes(fn); }
+static Func *layouts(Func *fn, int opt) { (void)opt; return pass_layouts(fn); }
+static Func *ranges(Func *fn, int opt) { (void)opt; return pass_ranges(fn); }
+static Func *fuse(Func *fn, int opt) { return pass_fuse(fn, opt); }
+
+#define PASSES(X) X(canonicalize) X(transposes) X(layouts) X(ranges) X(fuse)
+#define AS_NAME(n) #n,
+#define AS_FN(n) n,
+#define AS_ENUM(n) P_##n,
+enum { PASSES(AS_ENUM) NPASSES };
+const char *const pass_names[] = { PASSES(AS_NAME) NULL };
+static Func *(*const pass_fns[NPASSES])(Func *, int) = { PASSES(AS_FN) };
+
+/* the pipeline: each pass runs at every -O level from its minimum on */
+static const struct {
+	int pass, minopt;
+} pipeline[] = {
+	{ P_canonicalize, 1 },
+	{ P_transposes, 1 },
+	{ P_canonicalize, 2 },
+	{ P_ranges, 1 },
+	{ P_layouts, 0 },   /* GEMM operand layouts are what cuBLASLt accepts: needed at every level */
+	{ P_fuse, 0 },
+};
 
 static Func *
 after(Func *fn, const char *name, const PassOptions *o)
@@ -29,20 +55,14 @@ after(Func *fn, const char *name, const PassOptions *o)
 	return fn;
 }
 
-static Func *
-run_one(Func *fn, const char *name, size_t n, const PassOptions *o)
+/* the pass called name[0..n), or -1 */
+static int
+find(const char *name, size_t n)
 {
-	if (n == 12 && !strncmp(name, "canonicalize", n))
-		return after(pass_canonicalize(fn), "canonicalize", o);
-	if (n == 10 && !strncmp(name, "transposes", n))
-		return after(pass_transposes(fn), "transposes", o);
-	if (n == 7 && !strncmp(name, "layouts", n))
-		return after(pass_layouts(fn), "layouts", o);
-	if (n == 6 && !strncmp(name, "ranges", n))
-		return after(pass_ranges(fn), "ranges", o);
-	if (n == 4 && !strncmp(name, "fuse", n))
-		return after(pass_fuse(fn, o->opt), "fuse", o);
-	die("unknown pass '%.*s'", (int)n, name);
+	for (int i = 0; i < NPASSES; i++)
+		if (strlen(pass_names[i]) == n && !strncmp(pass_names[i], name, n))
+			return i;
+	return -1;
 }
 
 bool
@@ -50,11 +70,8 @@ pass_list_ok(const char *list, const char **bad, size_t *badlen)
 {
 	for (const char *p = list; *p;) {
 		size_t n = strcspn(p, ",");
-		bool found = false;
 
-		for (int i = 0; pass_names[i]; i++)
-			found |= strlen(pass_names[i]) == n && !strncmp(pass_names[i], p, n);
-		if (!found) {
+		if (find(p, n) < 0) {
 			*bad = p;
 			*badlen = n;
 			return false;
@@ -70,22 +87,19 @@ pass_pipeline(Func *fn, const PassOptions *o)
 	if (o->only) {
 		for (const char *p = o->only; *p;) {
 			size_t n = strcspn(p, ",");
+			int k = find(p, n);
 
-			fn = run_one(fn, p, n, o);
+			if (k < 0)
+				die("unknown pass '%.*s'", (int)n, p);
+			fn = after(pass_fns[k](fn, o->opt), pass_names[k], o);
 			p += n + (p[n] == ',');
 		}
 		return fn;
 	}
-	if (o->opt >= 1) {
-		fn = after(pass_canonicalize(fn), "canonicalize", o);
-		fn = after(pass_transposes(fn), "transposes", o);
-		if (o->opt >= 2)
-			fn = after(pass_canonicalize(fn), "canonicalize", o);
-		fn = after(pass_ranges(fn), "ranges", o);
-	}
-	/* GEMM operand layouts are what cuBLASLt accepts: needed at every level */
-	fn = after(pass_layouts(fn), "layouts", o);
-	return after(pass_fuse(fn, o->opt), "fuse", o);
+	for (size_t i = 0; i < NELEM(pipeline); i++)
+		if (o->opt >= pipeline[i].minopt)
+			fn = after(pass_fns[pipeline[i].pass](fn, o->opt), pass_names[pipeline[i].pass], o);
+	return fn;
 }
 
 /* the reason fn is not what the backend takes, or NULL */
