@@ -71,6 +71,7 @@ be_emit(const Program *prog, const char *kind, const BeOptions *o, FILE *f)
 	Launch **l;
 	char *text, err[1024];
 	bool ok = true;
+	Seen seen = { 0 };
 
 	name_kernels(prog);
 	if (!strcmp(kind, "dot")) {
@@ -98,7 +99,8 @@ be_emit(const Program *prog, const char *kind, const BeOptions *o, FILE *f)
 	if (o->phase)
 		o->phase("codegen", NULL);
 	for (uint32_t i = 0; i < prog->nfns; i++)
-		be_codegen(prog->fns[i], plans[i], mod, l[i]);
+		be_codegen(prog->fns[i], plans[i], mod, l[i], &seen);
+	be_seen_free(&seen);
 	if (!strcmp(kind, "plan")) {
 		print_plans(f, prog, plans, l, o->gpu, "");
 	} else if (!strcmp(kind, "llvm")) {

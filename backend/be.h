@@ -22,9 +22,19 @@ typedef struct {
 
 /* ---- codegen.c ---- */
 
+/* the kernels built so far, by their LLVM text (names left out) */
+typedef struct {
+	char **text;
+	const char **name;
+	uint64_t *hash;
+	uint32_t n, cap;
+} Seen;
+
 /* build one LLVM function per kernel of fn into mod; fills launches[k] and
- * adds each kernel's scratch to the plan */
-void be_codegen(Func *fn, Plan *plan, LLVMModuleRef mod, Launch *launches);
+ * adds each kernel's scratch to the plan. With seen, a kernel whose code is
+ * one already built is not kept: fn's kernel takes that one's name. */
+void be_codegen(Func *fn, Plan *plan, LLVMModuleRef mod, Launch *launches, Seen *seen);
+void be_seen_free(Seen *seen);
 
 /* ---- ops.c: one element of an op, in registers ---- */
 

@@ -21,6 +21,7 @@
  * Partial reductions give each output element to a warp. All of it is
  * deterministic: the same inputs give the same bits on every run. */
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "be.h"
@@ -1352,8 +1353,10 @@ kernel(Cg *c, uint32_t kidx, Launch *l)
 	kernel_done(c);
 }
 
+static void reuse(Cg *c, uint32_t k, Seen *seen);
+
 void
-be_codegen(Func *fn, Plan *plan, LLVMModuleRef mod, Launch *launches)
+be_codegen(Func *fn, Plan *plan, LLVMModuleRef mod, Launch *launches, Seen *seen)
 {
 	Cg c = { .fn = fn, .plan = plan, .mod = mod, .cx = LLVMGetModuleContext(mod) };
 
@@ -1377,7 +1380,126 @@ be_codegen(Func *fn, Plan *plan, LLVMModuleRef mod, Launch *launches)
 	c.memo_head = arena_alloc(fn->arena, (fn->nvals + 1) * sizeof *c.memo_head);
 	for (uint32_t v = 0; v <= fn->nvals; v++)
 		c.memo_head[v] = IR_NONE;
-	for (uint32_t k = 0; k < fn->nkernels; k++)
+	for (uint32_t k = 0; k < fn->nkernels; k++) {
 		kernel(&c, k, &launches[k]);
+		if (seen)
+			reuse(&c, k, seen);
+	}
 	LLVMDisposeBuilder(c.b);
+}
+
+/* ---- one kernel for the same code ----------------------------------------
+ * A model's layers give the same kernels again and again (a Llama's 16
+ * layers: 81 kernels of 6 kinds). A kernel whose LLVM function is another's,
+ * but for the names, is not kept: its launches run the other, and LLVM
+ * optimizes and compiles each kind once. */
+
+static uint64_t
+fnv(const char *s)
+{
+	uint64_t h = 1469598103934665603ull;
+
+	for (; *s; s++)
+		h = (h ^ (unsigned char)*s) * 1099511628211ull;
+	return h;
+}
+
+/* each value of f with a name: the value and its name */
+typedef struct {
+	LLVMValueRef *v;
+	const char **name;
+	uint32_t n, cap;
+} Names;
+
+static void
+keep_name(Arena *a, Names *ns, LLVMValueRef v)
+{
+	size_t len;
+	const char *name = LLVMGetValueName2(v, &len);
+
+	if (!len)
+		return;
+	if (ns->n == ns->cap) {
+		LLVMValueRef *nv = arena_alloc(a, 2 * (ns->cap + 8) * sizeof *nv);
+		const char **nn = arena_alloc(a, 2 * (ns->cap + 8) * sizeof *nn);
+
+		memcpy(nv, ns->v, ns->n * sizeof *nv);
+		memcpy(nn, ns->name, ns->n * sizeof *nn);
+		ns->v = nv, ns->name = nn, ns->cap = 2 * (ns->cap + 8);
+	}
+	ns->v[ns->n] = v;
+	ns->name[ns->n++] = arena_strndup(a, name, len);
+	LLVMSetValueName2(v, "", 0);
+}
+
+/* the function's text without its values' names (the trace's, there for
+ * reading the LLVM IR) and with its own name, and its shared memory's, as
+ * one placeholder: two copies of the same code print the same. The names
+ * are put back. */
+static char *
+text_of(Cg *c, LLVMValueRef f, LLVMValueRef smem)
+{
+	static const char fname[] = "fp8cc.same", gname[] = "fp8cc.same.smem";
+	Arena *a = c->fn->arena;
+	Names ns = { 0 };
+	size_t len;
+	const char *name = LLVMGetValueName2(f, &len);
+	char *keep = arena_strndup(a, name, len), *text;
+
+	for (unsigned i = 0; i < LLVMCountParams(f); i++)
+		keep_name(a, &ns, LLVMGetParam(f, i));
+	for (LLVMBasicBlockRef b = LLVMGetFirstBasicBlock(f); b; b = LLVMGetNextBasicBlock(b))
+		for (LLVMValueRef in = LLVMGetFirstInstruction(b); in; in = LLVMGetNextInstruction(in))
+			keep_name(a, &ns, in);
+	LLVMSetValueName2(f, fname, sizeof fname - 1);
+	if (smem)
+		LLVMSetValueName2(smem, gname, sizeof gname - 1);
+	text = LLVMPrintValueToString(f);
+	LLVMSetValueName2(f, keep, len);
+	if (smem)
+		LLVMSetValueName2(smem, arena_printf(a, "%s.smem", keep), len + 5);
+	for (uint32_t i = 0; i < ns.n; i++)
+		LLVMSetValueName2(ns.v[i], ns.name[i], strlen(ns.name[i]));
+	return text;
+}
+
+static void
+reuse(Cg *c, uint32_t k, Seen *seen)
+{
+	Kernel *kn = &c->fn->kernels[k];
+	LLVMValueRef smem = LLVMGetNamedGlobal(c->mod, arena_printf(c->fn->arena, "%s.smem", kn->name));
+	char *text = text_of(c, c->kfn, smem);
+	uint64_t h = fnv(text);
+
+	for (uint32_t i = 0; i < seen->n; i++)
+		if (seen->hash[i] == h && !strcmp(seen->text[i], text)) {
+			LLVMDeleteFunction(c->kfn);
+			if (smem)
+				LLVMDeleteGlobal(smem);
+			kn->name = seen->name[i];
+			LLVMDisposeMessage(text);
+			return;
+		}
+	if (seen->n == seen->cap) {
+		seen->cap = seen->cap ? 2 * seen->cap : 16;
+		seen->text = realloc(seen->text, seen->cap * sizeof *seen->text);
+		seen->name = realloc(seen->name, seen->cap * sizeof *seen->name);
+		seen->hash = realloc(seen->hash, seen->cap * sizeof *seen->hash);
+		if (!seen->text || !seen->name || !seen->hash)
+			die("out of memory");
+	}
+	seen->text[seen->n] = text;
+	seen->name[seen->n] = kn->name;
+	seen->hash[seen->n++] = h;
+}
+
+void
+be_seen_free(Seen *seen)
+{
+	for (uint32_t i = 0; i < seen->n; i++)
+		LLVMDisposeMessage(seen->text[i]);
+	free(seen->text);
+	free(seen->name);
+	free(seen->hash);
+	*seen = (Seen){ 0 };
 }

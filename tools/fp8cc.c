@@ -483,7 +483,7 @@ count_kernels(const Program *prog)
 	for (uint32_t f = 0; f < prog->nfns; f++) {
 		kernels += prog->fns[f]->nkernels;
 		for (uint32_t i = 0; i < prog->fns[f]->nins; i++)
-			gemms += prog->fns[f]->ins[i].op == OP_SCALED_MM;
+			gemms += op_gemm((Op)prog->fns[f]->ins[i].op);
 	}
 	pthread_mutex_lock(&ph.lock);
 	snprintf(ph.kernels, sizeof ph.kernels, "%u kernel%s, %u GEMM%s", kernels, kernels == 1 ? "" : "s",

@@ -158,8 +158,10 @@ backend(Func *fn)
 	LLVMContextRef cx = LLVMContextCreate();
 	LLVMModuleRef mod = be_module(cx, fn->name);
 	char *msg = NULL;
+	Seen seen = { 0 };
 
-	be_codegen(fn, plan, mod, l);
+	be_codegen(fn, plan, mod, l, &seen);
+	be_seen_free(&seen);
 	if (LLVMVerifyModule(mod, LLVMReturnStatusAction, &msg))
 		FUZZ_FAIL("kernel code generation made invalid LLVM IR: %.2000s", msg);
 	LLVMDisposeMessage(msg);

@@ -261,6 +261,29 @@ Test(mock, callers_workspace)
     assert_live(0, 0, 0, 0, 0, "after destroy");
 }
 
+/* One kernel launched twice (fp8cc launches one kernel for every copy of
+ * the same code): each launch resolves on its own, both run. */
+Test(mock, one_kernel_two_launches)
+{
+    fp8rt_context *ctx = mock_context();
+    Io io;
+    make_io(ctx, &io, 4.0f);
+    char *ptx = test_program_ptx(GEMM_LINE, "launch k0 grid=0 block=256 smem=0 coop=0 args=in:0,buf:0");
+    fp8rt_program *p = NULL;
+    CHECK_OK(fp8rt_program_load_data(ctx, ptx, strlen(ptx), "twice.ptx", &p), ctx);
+    free(ptx);
+    for (int graphs = 1; graphs >= 0; graphs--) {
+        CHECK_OK(fp8rt_program_set_graphs(p, graphs), ctx);
+        clear(ctx, &io);
+        CHECK_OK(fp8rt_run(p, io.in, 6, io.out, 3, NULL), ctx);
+        check(ctx, &io, graphs ? "k0 twice, captured" : "k0 twice, step by step");
+    }
+    CHECK_OK(fp8rt_program_destroy(p), ctx);
+    free_io(ctx, &io);
+    CHECK_OK(fp8rt_context_destroy(ctx), NULL);
+    assert_live(0, 0, 0, 0, 0, "after destroy");
+}
+
 /* The caller captures its own stream: the plan goes into the caller's graph. */
 Test(mock, run_into_callers_capture)
 {
