@@ -12,62 +12,6 @@
 
 #include "ir.h"
 
-/* wrap an int64 to the width of t */
-static int64_t
-wrap(int64_t v, DType t)
-{
-	uint64_t u = (uint64_t)v;
-
-	switch (t) {
-	case DT_B8: return v != 0;
-	case DT_U8: return (uint8_t)u;
-	case DT_I8: return (int8_t)(uint8_t)u;
-	case DT_I16: return (int16_t)(uint16_t)u;
-	case DT_I32: return (int32_t)(uint32_t)u;
-	default: return v;
-	}
-}
-
-/* float → integer as PyTorch's CUDA casts do it: truncate toward zero and
- * saturate, to int64 (NaN → INT64_MIN) for i64 and u8, to int32 for i32,
- * i16 and i8 (NaN → INT32_MIN from f64, 0 from narrower floats); the narrow
- * types then keep the low bits */
-int64_t
-ir_float_to_int(double v, DType from, DType to)
-{
-	int64_t r;
-
-	if (to == DT_B8)
-		return v != 0;
-	if (to == DT_I64 || to == DT_U8) {
-		if (isnan(v) || v <= -9223372036854775808.0)
-			r = INT64_MIN;
-		else
-			r = v >= 9223372036854775808.0 ? INT64_MAX : (int64_t)v;
-	} else {
-		r = isnan(v) ? (from == DT_F64 ? INT32_MIN : 0) :
-			v >= 2147483647.0 ? INT32_MAX : v <= -2147483648.0 ? INT32_MIN : (int64_t)v;
-	}
-	return wrap(r, to);
-}
-
-double
-ir_convert_scalar(double v, DType from, DType to)
-{
-	float f = (float)v;
-
-	switch (to) {
-	case DT_F64: return v;
-	case DT_F32: return f;
-	case DT_BF16: return bf16_to_f32(f32_to_bf16(f));
-	case DT_F16: return f16_to_f32(f32_to_f16(f));
-	case DT_F8E4M3FN: return e4m3fn_to_f32(f32_to_e4m3fn(f));
-	case DT_F8E5M2: return e5m2_to_f32(f32_to_e5m2(f));
-	case DT_B8: return v != 0;
-	default: return (double)ir_float_to_int(v, from, to);
-	}
-}
-
 /* ---- elementwise ---- */
 
 /* the inverse of erf in double: an initial guess (Giles, "Approximating the
@@ -302,7 +246,7 @@ eval_unary(Op op, Tensor *r, const Tensor *a, int64_t n)
 		else if (dt_isfloat(t))
 			tensor_setf(r, i, unary_f(op, (float)tensor_getf(a, AT(a, i))));
 		else
-			tensor_seti(r, i, wrap(unary_i(op, tensor_geti(a, AT(a, i)), t), r->dtype));
+			tensor_seti(r, i, ir_wrap_int(unary_i(op, tensor_geti(a, AT(a, i)), t), r->dtype));
 	}
 }
 
@@ -324,7 +268,7 @@ eval_binary(Op op, Tensor *r, const Tensor *a, const Tensor *b, int64_t n)
 		else if (dt_isfloat(t))
 			tensor_setf(r, i, binary_f(op, (float)tensor_getf(a, ia), (float)tensor_getf(b, ib)));
 		else
-			tensor_seti(r, i, wrap(binary_i(op, tensor_geti(a, ia), tensor_geti(b, ib), t), t));
+			tensor_seti(r, i, ir_wrap_int(binary_i(op, tensor_geti(a, ia), tensor_geti(b, ib), t), t));
 	}
 }
 
@@ -436,7 +380,7 @@ eval_reduce(Func *fn, const Instr *in, Tensor *r, const Tensor *a)
 		if (dt_isfloat(r->dtype))
 			tensor_setf(r, i, acc[i].f);
 		else
-			tensor_seti(r, i, wrap(acc[i].i, r->dtype));
+			tensor_seti(r, i, ir_wrap_int(acc[i].i, r->dtype));
 	}
 	free(acc);
 }

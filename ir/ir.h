@@ -239,6 +239,11 @@ uint16_t f32_to_f16(float x);         /* IEEE binary16, round to nearest even */
 float f16_to_f32(uint16_t b);
 static inline uint32_t f32_bits(float x) { union { float f; uint32_t u; } c = { x }; return c.u; }
 static inline float bits_f32(uint32_t u) { union { uint32_t u; float f; } c = { u }; return c.f; }
+/* conversion of one element through double, the rules of convert_element_type */
+double ir_convert_scalar(double v, DType from, DType to);
+/* float → integer dtype as PyTorch's CUDA casts (numeric.c says how) */
+int64_t ir_float_to_int(double v, DType from, DType to);
+int64_t ir_wrap_int(int64_t v, DType t);          /* an int64 wrapped to the width of t */
 
 /* ---- tensor.c: host tensors ---- */
 
@@ -286,9 +291,5 @@ void ir_register_extern(const char *name, IrExternFn *fn);
 
 /* one elementwise op on Python numbers: t F64 for floats, I64 for ints */
 double ir_eval_scalar(Op op, const double *x, int n, DType t);
-/* conversion of one element through double, the rules of convert_element_type */
-double ir_convert_scalar(double v, DType from, DType to);
-/* float → integer dtype as PyTorch's CUDA casts: see interp.c */
-int64_t ir_float_to_int(double v, DType from, DType to);
 
 #endif

@@ -6,8 +6,12 @@
  * the end; all of them round to nearest, ties to even. Where c10 rounds with a
  * float addition (fp8 subnormals, float16) we do the same addition, so this
  * file needs float arithmetic evaluated in float (FLT_EVAL_METHOD 0) in the
- * default rounding mode, without flush-to-zero. Decoders are exact. */
+ * default rounding mode, without flush-to-zero. Decoders are exact.
+ *
+ * Then the conversions of scalars between all dtypes, as PyTorch's casts
+ * do them (the interpreter, the constant folder and the tensors use them). */
 #include <float.h>
+#include <math.h>
 
 #include "ir.h"
 
@@ -157,4 +161,62 @@ float f16_to_f32(uint16_t b)
 	float mag = two_w < (UINT32_C(1) << 27) ? denormal : normal;
 
 	return bits_f32(sign | f32_bits(mag));
+}
+
+/* ---- between all dtypes ---- */
+
+/* wrap an int64 to the width of t */
+int64_t
+ir_wrap_int(int64_t v, DType t)
+{
+	uint64_t u = (uint64_t)v;
+
+	switch (t) {
+	case DT_B8: return v != 0;
+	case DT_U8: return (uint8_t)u;
+	case DT_I8: return (int8_t)(uint8_t)u;
+	case DT_I16: return (int16_t)(uint16_t)u;
+	case DT_I32: return (int32_t)(uint32_t)u;
+	default: return v;
+	}
+}
+
+/* float → integer as PyTorch's CUDA casts do it: truncate toward zero and
+ * saturate, to int64 (NaN → INT64_MIN) for i64 and u8, to int32 for i32,
+ * i16 and i8 (NaN → INT32_MIN from f64, 0 from narrower floats); the narrow
+ * types then keep the low bits */
+int64_t
+ir_float_to_int(double v, DType from, DType to)
+{
+	int64_t r;
+
+	if (to == DT_B8)
+		return v != 0;
+	if (to == DT_I64 || to == DT_U8) {
+		if (isnan(v) || v <= -9223372036854775808.0)
+			r = INT64_MIN;
+		else
+			r = v >= 9223372036854775808.0 ? INT64_MAX : (int64_t)v;
+	} else {
+		r = isnan(v) ? (from == DT_F64 ? INT32_MIN : 0) :
+			v >= 2147483647.0 ? INT32_MAX : v <= -2147483648.0 ? INT32_MIN : (int64_t)v;
+	}
+	return ir_wrap_int(r, to);
+}
+
+double
+ir_convert_scalar(double v, DType from, DType to)
+{
+	float f = (float)v;
+
+	switch (to) {
+	case DT_F64: return v;
+	case DT_F32: return f;
+	case DT_BF16: return bf16_to_f32(f32_to_bf16(f));
+	case DT_F16: return f16_to_f32(f32_to_f16(f));
+	case DT_F8E4M3FN: return e4m3fn_to_f32(f32_to_e4m3fn(f));
+	case DT_F8E5M2: return e5m2_to_f32(f32_to_e5m2(f));
+	case DT_B8: return v != 0;
+	default: return (double)ir_float_to_int(v, from, to);
+	}
 }
