@@ -1,22 +1,18 @@
-/* fp8rt.c — contexts, error messages and the small public helpers.
+/* fp8rt.c — versions, contexts, device memory and the small public helpers.
  *
  * A context is one device's primary CUDA context (retained), a stream that
  * graphs are captured on, and one cuBLASLt handle with its workspace (made
  * once, when the first GEMM needs it: a program with a gemm step is loaded,
  * or fp8rt_scaled_mm is first called). Every
  * entry that touches CUDA pushes the context on the calling thread and pops
- * it on the way out, so the caller's current context is left as it was.
- * Failures are recorded twice: in the context (fp8rt_last_error(ctx)) and in
- * a thread-local buffer (fp8rt_last_error(NULL)).
+ * it on the way out (status.c), so the caller's current context is left as
+ * it was.
  */
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "rt.h"
-
-static _Thread_local char thread_err[RT_ERRLEN];
 
 /* ---- versions ----------------------------------------------------------- */
 
@@ -33,74 +29,6 @@ void fp8rt_plan_versions(int *min, int *max)
         *max = RT_PLAN_VERSION_MAX;
 }
 
-/* ---- errors ------------------------------------------------------------- */
-
-fp8rt_status rt_err(fp8rt_context *ctx, fp8rt_status st, const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(thread_err, sizeof thread_err, fmt, ap);
-    va_end(ap);
-    if (ctx)
-        memcpy(ctx->err, thread_err, sizeof ctx->err);
-    return st;
-}
-
-/* runtime/fp8rt.c from whatever path the build used */
-static const char *short_path(const char *file)
-{
-    const char *p = strstr(file, "runtime/");
-    return p ? p : file;
-}
-
-static fp8rt_status status_of_cu(CUresult r)
-{
-    switch (r) {
-    case CUDA_ERROR_OUT_OF_MEMORY: return FP8RT_OUT_OF_MEMORY;
-    case CUDA_ERROR_NO_DEVICE:
-    case CUDA_ERROR_INVALID_DEVICE: return FP8RT_NO_DEVICE;
-    case CUDA_ERROR_STUB_LIBRARY:
-    case CUDA_ERROR_SYSTEM_DRIVER_MISMATCH: return FP8RT_NO_DRIVER;
-    default: return FP8RT_CUDA_ERROR;
-    }
-}
-
-fp8rt_status rt_fail_call(fp8rt_context *ctx, int lib, int code, const char *call, const char *file, int line)
-{
-    char what[512];
-    if (lib == 0) {
-        rt_cu_describe((CUresult)code, what, sizeof what);
-        return rt_err(ctx, status_of_cu((CUresult)code), "%s:%d: %s failed: %s", short_path(file), line, call,
-                      what);
-    }
-    cublasStatus_t s = (cublasStatus_t)code;
-    return rt_err(ctx, s == CUBLAS_STATUS_ALLOC_FAILED ? FP8RT_OUT_OF_MEMORY : FP8RT_CUBLAS_ERROR,
-                  "%s:%d: %s failed: %s: %s", short_path(file), line, call, cublasLtGetStatusName(s),
-                  cublasLtGetStatusString(s));
-}
-
-const char *fp8rt_last_error(const fp8rt_context *ctx)
-{
-    return ctx ? ctx->err : thread_err;
-}
-
-const char *fp8rt_status_name(fp8rt_status s)
-{
-    static const char *const names[] = {
-        [FP8RT_OK] = "FP8RT_OK",
-        [FP8RT_INVALID_ARGUMENT] = "FP8RT_INVALID_ARGUMENT",
-        [FP8RT_NO_DEVICE] = "FP8RT_NO_DEVICE",
-        [FP8RT_NO_DRIVER] = "FP8RT_NO_DRIVER",
-        [FP8RT_CUDA_ERROR] = "FP8RT_CUDA_ERROR",
-        [FP8RT_CUBLAS_ERROR] = "FP8RT_CUBLAS_ERROR",
-        [FP8RT_BAD_PROGRAM] = "FP8RT_BAD_PROGRAM",
-        [FP8RT_UNSUPPORTED] = "FP8RT_UNSUPPORTED",
-        [FP8RT_OUT_OF_MEMORY] = "FP8RT_OUT_OF_MEMORY",
-        [FP8RT_IO_ERROR] = "FP8RT_IO_ERROR",
-    };
-    return (unsigned)s < sizeof names / sizeof names[0] ? names[s] : "FP8RT_?";
-}
-
 const char *fp8rt_dtype_name(fp8rt_dtype dt)
 {
     return rt_dtype_name(dt);
@@ -111,38 +39,6 @@ size_t fp8rt_dtype_size(fp8rt_dtype dt)
     return rt_dtype_size(dt);
 }
 
-fp8rt_tensor fp8rt_tensor_dense(void *data, fp8rt_dtype dtype, int rank, const int64_t *dims)
-{
-    fp8rt_tensor t;
-    memset(&t, 0, sizeof t);
-    t.data = data;
-    t.dtype = dtype;
-    t.rank = rank < 0 ? 0 : rank > FP8RT_MAX_RANK ? FP8RT_MAX_RANK : rank;
-    int64_t stride = 1;
-    for (int i = t.rank - 1; i >= 0; i--) {
-        t.dims[i] = dims[i];
-        t.strides[i] = stride;
-        stride *= dims[i];
-    }
-    return t;
-}
-
-/* ---- entering and leaving a context ------------------------------------- */
-
-fp8rt_status rt_enter(fp8rt_context *ctx)
-{
-    fp8rt_status st = FP8RT_OK;
-    CHECK(drv.cuCtxPushCurrent(ctx->cu));
-fail:
-    return st;
-}
-
-fp8rt_status rt_leave(fp8rt_context *ctx, fp8rt_status st)
-{
-    CUcontext popped;
-    RELEASE(drv.cuCtxPopCurrent(&popped));
-    return st;
-}
 
 /* ---- contexts ----------------------------------------------------------- */
 
@@ -248,52 +144,6 @@ fp8rt_status fp8rt_context_destroy(fp8rt_context *ctx)
     free(ctx->externs);
     free(ctx);   /* a failure's message stays in fp8rt_last_error(NULL) */
     return st;
-}
-
-/* ---- externs ------------------------------------------------------------ */
-
-int rt_grow(void **p, int n, int *cap, size_t sz)
-{
-    if (n < *cap)
-        return 0;
-    int ncap = *cap ? 2 * *cap : 8;
-    void *np = realloc(*p, (size_t)ncap * sz);
-    if (!np)
-        return -1;
-    *p = np;
-    *cap = ncap;
-    return 0;
-}
-
-const RtExtern *rt_find_extern(const fp8rt_context *ctx, const char *name)
-{
-    for (int i = 0; i < ctx->nexterns; i++)
-        if (!strcmp(ctx->externs[i].name, name))
-            return &ctx->externs[i];
-    return NULL;
-}
-
-fp8rt_status fp8rt_register_extern(fp8rt_context *ctx, const char *name, fp8rt_extern_fn fn, void *user,
-                                   unsigned flags)
-{
-    if (!ctx || !name || !fn)
-        return rt_err(ctx, FP8RT_INVALID_ARGUMENT, "fp8rt_register_extern: %s is NULL",
-                      !ctx ? "ctx" : !name ? "name" : "fn");
-    if (flags & ~(unsigned)FP8RT_EXTERN_NO_GRAPH)
-        return rt_err(ctx, FP8RT_INVALID_ARGUMENT, "fp8rt_register_extern: unknown flags 0x%x", flags);
-    RtExtern *e = (RtExtern *)rt_find_extern(ctx, name);
-    if (!e) {
-        if (rt_grow((void **)&ctx->externs, ctx->nexterns, &ctx->capexterns, sizeof *ctx->externs))
-            return rt_err(ctx, FP8RT_OUT_OF_MEMORY, "fp8rt_register_extern: out of host memory");
-        e = &ctx->externs[ctx->nexterns];
-        if (!(e->name = strdup(name)))
-            return rt_err(ctx, FP8RT_OUT_OF_MEMORY, "fp8rt_register_extern: out of host memory");
-        ctx->nexterns++;
-    }
-    e->fn = fn;
-    e->user = user;
-    e->flags = flags;
-    return FP8RT_OK;
 }
 
 fp8rt_status fp8rt_device_properties(fp8rt_context *ctx, fp8rt_device_props *out)

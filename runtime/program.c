@@ -758,6 +758,39 @@ fp8rt_status fp8rt_program_set_graphs(fp8rt_program *p, int enable)
     return FP8RT_OK;
 }
 
+/* ---- externs: the context's registry ------------------------------------------ */
+
+const RtExtern *rt_find_extern(const fp8rt_context *ctx, const char *name)
+{
+    for (int i = 0; i < ctx->nexterns; i++)
+        if (!strcmp(ctx->externs[i].name, name))
+            return &ctx->externs[i];
+    return NULL;
+}
+
+fp8rt_status fp8rt_register_extern(fp8rt_context *ctx, const char *name, fp8rt_extern_fn fn, void *user,
+                                   unsigned flags)
+{
+    if (!ctx || !name || !fn)
+        return rt_err(ctx, FP8RT_INVALID_ARGUMENT, "fp8rt_register_extern: %s is NULL",
+                      !ctx ? "ctx" : !name ? "name" : "fn");
+    if (flags & ~(unsigned)FP8RT_EXTERN_NO_GRAPH)
+        return rt_err(ctx, FP8RT_INVALID_ARGUMENT, "fp8rt_register_extern: unknown flags 0x%x", flags);
+    RtExtern *e = (RtExtern *)rt_find_extern(ctx, name);
+    if (!e) {
+        if (rt_grow((void **)&ctx->externs, ctx->nexterns, &ctx->capexterns, sizeof *ctx->externs))
+            return rt_err(ctx, FP8RT_OUT_OF_MEMORY, "fp8rt_register_extern: out of host memory");
+        e = &ctx->externs[ctx->nexterns];
+        if (!(e->name = strdup(name)))
+            return rt_err(ctx, FP8RT_OUT_OF_MEMORY, "fp8rt_register_extern: out of host memory");
+        ctx->nexterns++;
+    }
+    e->fn = fn;
+    e->user = user;
+    e->flags = flags;
+    return FP8RT_OK;
+}
+
 /* ---- workspaces ------------------------------------------------------------ */
 
 fp8rt_status fp8rt_function_workspace(const fp8rt_program *p, int f, size_t *bytes)
