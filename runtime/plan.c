@@ -24,19 +24,33 @@ static const struct {
     int size;           /* bytes */
 } dtypes[FP8RT_NUM_DTYPES] = {
     [FP8RT_DTYPE_NONE] = {"?", 0},
-    [FP8RT_BOOL] = {"b8", 1},
-    [FP8RT_U8] = {"u8", 1},
-    [FP8RT_I8] = {"i8", 1},
-    [FP8RT_I16] = {"i16", 2},
-    [FP8RT_I32] = {"i32", 4},
-    [FP8RT_I64] = {"i64", 8},
-    [FP8RT_F16] = {"f16", 2},
-    [FP8RT_BF16] = {"bf16", 2},
-    [FP8RT_F32] = {"f32", 4},
-    [FP8RT_F64] = {"f64", 8},
-    [FP8RT_F8E4M3FN] = {"f8e4m3fn", 1},
-    [FP8RT_F8E5M2] = {"f8e5m2", 1},
+#define DTYPE(id, ir, thunder, thunder_long, torch, st, bits, kind) {ir, (bits) / 8},
+#include "dtypes.def"
+#undef DTYPE
 };
+
+/* fp8rt.h numbers the dtypes of common/dtypes.def from 1, in its order */
+enum {
+    RT_DT_NONE,
+#define DTYPE(id, ...) RT_DT_##id,
+#include "dtypes.def"
+#undef DTYPE
+    RT_DT_COUNT
+};
+_Static_assert((int)RT_DT_COUNT == (int)FP8RT_NUM_DTYPES, "fp8rt_dtype and dtypes.def disagree");
+#define SAME(def, api) ((int)RT_DT_##def == (int)FP8RT_##api)
+_Static_assert(SAME(B8, BOOL) && SAME(U8, U8) && SAME(I8, I8) && SAME(I16, I16) && SAME(I32, I32) &&
+                   SAME(I64, I64) && SAME(F16, F16) && SAME(BF16, BF16) && SAME(F32, F32) && SAME(F64, F64) &&
+                   SAME(F8E4M3FN, F8E4M3FN) && SAME(F8E5M2, F8E5M2),
+               "fp8rt_dtype and dtypes.def disagree");
+#undef SAME
+
+/* every dtype's name, for messages */
+static const char dtype_names[] =
+#define DTYPE(id, ir, ...) " " ir
+#include "dtypes.def"
+#undef DTYPE
+    ;
 
 const char *rt_dtype_name(fp8rt_dtype dt)
 {
@@ -359,8 +373,7 @@ static fp8rt_status parse_type(Parser *p, Str s, RtType *t)
         return fail(p, "type '%.*s' has no [dims] (a scalar is f32[])", W(s));
     t->dtype = rt_dtype_parse(s.p, b);
     if (t->dtype == FP8RT_DTYPE_NONE)
-        return fail(p, "unknown dtype '%.*s' (b8 u8 i8 i16 i32 i64 f16 bf16 f32 f64 f8e4m3fn f8e5m2)",
-                    W(((Str){s.p, b})));
+        return fail(p, "unknown dtype '%.*s' (%s)", W(((Str){s.p, b})), dtype_names + 1);
     fp8rt_status st = parse_list(p, (Str){s.p + b, s.n - b}, "dims", t->dims, &t->rank);
     if (st)
         return st;

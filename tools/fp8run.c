@@ -53,13 +53,13 @@ typedef struct {
     Side in, out;
 } FnSides;
 
-static const struct {
-    fp8rt_dtype dt;
-    const char *st;
-} dtype_map[] = {
-    {FP8RT_BOOL, "BOOL"}, {FP8RT_U8, "U8"},   {FP8RT_I8, "I8"},     {FP8RT_I16, "I16"},
-    {FP8RT_I32, "I32"},   {FP8RT_I64, "I64"}, {FP8RT_F16, "F16"},   {FP8RT_BF16, "BF16"},
-    {FP8RT_F32, "F32"},   {FP8RT_F64, "F64"}, {FP8RT_F8E4M3FN, "F8_E4M3"}, {FP8RT_F8E5M2, "F8_E5M2"},
+/* safetensors' spelling of each dtype; fp8rt_dtype numbers the rows of
+ * common/dtypes.def from 1 (runtime/plan.c checks it) */
+static const char *const st_names[] = {
+    "?",
+#define DTYPE(id, ir, thunder, thunder_long, torch, st, bits, kind) st,
+#include "dtypes.def"
+#undef DTYPE
 };
 
 static const char usage_text[] =
@@ -90,10 +90,7 @@ static const char usage_text[] =
 
 static const char *st_name(fp8rt_dtype dt)
 {
-    for (size_t i = 0; i < sizeof dtype_map / sizeof dtype_map[0]; i++)
-        if (dtype_map[i].dt == dt)
-            return dtype_map[i].st;
-    return "?";
+    return (unsigned)dt < sizeof st_names / sizeof st_names[0] ? st_names[dt] : "?";
 }
 
 static void usage(const char *fmt, ...)

@@ -46,9 +46,9 @@ static const struct {
 	const char *name; /* safetensors spelling */
 	int size;         /* bytes per element */
 } dtypes[] = {
-	{"BOOL", 1}, {"U8", 1},   {"I8", 1},   {"I16", 2},
-	{"I32", 4},  {"I64", 8},  {"F16", 2},  {"BF16", 2},
-	{"F32", 4},  {"F64", 8},  {"F8_E4M3", 1}, {"F8_E5M2", 1},
+#define DTYPE(id, ir, thunder, thunder_long, torch, st, bits, kind) {st, (bits) / 8},
+#include "dtypes.def"
+#undef DTYPE
 };
 
 int st_dtype_size(const char *dtype)
