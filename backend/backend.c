@@ -8,12 +8,9 @@
 
 #include "be.h"
 
-bool
-be_target_ok(const char *gpu)
-{
-	return !strcmp(gpu, "sm_89") || !strcmp(gpu, "sm_90") || !strcmp(gpu, "sm_90a") ||
-		!strcmp(gpu, "sm_100");
-}
+#define AS_NAME(id, name) name,
+const char *const be_emit_names[] = { EMITS(AS_NAME) NULL };
+#undef AS_NAME
 
 const char *
 be_llvm_version(void)
@@ -63,7 +60,7 @@ name_kernels(const Program *prog)
 }
 
 bool
-be_emit(const Program *prog, const char *kind, const BeOptions *o, FILE *f)
+be_emit(const Program *prog, Emit kind, const BeOptions *o, FILE *f)
 {
 	LLVMContextRef cx;
 	LLVMModuleRef mod;
@@ -74,7 +71,7 @@ be_emit(const Program *prog, const char *kind, const BeOptions *o, FILE *f)
 	Seen seen = { 0 };
 
 	name_kernels(prog);
-	if (!strcmp(kind, "dot")) {
+	if (kind == EMIT_DOT) {
 		be_print_dot(f, prog);
 		return true;
 	}
@@ -101,9 +98,9 @@ be_emit(const Program *prog, const char *kind, const BeOptions *o, FILE *f)
 	for (uint32_t i = 0; i < prog->nfns; i++)
 		be_codegen(prog->fns[i], plans[i], mod, l[i], &seen);
 	be_seen_free(&seen);
-	if (!strcmp(kind, "plan")) {
+	if (kind == EMIT_PLAN) {
 		print_plans(f, prog, plans, l, o->gpu, "");
-	} else if (!strcmp(kind, "llvm")) {
+	} else if (kind == EMIT_LLVM) {
 		if ((ok = be_optimize(mod, o, err, sizeof err))) {
 			text = LLVMPrintModuleToString(mod);
 			fputs(text, f);

@@ -12,10 +12,21 @@ typedef struct {
 	bool print_memplan;   /* the plan after memplan on stderr (--print-after=memplan) */
 } BeOptions;
 
+/* what fp8cc can write (--emit=KIND), each with its name in be_emit_names;
+ * FOR_CODE: the kinds made from lowered IR, after the GEMM checks */
+#define EMITS(X) X(PTX, "ptx") X(IR, "ir") X(PLAN, "plan") X(DOT, "dot") X(SIGNATURE, "signature") X(LLVM, "llvm")
+#define AS_EMIT(id, name) EMIT_##id,
+typedef enum { EMITS(AS_EMIT) NEMITS } Emit;
+#undef AS_EMIT
+extern const char *const be_emit_names[];   /* NULL-terminated */
+static inline bool be_emit_for_code(Emit e) { return e == EMIT_PTX || e == EMIT_PLAN || e == EMIT_LLVM; }
+
+/* the GPUs fp8cc compiles for: gpu is one, or a list of all of them */
 bool be_target_ok(const char *gpu);
+const char *be_target_list(void);   /* "sm_89, sm_90, ..." */
 const char *be_llvm_version(void);
-/* write kind ("plan", "dot", "llvm", "ptx") of the program to f; false with
- * a message */
-bool be_emit(const Program *prog, const char *kind, const BeOptions *opt, FILE *f);
+/* write kind (PTX, PLAN, DOT or LLVM) of the program to f; false with a
+ * message */
+bool be_emit(const Program *prog, Emit kind, const BeOptions *opt, FILE *f);
 
 #endif

@@ -16,14 +16,50 @@
 
 #define TRIPLE "nvptx64-nvidia-cuda"
 
+/* the GPUs fp8cc compiles for, and the PTX features each needs beyond
+ * NVPTX's default for it */
+static const struct {
+	const char *gpu, *features;
+} targets[] = {
+	{ "sm_89", "+ptx81" },   /* PTX 8.1 for its fp8 cvt */
+	{ "sm_90", "" },
+	{ "sm_90a", "+ptx80" },
+	{ "sm_100", "+ptx86" },
+};
+
+static int
+target_index(const char *gpu)
+{
+	for (size_t i = 0; i < NELEM(targets); i++)
+		if (!strcmp(gpu, targets[i].gpu))
+			return (int)i;
+	return -1;
+}
+
+bool
+be_target_ok(const char *gpu)
+{
+	return target_index(gpu) >= 0;
+}
+
+const char *
+be_target_list(void)
+{
+	static char list[128];
+
+	if (!list[0])
+		for (size_t i = 0; i < NELEM(targets); i++)
+			snprintf(list + strlen(list), sizeof list - strlen(list), "%s%s", i ? ", " : "", targets[i].gpu);
+	return list;
+}
+
 static LLVMTargetMachineRef
 target_machine(const char *gpu, char *err, size_t errlen)
 {
 	static bool init;
 	LLVMTargetRef t;
 	char *msg = NULL;
-	const char *features = !strcmp(gpu, "sm_89") ? "+ptx81" : !strcmp(gpu, "sm_90a") ? "+ptx80" :
-		!strcmp(gpu, "sm_100") ? "+ptx86" : "";   /* sm_89 needs PTX 8.1 for its fp8 cvt */
+	const char *features = target_index(gpu) >= 0 ? targets[target_index(gpu)].features : "";
 
 	if (!init) {
 		LLVMInitializeNVPTXTargetInfo();

@@ -66,7 +66,7 @@ static const char usage[] =
 	"                          runs them), ir, plan, dot (Graphviz), signature (the\n"
 	"                          inputs and outputs as JSON), llvm\n"
 	"Target:\n"
-	"  --gpu=SM                sm_89, sm_90 (the default), sm_90a, sm_100;\n"
+	"  --gpu=SM                %s (sm_90 is the default);\n"
 	"                          -mcpu=SM and --offload-arch=SM say the same\n"
 	"  --cuda-path=DIR         the CUDA toolkit whose libdevice to link (else\n"
 	"                          $CUDA_HOME, else /usr/local/cuda)\n"
@@ -126,7 +126,6 @@ static const struct option longopts[] = {
 	{ NULL, 0, NULL, 0 },
 };
 
-static const char *const emit_kinds[] = { "ptx", "ir", "plan", "dot", "signature", "llvm", NULL };
 static const char *const print_names[] = { "memplan", NULL };   /* besides pass_names */
 
 static int
@@ -272,7 +271,7 @@ option(int c, const char *arg, Options *o)
 			return usage_error("bad --progress '%s' (auto, always, never)", arg);
 		break;
 	case 'h':
-		fputs(usage, stdout);
+		printf(usage, be_target_list());
 		exit(0);
 	case OPT_VERSION:
 		printf("fp8cc %s (LLVM %s)\n", FP8CC_VERSION, be_llvm_version());
@@ -298,9 +297,9 @@ check_args(Options *o)
 			"backward", o->files[MAXPROGRAM]);
 	if (o->interpret && !o->output)
 		return usage_error("--interpret needs -o OUT.safetensors (- for standard output)");
-	if (o->emit && !in_list(o->emit, emit_kinds))
+	if (o->emit && !in_list(o->emit, be_emit_names))
 		return usage_error("unknown --emit kind '%s' (%s)", o->emit,
-			list_str(list, sizeof list, emit_kinds, NULL));
+			list_str(list, sizeof list, be_emit_names, NULL));
 	if (o->passes.only && !pass_list_ok(o->passes.only, &bad, &badlen))
 		return usage_error("unknown pass '%.*s' in --passes (%s)", (int)badlen, bad,
 			list_str(list, sizeof list, pass_names, NULL));
@@ -309,7 +308,7 @@ check_args(Options *o)
 		return usage_error("unknown pass '%s' in --print-after (%s)", o->passes.print_after,
 			list_str(list, sizeof list, pass_names, print_names));
 	if (o->gpu && !be_target_ok(o->gpu))
-		return usage_error("unsupported --gpu '%s' (sm_89, sm_90, sm_90a, sm_100)", o->gpu);
+		return usage_error("unsupported --gpu '%s' (%s)", o->gpu, be_target_list());
 	return 0;
 }
 
@@ -779,13 +778,13 @@ print_signature(FILE *f, const Program *prog, const Options *o)
 /* where the output goes: -o, else PTX next to the input (llc's habit:
  * x.trace -> x.ptx) and everything else to standard output; "-" is stdout */
 static const char *
-output_path(const Options *o, const char *kind, char *buf, size_t n)
+output_path(const Options *o, Emit kind, char *buf, size_t n)
 {
 	const char *in = o->files[0], *base, *dot;
 
 	if (o->output)
 		return o->output;
-	if (strcmp(kind, "ptx") || !strcmp(in, "-"))
+	if (kind != EMIT_PTX || !strcmp(in, "-"))
 		return "-";
 	base = strrchr(in, '/');
 	base = base ? base + 1 : in;
@@ -832,11 +831,21 @@ lowered(Func *fn, const Options *o)
 	return 2;
 }
 
+/* --emit's kind (checked by the option parser); PTX without it */
+static Emit
+emit_kind(const Options *o)
+{
+	for (int e = 0; o->emit && e < NEMITS; e++)
+		if (!strcmp(o->emit, be_emit_names[e]))
+			return (Emit)e;
+	return EMIT_PTX;
+}
+
 /* the kind asked for, made in memory, then written to its place */
 static int
 emit(const Program *prog, const Source *srcs, const Options *o)
 {
-	const char *kind = o->emit ? o->emit : "ptx";
+	Emit kind = emit_kind(o);
 	BeOptions be = { .gpu = o->gpu ? o->gpu : "sm_90", .path = srcs[0].path, .cuda_path = o->cuda_path,
 		.phase = phase, .print_memplan = o->passes.print_after_all ||
 		(o->passes.print_after && !strcmp(o->passes.print_after, "memplan")) };
@@ -850,19 +859,17 @@ emit(const Program *prog, const Source *srcs, const Options *o)
 	for (int i = 0; i < o->nfiles; i++)
 		if (strcmp(path, "-") && !strcmp(path, o->files[i]))
 			return usage_error("the output '%s' would overwrite an input; give -o FILE", path);
-	for (uint32_t i = 0; strcmp(kind, "ir") && strcmp(kind, "dot") && strcmp(kind, "signature") &&
-	     i < prog->nfns; i++)
+	for (uint32_t i = 0; be_emit_for_code(kind) && i < prog->nfns; i++)
 		if ((rc = lowered(prog->fns[i], o)))
 			return rc;
 	if (!(f = open_memstream(&buf, &len)))
 		die("out of memory");
 	/* what cuBLASLt cannot run is an error where code is made for it */
-	for (uint32_t i = 0; strcmp(kind, "ir") && strcmp(kind, "dot") && strcmp(kind, "signature") &&
-	     ok && i < prog->nfns; i++)
+	for (uint32_t i = 0; be_emit_for_code(kind) && ok && i < prog->nfns; i++)
 		ok = gemms_ok(prog->fns[i], &srcs[o->nfiles == 2 ? i : 0]);
-	if (ok && !strcmp(kind, "ir"))
+	if (ok && kind == EMIT_IR)
 		ir_print_program(f, prog);
-	else if (ok && !strcmp(kind, "signature"))
+	else if (ok && kind == EMIT_SIGNATURE)
 		print_signature(f, prog, o);
 	else if (ok)
 		ok = be_emit(prog, kind, &be, f);
