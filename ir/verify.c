@@ -2,6 +2,7 @@
  * kernel regions. Messages name the offending instruction as it prints. */
 #include <string.h>
 
+#include "gemm_rules.h"
 #include "ir.h"
 
 typedef struct {
@@ -360,11 +361,11 @@ check_gemm(Check *c, const uint32_t *a)
 		return fail(c, "result dtype must be bf16, f16 or f32");
 	if (vr->rank != 2 || dr[0] != da[0] || dr[1] != db[1])
 		return fail(c, "result must be (%lld,%lld)", (long long)da[0], (long long)db[1]);
-	/* cuBLASLt's FP8 rule, as torch._scaled_mm's: an f16 bias for f16 results, bf16 otherwise */
+	/* cuBLASLt's FP8 rule (gemm_rules.h) */
 	if (c->in->nargs == 5 && (fn->vals[a[4]].rank != 1 || ir_dims(fn, a[4])[0] != db[1] ||
-			fn->vals[a[4]].dtype != (vr->dtype == DT_F16 ? DT_F16 : DT_BF16)))
+			fn->vals[a[4]].dtype != fp8_gemm_bias_row(vr->dtype)))
 		return fail(c, "bias must be a %s vector of %lld for a %s result",
-			vr->dtype == DT_F16 ? "f16" : "bf16", (long long)db[1], ir_dtypes[vr->dtype].name);
+			ir_dtypes[fp8_gemm_bias_row(vr->dtype)].name, (long long)db[1], ir_dtypes[vr->dtype].name);
 	return true;
 }
 

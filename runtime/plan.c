@@ -9,6 +9,7 @@
  * as "NAME:LINE: message".
  */
 #include "plan.h"
+#include "gemm_rules.h"
 
 #include <errno.h>
 #include <math.h>
@@ -85,7 +86,7 @@ int64_t rt_type_numel(const RtType *t)
 
 fp8rt_dtype rt_gemm_bias_dtype(fp8rt_dtype dt)
 {
-    return dt == FP8RT_F16 ? FP8RT_F16 : FP8RT_BF16;
+    return (fp8rt_dtype)(fp8_gemm_bias_row((int)dt - 1) + 1);   /* fp8rt_dtype: the row + 1 */
 }
 
 static int is_fp8(fp8rt_dtype t)
@@ -96,14 +97,15 @@ static int is_fp8(fp8rt_dtype t)
 fp8rt_status rt_gemm_rules(int64_t m, int64_t n, int64_t k, fp8rt_dtype at, fp8rt_dtype bt,
                            fp8rt_dtype dt, fp8rt_dtype bias_dt, char *err, size_t errlen)
 {
-    if (m < 0 || n < 0 || k < 16 || m > INT32_MAX || n > INT32_MAX || k > INT32_MAX) {
+    if (m < 0 || n < 0 || k < FP8_GEMM_MULTIPLE || m > INT32_MAX || n > INT32_MAX || k > INT32_MAX) {
         snprintf(err, errlen, "gemm shape m=%lld n=%lld k=%lld out of range (k >= 16, all < 2^31)",
                  (long long)m, (long long)n, (long long)k);
         return FP8RT_INVALID_ARGUMENT;
     }
-    if (k % 16 || n % 16) {
-        snprintf(err, errlen, "gemm %s=%lld is not a multiple of 16 (cuBLASLt FP8 needs K and N multiples of 16)",
-                 k % 16 ? "k" : "n", (long long)(k % 16 ? k : n));
+    if (!fp8_gemm_dims_ok(k, n)) {
+        int bad_k = k % FP8_GEMM_MULTIPLE != 0;
+        snprintf(err, errlen, "gemm %s=%lld is not a multiple of %d (cuBLASLt FP8 needs K and N multiples of %d)",
+                 bad_k ? "k" : "n", (long long)(bad_k ? k : n), FP8_GEMM_MULTIPLE, FP8_GEMM_MULTIPLE);
         return FP8RT_INVALID_ARGUMENT;
     }
     if (!is_fp8(at) || !is_fp8(bt)) {

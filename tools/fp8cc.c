@@ -20,6 +20,7 @@
 
 #include "backend.h"
 #include "fe.h"
+#include "gemm_rules.h"
 #include "passes.h"
 #include "safetensors.h"
 #include "signature.h"
@@ -697,9 +698,9 @@ gemms_ok(Func *fn, const Source *src)
 		const int64_t *da = ir_dims(fn, a[0]), *db = ir_dims(fn, a[1]);
 		int ra = fn->vals[a[0]].rank;
 
-		if (in->op == OP_SCALED_MM && (da[1] % 16 || db[1] % 16)) {
+		if (in->op == OP_SCALED_MM && !fp8_gemm_dims_ok(da[1], db[1])) {
 			fe_error(src, in->line, in->col, "scaled_mm with K=%lld and N=%lld: cuBLASLt's FP8 GEMMs "
-				"need K and N multiples of 16", (long long)da[1], (long long)db[1]);
+				"need K and N multiples of %d", (long long)da[1], (long long)db[1], FP8_GEMM_MULTIPLE);
 			ok = false;
 		}
 		if (in->op == OP_MATMUL && da[ra - (in->flags & IF_TRANS_A ? 2 : 1)] == 0) {
