@@ -7,6 +7,7 @@
  * problem of a file, up to FE_MAXERRORS; then it stops. The diagnostics are
  * printed at the end, in the order of their lines. */
 #include "trace.h"
+#include "utf8.h"
 
 /* ---- errors ---- */
 
@@ -114,30 +115,6 @@ tr_same_shape(const Type *a, const Type *b)
 
 /* ---- the input as text ---- */
 
-/* length of the UTF-8 sequence at p, 0 if it is not one */
-static size_t
-utf8_len(const unsigned char *p, size_t n)
-{
-	size_t k;
-
-	if (p[0] < 0x80)
-		return 1;
-	if (p[0] >= 0xC2 && p[0] <= 0xDF)
-		k = 2;
-	else if (p[0] >= 0xE0 && p[0] <= 0xEF)
-		k = 3;
-	else if (p[0] >= 0xF0 && p[0] <= 0xF4)
-		k = 4;
-	else
-		return 0;
-	if (k > n)
-		return 0;
-	for (size_t i = 1; i < k; i++)
-		if ((p[i] & 0xC0) != 0x80)
-			return 0;
-	return k;
-}
-
 /* An empty file or binary data gets its own message: NUL bytes, control
  * bytes other than tab, CR and LF, bytes that are not UTF-8. */
 bool
@@ -154,7 +131,7 @@ tr_check_text(const Source *src)
 		return false;
 	}
 	for (i = 0; i < src->len; i += k, col += (uint32_t)k) {
-		k = utf8_len(p + i, src->len - i);
+		k = utf8_seq_len(p + i, src->len - i);
 		if (p[i] == '\n') {
 			line++;
 			col = 0;

@@ -33,6 +33,8 @@
 
 #include <jansson.h>
 
+#include "utf8.h"
+
 #define MAX_HEADER 100000000u /* header length limit, as in the Python library */
 #define MEMNAME "<memory>"    /* the file name st_read_mem reports */
 
@@ -81,31 +83,6 @@ static int fail(char *err, size_t errlen, const char *file, const char *fmt, ...
 		if ((unsigned char)*c < 0x20)
 			*c = '?';
 	return -1;
-}
-
-/* Length of the valid UTF-8 sequence at s (n bytes readable), 0 if it is
- * invalid: overlong forms, surrogates and code points past U+10FFFF. */
-static int utf8seq(const unsigned char *s, size_t n)
-{
-	unsigned lo = 0x80, hi = 0xBF;
-	int len;
-
-	if (s[0] < 0x80)
-		return 1;
-	if (s[0] >= 0xC2 && s[0] <= 0xDF)
-		len = 2;
-	else if (s[0] >= 0xE0 && s[0] <= 0xEF)
-		len = 3, lo = s[0] == 0xE0 ? 0xA0 : lo, hi = s[0] == 0xED ? 0x9F : hi;
-	else if (s[0] >= 0xF0 && s[0] <= 0xF4)
-		len = 4, lo = s[0] == 0xF0 ? 0x90 : lo, hi = s[0] == 0xF4 ? 0x8F : hi;
-	else
-		return 0;
-	if ((size_t)len > n || s[1] < lo || s[1] > hi)
-		return 0;
-	for (int k = 2; k < len; k++)
-		if ((s[k] & 0xC0) != 0x80)
-			return 0;
-	return len;
 }
 
 /* product(dims) * size of dtype into *out; -1 if it overflows. */
@@ -651,8 +628,8 @@ static int utf8ok(const char *s)
 {
 	size_t n = strlen(s);
 
-	for (int m; n; s += m, n -= (size_t)m)
-		if (!(m = utf8seq((const unsigned char *)s, n)))
+	for (size_t m; n; s += m, n -= m)
+		if (!(m = utf8_seq_len((const unsigned char *)s, n)))
 			return 0;
 	return 1;
 }
