@@ -13,43 +13,6 @@ typedef struct {
 	const char *only;         /* run just these passes, comma-separated ("" runs none) */
 } PassOptions;
 
-/* ---- the memory plan (memplan.c) ---- */
-
-/* LOC_STATE: a state slot, which one function of a program writes and a
- * later one reads (a forward's saved tensors, its backward's inputs) */
-typedef enum { LOC_NONE, LOC_IN, LOC_OUT, LOC_BUF, LOC_STATE } LocKind;
-
-typedef struct {
-	uint8_t kind;         /* LocKind */
-	uint32_t idx;         /* input, output, buffer or state slot number */
-} Loc;
-
-typedef struct {
-	uint32_t value;       /* the value it holds first (dtype, shape, layout); IR_NONE for scratch */
-	int64_t offset, bytes;
-	bool zero;            /* scratch: zeroed once; kernels leave it zeroed */
-} PlanBuf;
-
-typedef enum { STEP_LAUNCH, STEP_GEMM, STEP_COPY, STEP_CALL } StepKind;   /* CALL: an extern, at its result 0 */
-
-typedef struct {
-	uint8_t kind;         /* StepKind */
-	uint32_t index;       /* kernel index, or the GEMM's instruction index */
-	Loc dst, src;         /* copy */
-	int64_t bytes;        /* copy */
-} Step;
-
-typedef struct {
-	Loc *loc;             /* per value: where it lives; LOC_NONE if never in memory */
-	PlanBuf *bufs; uint32_t nbufs, capbufs;
-	Step *steps; uint32_t nsteps, capsteps;
-	int64_t workspace;    /* bytes of the one allocation holding every buffer */
-} Plan;
-
-Plan *pass_memplan(Func *fn);
-/* a zeroed scratch buffer of its own (never shared); returns its number */
-uint32_t plan_add_scratch(Func *fn, Plan *p, int64_t bytes);
-
 /* ---- passes ---- */
 
 Func *pass_canonicalize(Func *fn);

@@ -9,7 +9,7 @@
  * reused by the next. A step never writes over a buffer it reads. */
 #include <string.h>
 
-#include "passes.h"
+#include "be.h"
 
 #define ALIGN 256
 
