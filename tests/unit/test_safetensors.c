@@ -1,4 +1,4 @@
-/* test_safetensors.c — criterion tests for tools/safetensors.{h,c}.
+/* test_safetensors.c — criterion tests for safetensors/safetensors.{h,c}.
  *
  * Round trips every dtype at ranks 0..8, 0-element tensors and names that
  * need escaping through st_write / st_read / st_read_mem; checks st_write
