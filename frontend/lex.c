@@ -76,26 +76,13 @@ tr_silent(Reader *r)
 	longjmp(*r->jb, 1);
 }
 
-/* "[16, 32]" */
-const char *
-tr_dimstr(const int64_t *d, int rank, char *buf, size_t n)
-{
-	size_t k = (size_t)snprintf(buf, n, "[");
-
-	for (int i = 0; i < rank && k < n; i++)
-		k += (size_t)snprintf(buf + k, n - k, "%s%lld", i ? ", " : "", (long long)d[i]);
-	if (k < n)
-		snprintf(buf + k, n - k, "]");
-	return buf;
-}
-
 /* "f32[16, 32]", as Thunder's type comments print a type */
 const char *
 tr_tystr(const Type *t, char *buf, size_t n)
 {
 	char dims[200];
 
-	snprintf(buf, n, "%s%s", ir_dtypes[t->dt].thunder, tr_dimstr(t->d, t->rank, dims, sizeof dims));
+	snprintf(buf, n, "%s%s", ir_dtypes[t->dt].thunder, dims_str(t->d, t->rank, ", ", dims, sizeof dims));
 	return buf;
 }
 

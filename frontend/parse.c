@@ -472,9 +472,9 @@ tr_check_numel(Reader *r, uint32_t line, uint32_t col, const Type *t)
 
 	for (int i = 0; i < t->rank; i++) {
 		if (t->d[i] < 0)
-			tr_errat(r, line, col, "negative dimension %lld in %s", (long long)t->d[i], tr_dimstr(t->d, t->rank, b, sizeof b));
+			tr_errat(r, line, col, "negative dimension %lld in %s", (long long)t->d[i], dims_str(t->d, t->rank, ", ", b, sizeof b));
 		if (t->d[i] > 0 && n > INT64_MAX / 64 / t->d[i])
-			tr_errat(r, line, col, "shape %s has too many elements", tr_dimstr(t->d, t->rank, b, sizeof b));
+			tr_errat(r, line, col, "shape %s has too many elements", dims_str(t->d, t->rank, ", ", b, sizeof b));
 		n *= t->d[i];
 	}
 }

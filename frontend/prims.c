@@ -116,7 +116,7 @@ ew_shape(Reader *r, const Opnd *o, int n, Type *t)
 		tr_vtype(r->fn, o[i].v, &u);
 		if (from >= 0 && !tr_same_shape(t, &u))
 			tr_errat(r, o[i].e->line, o[i].e->col, "%s: shapes %s and %s differ (prims do not broadcast)",
-				r->callee, tr_dimstr(t->d, t->rank, b1, sizeof b1), tr_dimstr(u.d, u.rank, b2, sizeof b2));
+				r->callee, dims_str(t->d, t->rank, ", ", b1, sizeof b1), dims_str(u.d, u.rank, ", ", b2, sizeof b2));
 		*t = u;
 		from = i;
 	}
@@ -329,7 +329,7 @@ reshape_to(Reader *r, uint32_t x, Ints *s)
 	memcpy(t.d, s->v, sizeof t.d);
 	if ((at >= 0 && s->v[at] < 0) || (at < 0 && known != n))
 		tr_errat(r, s->list->line, s->list->col, "%s: cannot reshape %s to %s", r->callee, b1,
-			at >= 0 ? "that shape: no size fits the -1" : tr_dimstr(t.d, t.rank, b2, sizeof b2));
+			at >= 0 ? "that shape: no size fits the -1" : dims_str(t.d, t.rank, ", ", b2, sizeof b2));
 	return tr_emit(r, OP_RESHAPE, &x, 1, NULL, 0, &t);
 }
 
@@ -358,7 +358,7 @@ transpose_by(Reader *r, uint32_t x, const Ints *p)
 	for (int i = 0; i < p->n || i < src.rank; i++) {
 		if (p->n != src.rank || p->v[i] < 0 || p->v[i] >= src.rank || seen[p->v[i]])
 			tr_errat(r, p->list->line, p->list->col, "%s: %s is not a permutation of %d dims", r->callee,
-				tr_dimstr(p->v, p->n, b, sizeof b), src.rank);
+				dims_str(p->v, p->n, ", ", b, sizeof b), src.rank);
 		seen[p->v[i]] = true;
 		t.d[i] = src.d[p->v[i]];
 	}

@@ -23,6 +23,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "dims.h"
 #include "fe.h"
 
 #define MAXDEPTH 64           /* brackets and unary minus in one expression */
@@ -269,7 +270,6 @@ noreturn void tr_errat(Reader *r, uint32_t line, uint32_t col, const char *fmt, 
 noreturn void tr_silent(Reader *r);
 void tr_note(Reader *r, uint32_t line, uint32_t col, const char *fmt, ...);
 void tr_flush(Reader *r);
-const char *tr_dimstr(const int64_t *d, int rank, char *buf, size_t n);
 const char *tr_tystr(const Type *t, char *buf, size_t n);
 void tr_vtype(Func *fn, uint32_t v, Type *t);
 bool tr_same_shape(const Type *a, const Type *b);

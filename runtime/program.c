@@ -18,6 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "dims.h"
 #include "rt.h"
 
 /* A launch step resolved against the module. */
@@ -918,15 +919,6 @@ fp8rt_status fp8rt_state_mark_written(fp8rt_state *s, int i)
 
 /* ---- checking the caller's tensors ----------------------------------------- */
 
-static void dims_str(const int64_t *dims, int rank, char *buf, size_t n)
-{
-    size_t used = (size_t)snprintf(buf, n, "[");
-    for (int i = 0; i < rank && used < n; i++)
-        used += (size_t)snprintf(buf + used, n - used, "%s%lld", i ? "," : "", (long long)dims[i]);
-    if (used < n)
-        snprintf(buf + used, n - used, "]");
-}
-
 static fp8rt_status check_tensor(fp8rt_program *p, const fp8rt_tensor *t, const RtPort *port, const char *kind,
                                  int i, const char *what)
 {
@@ -937,8 +929,8 @@ static fp8rt_status check_tensor(fp8rt_program *p, const fp8rt_tensor *t, const 
         return rt_err(ctx, FP8RT_INVALID_ARGUMENT, "%s: %s %d '%s': dtype %s, the program wants %s", what, kind, i,
                       port->name, rt_dtype_name(t->dtype), rt_dtype_name(want->dtype));
     if (t->rank != want->rank || memcmp(t->dims, want->dims, (size_t)want->rank * sizeof *want->dims) != 0) {
-        dims_str(t->dims, t->rank < 0 ? 0 : t->rank > FP8RT_MAX_RANK ? FP8RT_MAX_RANK : t->rank, a, sizeof a);
-        dims_str(want->dims, want->rank, b, sizeof b);
+        dims_str(t->dims, t->rank < 0 ? 0 : t->rank > FP8RT_MAX_RANK ? FP8RT_MAX_RANK : t->rank, ",", a, sizeof a);
+        dims_str(want->dims, want->rank, ",", b, sizeof b);
         return rt_err(ctx, FP8RT_INVALID_ARGUMENT, "%s: %s %d '%s': shape %s (rank %d), the program wants %s",
                       what, kind, i, port->name, a, t->rank, b);
     }

@@ -27,6 +27,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "dims.h"
 #include "fp8rt.h"
 #include "safetensors.h"
 #include "signature.h"
@@ -208,15 +209,6 @@ static size_t numel_bytes(const fp8rt_tensor_info *info)
     return n;
 }
 
-static void dims_str(const int64_t *dims, int rank, char *buf, size_t n)
-{
-    size_t used = (size_t)snprintf(buf, n, "[");
-    for (int i = 0; i < rank && used < n; i++)
-        used += (size_t)snprintf(buf + used, n - used, "%s%lld", i ? "," : "", (long long)dims[i]);
-    if (used < n)
-        snprintf(buf + used, n - used, "]");
-}
-
 /* ---- the signature as JSON (tools/signature.h) ---------------------------- */
 
 /* The signature object of prog. The plan of version 1 names no function:
@@ -352,8 +344,8 @@ static int upload_input(fp8rt_context *ctx, const StFile *in, const char *path, 
         snprintf(msg, sizeof msg, "input %d '%s' is not in %s", i, s->names[i], path);
         return fail("inputs", msg);
     }
-    dims_str(t->dims, t->rank, a, sizeof a);
-    dims_str(info->dims, info->rank, b, sizeof b);
+    dims_str(t->dims, t->rank, ",", a, sizeof a);
+    dims_str(info->dims, info->rank, ",", b, sizeof b);
     if (strcmp(t->dtype, st_name(info->dtype)) != 0 || t->rank != info->rank ||
         memcmp(t->dims, info->dims, (size_t)info->rank * sizeof *info->dims) != 0) {
         snprintf(msg, sizeof msg, "input %d '%s': %s has %s%s, the program wants %s%s (%s)", i, s->names[i], path,
