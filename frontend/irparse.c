@@ -21,10 +21,6 @@ typedef struct {
 	uint32_t line, col;
 } Tok;
 
-typedef struct {
-	const char *name;
-	uint32_t id;
-} Slot;
 
 typedef struct {
 	const Source *src;
@@ -34,8 +30,7 @@ typedef struct {
 	const char *bol;      /* beginning of the current line */
 	Tok t;                /* current token */
 	bool failed;
-	Slot *names;          /* open-addressing table, power-of-two size */
-	uint32_t cap, count;
+	Map names;            /* value names -> ids */
 	uint32_t nslots;      /* state slots named so far, + 1 */
 } P;
 
@@ -132,57 +127,20 @@ expect(P *p, const char *punct)
 
 /* ---- names ---- */
 
-static uint32_t
-hash(const char *s, size_t n)
-{
-	uint32_t h = 2166136261u;
-
-	while (n--)
-		h = (h ^ (unsigned char)*s++) * 16777619u;
-	return h;
-}
-
-static Slot *
-slot(P *p, const char *s, size_t n)
-{
-	uint32_t i = hash(s, n) & (p->cap - 1);
-
-	while (p->names[i].name && (strlen(p->names[i].name) != n || memcmp(p->names[i].name, s, n)))
-		i = (i + 1) & (p->cap - 1);
-	return &p->names[i];
-}
-
-static void
-rehash(P *p)
-{
-	Slot *old = p->names;
-	uint32_t oldcap = p->cap;
-
-	p->cap = p->cap ? p->cap * 2 : 64;
-	p->names = arena_alloc(p->fn->arena, p->cap * sizeof *p->names);
-	for (uint32_t i = 0; i < oldcap; i++)
-		if (old[i].name)
-			*slot(p, old[i].name, strlen(old[i].name)) = old[i];
-}
-
 /* bind the value token's name to id; the value keeps it unless it is all digits */
 static bool
 define(P *p, const Tok *t, uint32_t id)
 {
-	Slot *s;
+	const char *name;
 	size_t i;
 
-	if (2 * (p->count + 1) > p->cap)
-		rehash(p);
-	s = slot(p, t->s + 1, t->n - 1);
-	if (s->name)
+	if (map_getn(&p->names, t->s + 1, t->n - 1))
 		return err(p, t, "'%.*s' is defined twice", (int)t->n, t->s);
-	s->name = arena_strndup(p->fn->arena, t->s + 1, t->n - 1);
-	s->id = id;
-	p->count++;
+	name = arena_strndup(p->fn->arena, t->s + 1, t->n - 1);
+	map_put(p->fn->arena, &p->names, name, id);
 	for (i = 1; i < t->n && isdigit((unsigned char)t->s[i]); i++)
 		;
-	p->fn->vals[id].name = i == t->n ? NULL : s->name;
+	p->fn->vals[id].name = i == t->n ? NULL : name;
 	return true;
 }
 
@@ -190,14 +148,13 @@ define(P *p, const Tok *t, uint32_t id)
 static bool
 ref(P *p, uint32_t *id)
 {
-	Slot *s;
+	uint32_t *v;
 
 	if (p->t.kind != T_VAL)
 		return err(p, &p->t, "expected a value (%%name)");
-	s = p->cap ? slot(p, p->t.s + 1, p->t.n - 1) : NULL;
-	if (!s || !s->name)
+	if (!(v = map_getn(&p->names, p->t.s + 1, p->t.n - 1)))
 		return err(p, &p->t, "'%.*s' is not defined", (int)p->t.n, p->t.s);
-	*id = s->id;
+	*id = *v;
 	next(p);
 	return true;
 }
@@ -374,12 +331,11 @@ ext_args(P *p, char *spec, size_t cap, uint32_t *ops, uint32_t *nops)
 			break;
 		} else if (c == '%' && isname((unsigned char)s[1])) {
 			const char *e = s + 1;
-			Slot *sl;
+			uint32_t *v;
 
 			while (isname((unsigned char)*e))
 				e++;
-			sl = p->cap ? slot(p, s + 1, (size_t)(e - s - 1)) : NULL;
-			if (!sl || !sl->name) {
+			if (!(v = map_getn(&p->names, s + 1, (size_t)(e - s - 1)))) {
 				Tok t = { T_VAL, s, (size_t)(e - s), p->line, (uint32_t)(s - p->bol) + 1 };
 
 				return err(p, &t, "'%.*s' is not defined", (int)(e - s), s);
@@ -387,7 +343,7 @@ ext_args(P *p, char *spec, size_t cap, uint32_t *ops, uint32_t *nops)
 			if (*nops == 64)
 				return err(p, &p->t, "extern: more than 64 tensor arguments");
 			n += (size_t)snprintf(spec + n, cap - n, "@%u", *nops);
-			ops[(*nops)++] = sl->id;
+			ops[(*nops)++] = *v;
 			s = e - 1;
 			continue;
 		}
@@ -681,8 +637,7 @@ func(P *p)
 		return err(p, &p->t, "expected a function name (@name)");
 	p->fn = ir_func_new(p->fn->arena, NULL);
 	p->fn->name = arena_strndup(p->fn->arena, p->t.s + 1, p->t.n - 1);
-	p->names = NULL;   /* names are the function's own */
-	p->cap = p->count = 0;
+	p->names = (Map){ 0 };   /* names are the function's own */
 	next(p);
 	if (!expect(p, "("))
 		return false;

@@ -8,63 +8,6 @@
  * what its op computes; a type comment that says otherwise is an error. */
 #include "trace.h"
 
-/* ---- a string map (names -> ids) ---- */
-
-static uint32_t
-hash(const char *s)
-{
-	uint32_t h = 2166136261u;
-
-	for (; *s; s++)
-		h = (h ^ (unsigned char)*s) * 16777619u;
-	return h;
-}
-
-/* where s is, or where it would go */
-static uint32_t
-map_slot(const Map *m, const char *s)
-{
-	uint32_t i = hash(s) & (m->cap - 1);
-
-	while (m->keys[i] && strcmp(m->keys[i], s) != 0)
-		i = (i + 1) & (m->cap - 1);
-	return i;
-}
-
-static uint32_t *
-map_get(const Map *m, const char *s)
-{
-	uint32_t i;
-
-	if (m->cap == 0)
-		return NULL;
-	i = map_slot(m, s);
-	return m->keys[i] ? &m->vals[i] : NULL;
-}
-
-static void
-map_put(Arena *a, Map *m, const char *s, uint32_t v)
-{
-	uint32_t i;
-
-	if (2 * (m->n + 1) > m->cap) {
-		Map old = *m;
-
-		m->cap = m->cap ? 2 * m->cap : 64;
-		m->keys = arena_alloc(a, m->cap * sizeof *m->keys);
-		m->vals = arena_alloc(a, m->cap * sizeof *m->vals);
-		m->n = 0;
-		for (uint32_t j = 0; j < old.cap; j++)
-			if (old.keys[j])
-				map_put(a, m, old.keys[j], old.vals[j]);
-	}
-	i = map_slot(m, s);
-	if (!m->keys[i])
-		m->n++;
-	m->keys[i] = s;
-	m->vals[i] = v;
-}
-
 /* ---- symbols ---- */
 
 static Sym *

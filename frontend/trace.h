@@ -131,12 +131,6 @@ typedef struct {
 } Sym;
 
 typedef struct {
-	const char **keys;
-	uint32_t *vals;
-	uint32_t cap, n;
-} Map;
-
-typedef struct {
 	uint32_t sym;
 	Sym old;              /* the symbol before this definition */
 } LogEnt;

@@ -15,6 +15,7 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <stdnoreturn.h>
+#include <string.h>
 
 #define IR_MAXRANK 8
 #define IR_NONE UINT32_MAX
@@ -36,6 +37,17 @@ char *arena_strndup(Arena *a, const char *s, size_t n);
 char *arena_printf(Arena *a, const char *fmt, ...);
 /* grow *p (elements of size sz, capacity *cap) to hold need elements */
 void arena_grow(Arena *a, void **p, uint32_t *cap, uint32_t need, size_t sz);
+
+/* a string map, names -> ids: open addressing in the arena; a key is kept
+ * by pointer, so it must live as long as the map (an arena string) */
+typedef struct {
+	const char **keys;
+	uint32_t *vals;
+	uint32_t cap, n;
+} Map;
+uint32_t *map_getn(const Map *m, const char *s, size_t n);   /* the value of s[0..n), or NULL */
+static inline uint32_t *map_get(const Map *m, const char *s) { return map_getn(m, s, strlen(s)); }
+void map_put(Arena *a, Map *m, const char *key, uint32_t v);
 
 /* ---- dtype.c ---- */
 

@@ -138,3 +138,60 @@ now_ms(void)
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
 }
+
+/* ---- a string map ---- */
+
+static uint32_t
+hash(const char *s, size_t n)
+{
+	uint32_t h = 2166136261u;
+
+	while (n--)
+		h = (h ^ (unsigned char)*s++) * 16777619u;
+	return h;
+}
+
+/* where s[0..n) is, or where it would go */
+static uint32_t
+map_slot(const Map *m, const char *s, size_t n)
+{
+	uint32_t i = hash(s, n) & (m->cap - 1);
+
+	while (m->keys[i] && (strncmp(m->keys[i], s, n) != 0 || m->keys[i][n] != '\0'))
+		i = (i + 1) & (m->cap - 1);
+	return i;
+}
+
+uint32_t *
+map_getn(const Map *m, const char *s, size_t n)
+{
+	uint32_t i;
+
+	if (m->cap == 0)
+		return NULL;
+	i = map_slot(m, s, n);
+	return m->keys[i] ? &m->vals[i] : NULL;
+}
+
+void
+map_put(Arena *a, Map *m, const char *key, uint32_t v)
+{
+	uint32_t i;
+
+	if (2 * (m->n + 1) > m->cap) {
+		Map old = *m;
+
+		m->cap = m->cap ? 2 * m->cap : 64;
+		m->keys = arena_alloc(a, m->cap * sizeof *m->keys);
+		m->vals = arena_alloc(a, m->cap * sizeof *m->vals);
+		m->n = 0;
+		for (uint32_t j = 0; j < old.cap; j++)
+			if (old.keys[j])
+				map_put(a, m, old.keys[j], old.vals[j]);
+	}
+	i = map_slot(m, key, strlen(key));
+	if (!m->keys[i])
+		m->n++;
+	m->keys[i] = key;
+	m->vals[i] = v;
+}
