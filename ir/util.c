@@ -1,22 +1,14 @@
-/* util.c — fatal internal errors and the per-compilation arena.
- *
- * The arena hands out zeroed, 16-byte aligned memory from large blocks and frees
- * them all at once; nothing it hands out is freed one by one. */
+/* util.c — fatal internal errors, the per-compilation arena (common/arena.h,
+ * dying when memory runs out) and the string map. */
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
+#include "arena.h"
 #include "ir.h"
 
-typedef struct Block Block;
-struct Block {
-	Block *next;
-	size_t used, cap;
-	_Alignas(16) unsigned char mem[];
-};
-
 struct Arena {
-	Block *head;
+	ArenaCore core;
 };
 
 noreturn void
@@ -39,44 +31,26 @@ arena_new(void)
 
 	if (!a)
 		die("out of memory");
+	a->core.block = 65536;
 	return a;
 }
 
 void
 arena_free(Arena *a)
 {
-	Block *b, *next;
-
 	if (!a)
 		return;
-	for (b = a->head; b; b = next) {
-		next = b->next;
-		free(b);
-	}
+	arena_core_free(&a->core);
 	free(a);
 }
 
 void *
 arena_alloc(Arena *a, size_t n)
 {
-	Block *b = a->head;
-	void *p;
+	void *p = arena_core_alloc(&a->core, n);
 
-	n = (n + 15) & ~(size_t)15;
-	if (!b || b->cap - b->used < n) {
-		size_t cap = n > 65536 ? n : 65536;
-
-		b = malloc(sizeof *b + cap);
-		if (!b)
-			die("out of memory");
-		b->cap = cap;
-		b->used = 0;
-		b->next = a->head;
-		a->head = b;
-	}
-	p = b->mem + b->used;
-	b->used += n;
-	memset(p, 0, n);
+	if (!p)
+		die("out of memory");
 	return p;
 }
 

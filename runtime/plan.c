@@ -9,6 +9,7 @@
  * as "NAME:LINE: message".
  */
 #include "plan.h"
+#include "arena.h"
 #include "gemm_rules.h"
 
 #include <errno.h>
@@ -162,45 +163,24 @@ int64_t rt_gemm_span(int64_t batch, int64_t stride, int64_t rows, int64_t cols)
     return one;
 }
 
-/* ---- arena -------------------------------------------------------------- */
-
-typedef struct Chunk {
-    struct Chunk *next;
-    size_t used, cap;
-    max_align_t data[];
-} Chunk;
+/* ---- arena (common/arena.h: NULL when memory runs out) ---------------- */
 
 struct RtArena {
-    Chunk *head;
+    ArenaCore core;
 };
 
 static void *arena_alloc(RtArena *a, size_t n)
 {
-    n = (n + 15) & ~(size_t)15;
-    if (!a->head || a->head->cap - a->head->used < n) {
-        size_t cap = n > 16384 ? n : 16384;
-        Chunk *c = malloc(sizeof *c + cap);
-        if (!c)
-            return NULL;
-        c->next = a->head;
-        c->used = 0;
-        c->cap = cap;
-        a->head = c;
-    }
-    void *p = (char *)a->head->data + a->head->used;
-    a->head->used += n;
-    memset(p, 0, n);
-    return p;
+    if (!a->core.block)
+        a->core.block = 16384;
+    return arena_core_alloc(&a->core, n);
 }
 
 static void arena_free(RtArena *a)
 {
     if (!a)
         return;
-    for (Chunk *c = a->head, *next; c; c = next) {
-        next = c->next;
-        free(c);
-    }
+    arena_core_free(&a->core);
     free(a);
 }
 
