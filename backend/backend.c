@@ -38,7 +38,7 @@ write_ptx(FILE *f, const Program *prog, Plan **plans, Launch **l, LLVMModuleRef 
 	char err[1024], *ptx = NULL;
 
 	if (!be_compile(mod, o, &ptx, err, sizeof err)) {
-		fprintf(stderr, "fp8cc: error: %s: %s\n", o->path, err);
+		env_error("%s: %s", o->path, err);
 		return false;
 	}
 	print_plans(f, prog, plans, l, o->gpu, "// ");
@@ -106,7 +106,7 @@ be_emit(const Program *prog, Emit kind, const BeOptions *o, FILE *f)
 			fputs(text, f);
 			LLVMDisposeMessage(text);
 		} else {
-			fprintf(stderr, "fp8cc: error: %s: %s\n", o->path, err);
+			env_error("%s: %s", o->path, err);
 		}
 	} else {
 		ok = write_ptx(f, prog, plans, l, mod, o);

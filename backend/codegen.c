@@ -1486,7 +1486,7 @@ reuse(Cg *c, uint32_t k, Seen *seen)
 		seen->name = realloc(seen->name, seen->cap * sizeof *seen->name);
 		seen->hash = realloc(seen->hash, seen->cap * sizeof *seen->hash);
 		if (!seen->text || !seen->name || !seen->hash)
-			die("out of memory");
+			fatal("out of memory");
 	}
 	seen->text[seen->n] = text;
 	seen->name[seen->n] = kn->name;

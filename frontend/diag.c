@@ -54,14 +54,14 @@ fe_load(const char *path, Source *src)
 	} else {
 		src->path = path;
 		if (!(f = fopen(path, "rb"))) {
-			fprintf(stderr, "fp8cc: error: cannot open '%s': %s\n", path, strerror(errno));
+			env_error("cannot open '%s': %s", path, strerror(errno));
 			return false;
 		}
 		ok = slurp(f, src);
 		fclose(f);
 	}
 	if (!ok)
-		fprintf(stderr, "fp8cc: error: cannot read '%s'\n", src->path);
+		env_error("cannot read '%s'", src->path);
 	return ok;
 }
 
@@ -134,12 +134,12 @@ fe_vformat(const Source *src, uint32_t line, uint32_t col, const char *kind, con
 	size_t len = 0;
 
 	if (!(f = open_memstream(&buf, &len)))
-		die("out of memory");
+		fatal("out of memory");
 	fe_diag_out = f;
 	vdiag(src, line, col, kind, fmt, ap);
 	fe_diag_out = old;
 	if (fclose(f) != 0 || !buf)
-		die("out of memory");
+		fatal("out of memory");
 	return buf;
 }
 

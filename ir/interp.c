@@ -361,7 +361,7 @@ eval_reduce(Func *fn, const Instr *in, Tensor *r, const Tensor *a)
 	bool red[IR_MAXRANK] = { false };
 
 	if (!acc)
-		die("out of memory");
+		fatal("out of memory");
 	for (uint32_t i = 0; i < in->nattr; i++)
 		red[dims[i]] = true;
 	strides_of(r, rs);
@@ -573,7 +573,7 @@ eval_scaled_mm(Func *fn, const Instr *in, Tensor *r, Tensor **vals)
 	float *af = decode(A, M * K), *bt = malloc((size_t)(K * N > 0 ? K * N : 1) * sizeof *bt);
 
 	if (!af || !bt)
-		die("out of memory");
+		fatal("out of memory");
 	for (int64_t k = 0; k < K; k++)      /* B transposed: rows of K */
 		for (int64_t j = 0; j < N; j++)
 			bt[j * K + k] = (float)tensor_getf(B, k * N + j);

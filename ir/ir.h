@@ -22,6 +22,11 @@
 
 /* ---- util.c ---- */
 
+/* an error of the environment (memory, files, the toolkit), not of the
+ * input and not a bug: "fp8cc: error: ..." on stderr; fatal then exits 1 */
+void env_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+noreturn void fatal(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* a bug: the place in the source, then abort */
 noreturn void die_(const char *file, int line, const char *fmt, ...);
 #define die(...) die_(__FILE__, __LINE__, __VA_ARGS__)
 #define unreachable() die("unreachable")

@@ -11,6 +11,36 @@ struct Arena {
 	ArenaCore core;
 };
 
+/* errors in three levels: the input's (frontend/diag.c: file:line:col with
+ * the line), the environment's (here: out of memory, a file that cannot be
+ * read or written, no libdevice: "fp8cc: error: ...", status 1), and bugs
+ * (die: the place in the source, abort) */
+
+void
+env_error(const char *fmt, ...)
+{
+	va_list ap;
+
+	fputs("fp8cc: error: ", stderr);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputc('\n', stderr);
+}
+
+noreturn void
+fatal(const char *fmt, ...)
+{
+	va_list ap;
+
+	fputs("fp8cc: error: ", stderr);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputc('\n', stderr);
+	exit(1);
+}
+
 noreturn void
 die_(const char *file, int line, const char *fmt, ...)
 {
@@ -30,7 +60,7 @@ arena_new(void)
 	Arena *a = calloc(1, sizeof *a);
 
 	if (!a)
-		die("out of memory");
+		fatal("out of memory");
 	a->core.block = 65536;
 	return a;
 }
@@ -50,7 +80,7 @@ arena_alloc(Arena *a, size_t n)
 	void *p = arena_core_alloc(&a->core, n);
 
 	if (!p)
-		die("out of memory");
+		fatal("out of memory");
 	return p;
 }
 

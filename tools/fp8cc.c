@@ -573,7 +573,7 @@ write_tensors(Tensor **ts, uint32_t n, const char *path)
 	else
 		rc = st_write(path, st, (int)n, err, sizeof err);
 	if (rc)
-		fprintf(stderr, "fp8cc: error: %s\n", err);
+		env_error("%s", err);
 	free(st);
 	return rc ? 1 : 0;
 }
@@ -625,13 +625,13 @@ run_function(const Program *prog, uint32_t f, const StFile *st, const Options *o
 			continue;
 		}
 		if (!(ins[p] = load_input(prog, f, p, st, o, err, sizeof err)) || !tl_push(used, ins[p])) {
-			fprintf(stderr, "fp8cc: error: %s\n", ins[p] ? "out of memory" : err);
+			env_error("%s", ins[p] ? "out of memory" : err);
 			tensor_free(ins[p]);
 			ok = false;
 		}
 	}
 	if (ok && !(ok = ir_interpret(fn, ins, res, err, sizeof err)))
-		fprintf(stderr, "fp8cc: error: %s\n", err);
+		env_error("%s", err);
 	for (uint32_t i = 0; ok && i < fn->nrets; i++) {
 		if (fn->rslot[i] >= 0) {
 			state[fn->rslot[i]] = res[i];
@@ -663,7 +663,7 @@ interpret(const Program *prog, const Options *o)
 	if (!state)
 		goto done;
 	if (o->inputs && st_read(o->inputs, &st, err, sizeof err)) {
-		fprintf(stderr, "fp8cc: error: %s\n", err);
+		env_error("%s", err);
 		goto done;
 	}
 	for (uint32_t f = 0; f < prog->nfns; f++)
@@ -752,14 +752,14 @@ print_signature(FILE *f, const Program *prog, const Options *o)
 	json_t *j;
 
 	if (!sf || !t || !nb)
-		die("out of memory");
+		fatal("out of memory");
 	for (uint32_t i = 0; i < prog->nfns; i++) {
 		Func *fn = prog->fns[i];
 
 		t[i] = calloc(fn->nparams + fn->nrets + 1, sizeof *t[i]);
 		nb[i] = calloc(fn->nparams + fn->nrets + 1, sizeof *nb[i]);
 		if (!t[i] || !nb[i])
-			die("out of memory");
+			fatal("out of memory");
 		sf[i] = sig_func(fn, t[i], nb[i]);
 	}
 	if (!strcmp(o->files[0], "-"))
@@ -767,7 +767,7 @@ print_signature(FILE *f, const Program *prog, const Options *o)
 	else
 		sig_stem(o->files[0], stem, sizeof stem);
 	if (!(j = sig_json(stem, o->gpu ? o->gpu : "sm_90", sf, (int)prog->nfns)) || sig_print(f, j))
-		die("out of memory");
+		fatal("out of memory");
 	json_decref(j);
 	for (uint32_t i = 0; i < prog->nfns; i++)
 		free(t[i]), free(nb[i]);
@@ -803,11 +803,11 @@ write_out(const char *path, const char *data, size_t len)
 	FILE *f = stdout;
 
 	if (strcmp(path, "-") && !(f = fopen(path, "wb"))) {
-		fprintf(stderr, "fp8cc: error: cannot write '%s': %s\n", path, strerror(errno));
+		env_error("cannot write '%s': %s", path, strerror(errno));
 		return 1;
 	}
 	if (fwrite(data, 1, len, f) != len || (f == stdout ? fflush(f) : fclose(f)) != 0) {
-		fprintf(stderr, "fp8cc: error: cannot write '%s': %s\n", path, strerror(errno));
+		env_error("cannot write '%s': %s", path, strerror(errno));
 		if (f != stdout)
 			remove(path);
 		return 1;
@@ -864,7 +864,7 @@ emit(const Program *prog, const Source *srcs, const Options *o)
 		if ((rc = lowered(prog->fns[i], o)))
 			return rc;
 	if (!(f = open_memstream(&buf, &len)))
-		die("out of memory");
+		fatal("out of memory");
 	/* what cuBLASLt cannot run is an error where code is made for it */
 	for (uint32_t i = 0; be_emit_for_code(kind) && ok && i < prog->nfns; i++)
 		ok = gemms_ok(prog->fns[i], &srcs[o->nfiles == 2 ? i : 0]);
@@ -875,7 +875,7 @@ emit(const Program *prog, const Source *srcs, const Options *o)
 	else if (ok)
 		ok = be_emit(prog, kind, &be, f);
 	if (fclose(f) != 0)
-		die("out of memory");
+		fatal("out of memory");
 	phase("write", path);
 	rc = ok ? write_out(path, buf, len) : 1;
 	free(buf);
@@ -892,7 +892,7 @@ read_signature(Arena *a, const char *path, FeSig *sig)
 	int dt;
 
 	if (st_read_header(path, &st, err, sizeof err)) {
-		fprintf(stderr, "fp8cc: error: --signature: %s\n", err);
+		env_error("--signature: %s", err);
 		return false;
 	}
 	sig->e = arena_alloc(a, ((size_t)st.n + 1) * sizeof *sig->e);
@@ -900,7 +900,7 @@ read_signature(Arena *a, const char *path, FeSig *sig)
 		FeSigEntry *e = &sig->e[sig->n++];
 
 		if ((dt = dt_lookup(st.t[i].dtype, strlen(st.t[i].dtype), 4)) < 0) {
-			fprintf(stderr, "fp8cc: error: --signature: %s: tensor '%s' has dtype %s, which fp8cc does not know\n",
+			env_error("--signature: %s: tensor '%s' has dtype %s, which fp8cc does not know",
 				path, st.t[i].name, st.t[i].dtype);
 			st_free(&st);
 			return false;
