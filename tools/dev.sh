@@ -55,7 +55,7 @@ test)
 	tests/install/run.sh build
 	gpu_report build
 	build build-asan -DFP8CC_SANITIZE=ON -DCMAKE_BUILD_TYPE=Debug
-	(cd build-asan && ASAN_OPTIONS=detect_leaks=1 ctest --output-on-failure -R '^(unit|lit|safetensors|runtime.*|fuzz-.*)$')
+	(cd build-asan && ASAN_OPTIONS=detect_leaks=1 ctest --output-on-failure -R '^(unit|lit|safetensors|runtime.*|python-binding|fuzz-.*)$')
 	echo "== fuzzing: each harness of tests/fuzz for 45 s (tools/fuzz.sh)"
 	tools/fuzz.sh ci 45
 	;;
