@@ -1,10 +1,9 @@
-/* diag.c — source files and diagnostics.
+/* diag.c — diagnostics.
  *
  * Errors print as clang does: "path:line:col: error: message", then the source
  * line, then a caret under the column. Columns count bytes from 1. Notes
  * ("note") and the last word ("fatal error") print the same way; line 0
  * means the file as a whole. */
-#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -12,67 +11,6 @@
 
 FILE *fe_diag_out;
 
-static bool
-slurp(FILE *f, Source *src)
-{
-	size_t cap = 1 << 16, n = 0, got;
-	char *buf = malloc(cap), *nb;
-
-	if (!buf)
-		return false;
-	while ((got = fread(buf + n, 1, cap - n - 1, f)) > 0) {
-		n += got;
-		if (cap - n - 1 == 0) {
-			if (cap > ((size_t)1 << 30) || !(nb = realloc(buf, cap * 2))) {
-				free(buf);
-				return false;
-			}
-			buf = nb;
-			cap *= 2;
-		}
-	}
-	if (ferror(f)) {
-		free(buf);
-		return false;
-	}
-	buf[n] = 0;
-	src->text = buf;
-	src->len = n;
-	return true;
-}
-
-bool
-fe_load(const char *path, Source *src)
-{
-	FILE *f;
-	bool ok;
-
-	memset(src, 0, sizeof *src);
-	if (strcmp(path, "-") == 0) {
-		src->path = "<stdin>";
-		ok = slurp(stdin, src);
-	} else {
-		src->path = path;
-		if (!(f = fopen(path, "rb"))) {
-			env_error("cannot open '%s': %s", path, strerror(errno));
-			return false;
-		}
-		ok = slurp(f, src);
-		fclose(f);
-	}
-	if (!ok)
-		env_error("cannot read '%s'", src->path);
-	return ok;
-}
-
-void
-fe_unload(Source *src)
-{
-	free(src->text);
-	src->text = NULL;
-}
-
-/* the text of line `line` (1-based), without its newline */
 static const char *
 line_at(const Source *src, uint32_t line, size_t *len)
 {

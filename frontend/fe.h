@@ -14,9 +14,14 @@ typedef struct {
 	size_t len;
 } Source;
 
+/* ---- source.c ---- */
+
 /* read a file, or standard input for "-"; false with a message on stderr */
 bool fe_load(const char *path, Source *src);
 void fe_unload(Source *src);
+
+/* ---- diag.c ---- */
+
 /* "path:line:col: error: msg", the source line, a caret under col (1-based) */
 void fe_error(const Source *src, uint32_t line, uint32_t col, const char *fmt, ...);
 void fe_verror(const Source *src, uint32_t line, uint32_t col, const char *fmt, va_list ap);
