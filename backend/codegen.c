@@ -1406,8 +1406,10 @@ fnv(const char *s)
 
 /* each value of f with a name: the value and its name */
 typedef struct {
-	LLVMValueRef *v;
-	const char **name;
+	struct {
+		LLVMValueRef v;
+		const char *name;
+	} *e;
 	uint32_t n, cap;
 } Names;
 
@@ -1419,16 +1421,9 @@ keep_name(Arena *a, Names *ns, LLVMValueRef v)
 
 	if (!len)
 		return;
-	if (ns->n == ns->cap) {
-		LLVMValueRef *nv = arena_alloc(a, 2 * (ns->cap + 8) * sizeof *nv);
-		const char **nn = arena_alloc(a, 2 * (ns->cap + 8) * sizeof *nn);
-
-		memcpy(nv, ns->v, ns->n * sizeof *nv);
-		memcpy(nn, ns->name, ns->n * sizeof *nn);
-		ns->v = nv, ns->name = nn, ns->cap = 2 * (ns->cap + 8);
-	}
-	ns->v[ns->n] = v;
-	ns->name[ns->n++] = arena_strndup(a, name, len);
+	arena_grow(a, (void **)&ns->e, &ns->cap, ns->n + 1, sizeof *ns->e);
+	ns->e[ns->n].v = v;
+	ns->e[ns->n++].name = arena_strndup(a, name, len);
 	LLVMSetValueName2(v, "", 0);
 }
 
@@ -1459,7 +1454,7 @@ text_of(Cg *c, LLVMValueRef f, LLVMValueRef smem)
 	if (smem)
 		LLVMSetValueName2(smem, arena_printf(a, "%s.smem", keep), len + 5);
 	for (uint32_t i = 0; i < ns.n; i++)
-		LLVMSetValueName2(ns.v[i], ns.name[i], strlen(ns.name[i]));
+		LLVMSetValueName2(ns.e[i].v, ns.e[i].name, strlen(ns.e[i].name));
 	return text;
 }
 
