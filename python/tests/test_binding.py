@@ -11,6 +11,9 @@ import ctypes
 import gc
 import os
 import struct
+import subprocess
+import sys
+import tempfile
 import unittest
 
 if not os.environ.get("FP8RT_LIBCUDA"):
@@ -50,6 +53,21 @@ STEP = """// fp8cc-plan 2
 // copy dst=out:0 src=buf:0 bytes=64
 // end-plan
 """ + PTX
+
+
+# y = x, z = x: copies only, which the mock driver does
+COPIES = """// fp8cc-plan 2
+// target sm_90
+// function main
+// input 0 x f32[2,3]
+// output 0 y f32[2,3]
+// output 1 z f32[2,3]
+// copy dst=out:0 src=in:0 bytes=24
+// copy dst=out:1 src=in:0 bytes=24
+// end-plan
+""" + PTX
+
+ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..")
 
 
 def floats(view_or_ptr, n):
@@ -255,6 +273,28 @@ class Binding(unittest.TestCase):
         with self.assertRaisesRegex(ValueError, "is closed"):
             prog2(x)
         prog2.close()
+
+    def test_example_run_py(self):
+        """examples/python/run.py: a safetensors file in, one out, no torch"""
+        sys.path.insert(0, os.path.join(ROOT, "examples", "python"))
+        import run
+        with tempfile.TemporaryDirectory() as d:
+            ptx, inp, out = (os.path.join(d, n) for n in ("p.ptx", "in.safetensors", "out.safetensors"))
+            with open(ptx, "w") as f:
+                f.write(COPIES)
+            x = struct.pack("6f", 1, 2, 3, 4, 5, 6.5)
+            run.write_safetensors(inp, {"x": ("f32", (2, 3), x)})
+            r = subprocess.run([sys.executable, os.path.join(ROOT, "examples", "python", "run.py"), ptx, inp, out],
+                               capture_output=True, text=True, env=os.environ)
+            self.assertEqual(r.returncode, 0, r.stderr)
+            self.assertIn("wrote 2 output(s)", r.stdout)
+            got = run.read_safetensors(out)
+            self.assertEqual(got, {"y": ("f32", (2, 3), x), "z": ("f32", (2, 3), x)})
+            run.write_safetensors(inp, {"x": ("f32", (3, 2), x)})
+            r = subprocess.run([sys.executable, os.path.join(ROOT, "examples", "python", "run.py"), ptx, inp, out],
+                               capture_output=True, text=True, env=os.environ)
+            self.assertEqual(r.returncode, 1)
+            self.assertIn("'x' is f32[3, 2] in", r.stderr)
 
     def test_no_device(self):
         with self.assertRaises(fp8cc.Error) as e:
