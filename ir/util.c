@@ -16,16 +16,22 @@ struct Arena {
  * read or written, no libdevice: "fp8cc: error: ...", status 1), and bugs
  * (die: the place in the source, abort) */
 
+static void
+venv_error(const char *fmt, va_list ap)
+{
+	fputs("fp8cc: error: ", stderr);
+	vfprintf(stderr, fmt, ap);
+	fputc('\n', stderr);
+}
+
 void
 env_error(const char *fmt, ...)
 {
 	va_list ap;
 
-	fputs("fp8cc: error: ", stderr);
 	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
+	venv_error(fmt, ap);
 	va_end(ap);
-	fputc('\n', stderr);
 }
 
 noreturn void
@@ -33,11 +39,9 @@ fatal(const char *fmt, ...)
 {
 	va_list ap;
 
-	fputs("fp8cc: error: ", stderr);
 	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
+	venv_error(fmt, ap);
 	va_end(ap);
-	fputc('\n', stderr);
 	exit(1);
 }
 

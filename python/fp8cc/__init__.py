@@ -61,10 +61,7 @@ class TensorInfo:
 
     @property
     def nbytes(self):
-        n = N.ITEMSIZE[self.dtype]
-        for d in self.shape:
-            n *= d
-        return n
+        return _nbytes(self.dtype, self.shape)
 
     def __repr__(self):
         return f"{self.name}: {self.dtype}[{', '.join(map(str, self.shape))}]"
@@ -171,6 +168,20 @@ def describe(a, stream=None):
                      "__dlpack__)")
 
 
+def _nbytes(dtype, shape):
+    n = N.ITEMSIZE[dtype]
+    for d in shape:
+        n *= d
+    return n
+
+
+def _interface(ptr, dtype, shape):
+    """__cuda_array_interface__ of dense memory, for the dtypes it spells"""
+    if dtype not in _TYPESTR_OF:
+        raise AttributeError(f"__cuda_array_interface__ has no typestr for {dtype}")
+    return {"shape": shape, "typestr": _TYPESTR_OF[dtype], "data": (ptr, False), "strides": None, "version": 3}
+
+
 class DeviceArray:
     """Device memory from libfp8rt (fp8rt_malloc), dense row-major: what a
     program's outputs are by default. It speaks __cuda_array_interface__
@@ -180,9 +191,7 @@ class DeviceArray:
 
     def __init__(self, context, dtype, shape):
         self.context, self.dtype, self.shape = context, dtype, tuple(shape)
-        self.nbytes = N.ITEMSIZE[dtype]
-        for d in self.shape:
-            self.nbytes *= d
+        self.nbytes = _nbytes(dtype, self.shape)
         p = ctypes.c_void_p()
         _check(_lib.fp8rt_malloc(context._ctx, max(self.nbytes, 1), ctypes.byref(p)), context._ctx)
         self.ptr = p.value
@@ -190,10 +199,7 @@ class DeviceArray:
 
     @property
     def __cuda_array_interface__(self):
-        if self.dtype not in _TYPESTR_OF:
-            raise AttributeError(f"__cuda_array_interface__ has no typestr for {self.dtype}")
-        return {"shape": self.shape, "typestr": _TYPESTR_OF[self.dtype], "data": (self.ptr, False),
-                "strides": None, "version": 3}
+        return _interface(self.ptr, self.dtype, self.shape)
 
     def to_bytes(self):
         buf = ctypes.create_string_buffer(self.nbytes)
@@ -241,17 +247,11 @@ class View:
 
     @property
     def nbytes(self):
-        n = N.ITEMSIZE[self.dtype]
-        for d in self.shape:
-            n *= d
-        return n
+        return _nbytes(self.dtype, self.shape)
 
     @property
     def __cuda_array_interface__(self):
-        if self.dtype not in _TYPESTR_OF:
-            raise AttributeError(f"__cuda_array_interface__ has no typestr for {self.dtype}")
-        return {"shape": self.shape, "typestr": _TYPESTR_OF[self.dtype], "data": (self.ptr, False),
-                "strides": None, "version": 3}
+        return _interface(self.ptr, self.dtype, self.shape)
 
     def __repr__(self):
         return f"View({self.dtype}[{', '.join(map(str, self.shape))}] at {self.ptr:#x})"
@@ -336,7 +336,23 @@ def _trampoline(context, fn):
 
 # ---- contexts ------------------------------------------------------------------
 
-class Context:
+class _Closing:
+    """close() on leaving a with block and when collected"""
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    def __del__(self):
+        try:
+            self.close()
+        except Exception:
+            pass
+
+
+class Context(_Closing):
     """A CUDA device's context in libfp8rt. Externs registered here are for
     programs loaded into it afterwards."""
 
@@ -378,17 +394,6 @@ class Context:
             ctx, self._ctx = self._ctx, None
             _check(_lib.fp8rt_context_destroy(ctx))
 
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        self.close()
-
-    def __del__(self):
-        try:
-            self.close()
-        except Exception:
-            pass
 
 
 _contexts = {}
@@ -529,14 +534,12 @@ class Function:
             self._workspace = None
             return
         ptr, dt, shape, _ = describe(array)
-        n = N.ITEMSIZE[dt]
-        for d in shape:
-            n *= d
+        n = _nbytes(dt, shape)
         _check(_lib.fp8rt_function_set_workspace(prog._prog, self.index, ptr, n), prog.context._ctx)
         self._workspace = array
 
 
-class Program:
+class Program(_Closing):
     """A loaded program: .functions (a list of Function; a program from one
     trace has one, from a forward and a backward "forward" and
     "backward"), .state (the state slots, TensorInfo), .target. prog(...)
@@ -601,17 +604,6 @@ class Program:
             if self.context is None or self.context._ctx:
                 _check(_lib.fp8rt_program_destroy(p), self.context._ctx if self.context else None)
 
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        self.close()
-
-    def __del__(self):
-        try:
-            self.close()
-        except Exception:
-            pass
 
 
 def _text(source):
