@@ -169,6 +169,19 @@ tr_update(Reader *r, uint32_t input, uint32_t val)
 	r->updates[r->nupdates++] = (Update){ input, val };
 }
 
+/* name i of s is tensor v (tn: the name the type comment types) */
+static void
+bind_tensor(Reader *r, const Stmt *s, const Name *tn, uint32_t i, uint32_t v, uint32_t nv0)
+{
+	if (tn == &s->names[i])
+		check_typecmt(r, s, v, r->callee);
+	if (!strcmp(s->names[i].s, "_"))
+		return;
+	if (v >= nv0 && !r->fn->vals[v].name)
+		name_value(r, v, s->names[i].s);
+	define_val(r, s->names[i].s, v);
+}
+
 /* the results of a callee with several, one for each name */
 static void
 bind_results(Reader *r, const Stmt *s, uint32_t nv0)
@@ -177,17 +190,8 @@ bind_results(Reader *r, const Stmt *s, uint32_t nv0)
 
 	if (s->nnames != (uint32_t)r->nmulti)
 		tr_errat(r, s->line, s->col, "%s gives %d tensors, not %u", r->callee, r->nmulti, s->nnames);
-	for (uint32_t i = 0; i < s->nnames; i++) {
-		uint32_t v = r->multi[i];
-
-		if (tn == &s->names[i])
-			check_typecmt(r, s, v, r->callee);
-		if (!strcmp(s->names[i].s, "_"))
-			continue;
-		if (v >= nv0 && !r->fn->vals[v].name)
-			name_value(r, v, s->names[i].s);
-		define_val(r, s->names[i].s, v);
-	}
+	for (uint32_t i = 0; i < s->nnames; i++)
+		bind_tensor(r, s, tn, i, r->multi[i], nv0);
 }
 
 /* the results of an extern call, one for each name: tensors, Python ints
@@ -203,13 +207,7 @@ bind_extern(Reader *r, const Stmt *s, const ExtRes *res, uint32_t nv0)
 	for (uint32_t i = 0; i < s->nnames; i++) {
 		switch (res->kind[i]) {
 		case 't':
-			if (tn == &s->names[i])
-				check_typecmt(r, s, res->v[i], r->callee);
-			if (!strcmp(s->names[i].s, "_"))
-				continue;
-			if (res->v[i] >= nv0 && !r->fn->vals[res->v[i]].name)
-				name_value(r, res->v[i], s->names[i].s);
-			define_val(r, s->names[i].s, res->v[i]);
+			bind_tensor(r, s, tn, i, res->v[i], nv0);
 			continue;
 		case 'i':
 			num.kind = SYM_NUM;

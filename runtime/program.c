@@ -265,17 +265,27 @@ fail:
     return st;
 }
 
+/* Drop a kept graph (its pointers stay allocated for the next capture). */
+static fp8rt_status graph_drop(fp8rt_context *ctx, Graph *g, fp8rt_status st)
+{
+    if (g->exec)
+        RELEASE(drv.cuGraphExecDestroy(g->exec));
+    g->exec = NULL;
+    g->used = 0;
+    return st;
+}
+
+static fp8rt_status fn_graphs_free(fp8rt_context *ctx, Fn *fn, fp8rt_status st)
+{
+    for (int i = 0; i < RT_GRAPHS; i++)
+        st = graph_drop(ctx, &fn->graph[i], st);
+    return st;
+}
+
 static fp8rt_status graphs_free(fp8rt_program *p, fp8rt_status st)
 {
-    fp8rt_context *ctx = p->ctx;
     for (int f = 0; p->fn && f < p->plan.nfunc; f++)
-        for (int i = 0; i < RT_GRAPHS; i++) {
-            Graph *g = &p->fn[f].graph[i];
-            if (g->exec)
-                RELEASE(drv.cuGraphExecDestroy(g->exec));
-            g->exec = NULL;
-            g->used = 0;
-        }
+        st = fn_graphs_free(p->ctx, &p->fn[f], st);
     return st;
 }
 
@@ -843,13 +853,7 @@ fp8rt_status fp8rt_function_set_workspace(fp8rt_program *p, int f, void *dptr, s
     if (old && !fn->ws_caller)
         RELEASE(drv.cuMemFree(old));
     fn->ws_caller = dptr != NULL;
-    for (int i = 0; i < RT_GRAPHS; i++) {   /* captured with the old addresses */
-        Graph *g = &fn->graph[i];
-        if (g->exec)
-            RELEASE(drv.cuGraphExecDestroy(g->exec));
-        g->exec = NULL;
-        g->used = 0;
-    }
+    st = fn_graphs_free(ctx, fn, st);   /* captured with the old addresses */
 fail:
     return rt_leave(ctx, st);
 }
@@ -1151,10 +1155,7 @@ static fp8rt_status capture(fp8rt_program *p, Fn *fn, Graph **out)
     for (int i = 1; i < RT_GRAPHS; i++)
         if (fn->graph[i].used < g->used)
             g = &fn->graph[i];
-    if (g->exec)
-        RELEASE(drv.cuGraphExecDestroy(g->exec));
-    g->exec = NULL;
-    if (st != FP8RT_OK || (st = prepare_gemms(p, fn)) != FP8RT_OK)
+    if ((st = graph_drop(ctx, g, st)) != FP8RT_OK || (st = prepare_gemms(p, fn)) != FP8RT_OK)
         goto fail;
     CHECK(drv.cuStreamBeginCapture(ctx->capture, CU_STREAM_CAPTURE_MODE_THREAD_LOCAL));
     st = enqueue_func(p, fn, ctx->capture);
