@@ -112,7 +112,7 @@ step "applications: examples/c/extern, the Python binding with torch"
 if [ -f "$dir/extra/gram.ptx" ]; then
 	cc -O2 examples/c/extern.c -Iruntime -Lbuild-gpu/runtime -Wl,-rpath,$PWD/build-gpu/runtime -lfp8rt -lm \
 		-o /tmp/extern && /tmp/extern "$dir/extra/gram.ptx" || bad "examples/c/extern"
-	python3 tests/gpu/test_python.py "$dir" $fp8run || bad "the Python binding"
+	FP8RT_LIBRARY=$PWD/build-gpu/runtime/libfp8rt.so python3 tests/gpu/test_python.py "$dir" $fp8run || bad "the Python binding"
 else
 	bad "no $dir/extra (run prepare.sh again)"
 fi

@@ -41,7 +41,7 @@ def seed_layer(d, fp8run):
     outs = f(*args)
     torch.cuda.synchronize()
     for o, info in zip(outs, f.outputs):
-        same = torch.equal(o.cpu().view(torch.uint8), want[info.name].view(torch.uint8))
+        same = torch.equal(o.cpu().reshape(-1).view(torch.uint8), want[info.name].reshape(-1).view(torch.uint8))
         check(same, f"seed layer through fp8cc.torch: {info.name} has fp8run's bits")
     # the cost of the Python call: its wall time per call, against
     # libfp8rt's event-timed runs of the same graph (the C call)
