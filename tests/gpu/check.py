@@ -3,6 +3,9 @@
 
 usage: check.py EXPECTED.safetensors GOT.safetensors [--frob NAME,...] [--rtol R] [--atol A]
                 [--frob-all] [--gemm-special]
+       check.py --batch FILE     (one check a line: LABEL<tab>EXPECTED<tab>GOT[<tab>OPTIONS];
+                                  prints "ok   LABEL" or "FAILED LABEL" and the mismatches,
+                                  exit 1 if any failed: one start of torch for the corpus)
 
 Every output of EXPECTED must be in GOT with the same dtype and shape. By
 default the bits must be equal (any NaN matches any NaN); outputs named by
@@ -108,8 +111,8 @@ def close(name, got, want, rtol, atol=1e-30):
     return False
 
 
-def main():
-    args = sys.argv[1:]
+def check(args):
+    """One comparison; args as on the command line. True when it passes."""
     frob, rtol, atol, frob_all, special = set(), None, 1e-30, False, False
     if "--frob-all" in args:
         args.remove("--frob-all")
@@ -145,7 +148,29 @@ def main():
             ok &= close(name, g, w, rtol, atol)
         else:
             ok &= same_bits(name, g, w)
-    sys.exit(0 if ok else 1)
+    return ok
+
+
+def batch(path):
+    failed = 0
+    with open(path) as f:
+        for line in f:
+            fields = line.rstrip("\n").split("\t")
+            if len(fields) < 3:
+                continue
+            label, args = fields[0], fields[1:3] + (fields[3].split() if len(fields) > 3 else [])
+            ok = check(args)
+            print(("ok   " if ok else "FAILED ") + label, flush=True)
+            failed += not ok
+    print(f"{failed} comparison(s) failed")
+    return failed == 0
+
+
+def main():
+    args = sys.argv[1:]
+    if len(args) == 2 and args[0] == "--batch":
+        sys.exit(0 if batch(args[1]) else 1)
+    sys.exit(0 if check(args) else 1)
 
 
 if __name__ == "__main__":

@@ -51,6 +51,8 @@ grep -E "Synthesis|tests passed" "$out/ctest.log" | head -5
 echo "skipped GPU tests: $(grep -c '^\[SKIP\]' "$out/ctest.log")"
 
 step "corpus: fp8run against the reference interpreter"
+checks=$out/checks.tsv
+: > "$checks"
 for ptx in "$dir"/ptx/*.ptx; do
 	name=$(basename "$ptx" .ptx)
 	[[ $name =~ ${ONLY:-.} ]] || continue   # ONLY=REGEX: a part of the corpus
@@ -78,12 +80,9 @@ for ptx in "$dir"/ptx/*.ptx; do
 			bad "$name $s: fp8run: $(tail -3 /tmp/run.log)"
 			continue
 		fi
-		if python3 tests/gpu/check.py "$dir/ptx/$name.$s.expected.safetensors" "$got" "${opts[@]}" "${sopts[@]}" > /tmp/check.log 2>&1; then
-			echo "ok   $name $s"
-		else
-			bad "$name $s"
-			head -40 /tmp/check.log
-		fi
+		# compared after the loop, all in one process (torch starts once)
+		printf '%s\t%s\t%s\t%s\n' "$name $s" "$dir/ptx/$name.$s.expected.safetensors" "$got" \
+			"${opts[*]} ${sopts[*]}" >> "$checks"
 		case $name in
 		seed_*|large)
 			python3 tests/gpu/torch_layer.py "$in" "$got" --expected "$dir/ptx/$name.$s.expected.safetensors" \
@@ -107,6 +106,15 @@ for ptx in "$dir"/ptx/*.ptx; do
 			cmp -s "$got" /tmp/nograph.safetensors || bad "$name $s: without graphs, other bits"
 	done
 done
+
+python3 tests/gpu/check.py --batch "$checks" > "$out/check.log" 2>&1
+grep -E '^(ok|FAILED) ' "$out/check.log" | grep -c '^ok' | sed 's/$/ comparisons with the interpreter passed/'
+if grep -q '^FAILED ' "$out/check.log"; then
+	# each failure with the mismatches printed before its line
+	awk '/^ok /{buf=""; next} /^FAILED /{print buf $0; buf=""; next} {buf=buf $0 "\n"}' "$out/check.log" | head -80
+	fails=$((fails + $(grep -c '^FAILED ' "$out/check.log")))
+fi
+tail -1 "$out/check.log" | grep -q 'comparison(s) failed' || bad "check.py --batch (see check.log)"
 
 step "applications: examples/c/extern, the Python binding with torch"
 if [ -f "$dir/extra/gram.ptx" ]; then
