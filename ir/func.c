@@ -303,6 +303,12 @@ ir_rewrite_end(Func *dst, Func *src, const uint32_t *map)
 }
 
 bool
+ir_rowwise_scales(Func *fn, const Instr *in)
+{
+	return in->op == OP_SCALED_MM && fn->vals[ir_args(fn, in)[2]].rank != 0;
+}
+
+bool
 ir_is_rowmajor(Func *fn, uint32_t v)
 {
 	const Value *val = &fn->vals[v];

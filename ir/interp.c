@@ -562,14 +562,15 @@ decode(const Tensor *t, int64_t n)
 }
 
 /* exact fp8 decode; products of fp8 values are exact in float, accumulated in
- * float over k in order; then scaled by scale_a * scale_b, bias added, rounded */
+ * float over k in order; then scaled by scale_a * scale_b (row-wise: scale_a[i]
+ * * scale_b[j], in float), bias added, rounded */
 static void
 eval_scaled_mm(Func *fn, const Instr *in, Tensor *r, Tensor **vals)
 {
 	const uint32_t *a = ir_args(fn, in);
 	const Tensor *A = vals[a[0]], *B = vals[a[1]], *bias = in->nargs == 5 ? vals[a[4]] : NULL;
 	int64_t M = A->dims[0], K = A->dims[1], N = B->dims[1];
-	float alpha = (float)tensor_getf(vals[a[2]], 0) * (float)tensor_getf(vals[a[3]], 0);
+	bool rows = ir_rowwise_scales(fn, in);
 	float *af = decode(A, M * K), *bt = malloc((size_t)(K * N > 0 ? K * N : 1) * sizeof *bt);
 
 	if (!af || !bt)
@@ -584,7 +585,7 @@ eval_scaled_mm(Func *fn, const Instr *in, Tensor *r, Tensor **vals)
 
 			for (int64_t k = 0; k < K; k++)
 				acc += x[k] * y[k];
-			acc *= alpha;
+			acc *= (float)tensor_getf(vals[a[2]], rows ? i : 0) * (float)tensor_getf(vals[a[3]], rows ? j : 0);
 			if (bias)
 				acc += (float)tensor_getf(bias, j);
 			tensor_setf(r, i * N + j, acc);

@@ -211,6 +211,8 @@ const char *ir_name(Func *fn, uint32_t v, char buf[16]);
 /* per-value use counts, returns included; arena-allocated */
 uint32_t *ir_uses(Func *fn);
 bool ir_is_rowmajor(Func *fn, uint32_t v);
+/* a scaled_mm with row-wise scales (scale_a (M,1), scale_b (1,N)), not one f32 each */
+bool ir_rowwise_scales(Func *fn, const Instr *in);
 const Instr *ir_def(Func *fn, uint32_t v);   /* NULL for a parameter */
 bool ir_const(Func *fn, uint32_t v, double *c); /* v is a full constant: its value */
 

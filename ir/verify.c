@@ -354,9 +354,15 @@ check_gemm(Check *c, const uint32_t *a)
 		return fail(c, "f8e5m2 x f8e5m2 is not supported");
 	if (va->rank != 2 || vb->rank != 2 || da[1] != db[0])
 		return fail(c, "operands must be (M,K) and (K,N)");
-	for (int i = 2; i < 4; i++)
-		if (fn->vals[a[i]].dtype != DT_F32 || fn->vals[a[i]].rank != 0)
-			return fail(c, "scale %d must be f32[]", i - 1);
+	/* torch._scaled_mm's two forms: one f32 each (tensor-wise), or scale_a
+	 * (M,1) and scale_b (1,N) (row-wise) */
+	if (fn->vals[a[2]].dtype != DT_F32 || fn->vals[a[3]].dtype != DT_F32)
+		return fail(c, "scales must be f32");
+	if (fn->vals[a[2]].rank == 0 ? fn->vals[a[3]].rank != 0 :
+			fn->vals[a[2]].rank != 2 || fn->vals[a[3]].rank != 2 || ir_dims(fn, a[2])[0] != da[0] ||
+			ir_dims(fn, a[2])[1] != 1 || ir_dims(fn, a[3])[0] != 1 || ir_dims(fn, a[3])[1] != db[1])
+		return fail(c, "scales must be f32[] and f32[] (tensor-wise) or f32[%lld,1] and f32[1,%lld] (row-wise)",
+			(long long)da[0], (long long)db[1]);
 	if (vr->dtype != DT_BF16 && vr->dtype != DT_F16 && vr->dtype != DT_F32)
 		return fail(c, "result dtype must be bf16, f16 or f32");
 	if (vr->rank != 2 || dr[0] != da[0] || dr[1] != db[1])

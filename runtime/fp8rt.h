@@ -333,6 +333,28 @@ typedef struct fp8rt_scaled_mm_args {
 
 FP8RT_API fp8rt_status fp8rt_scaled_mm(fp8rt_context *ctx, const fp8rt_scaled_mm_args *args, void *stream);
 
+/* How an FP8 GEMM's scales apply (torch._scaled_mm's two cuBLASLt forms). */
+typedef enum fp8rt_scale_mode {
+    FP8RT_SCALE_TENSOR = 0,   /* scale_a, scale_b: one f32 each */
+    FP8RT_SCALE_ROW,          /* scale_a: m f32, one per row of a; scale_b: n f32,
+                                 one per column of b (torch's (m,1) and (1,n):
+                                 torchao's row-wise recipe); D(i,j) is scaled by
+                                 scale_a[i] * scale_b[j] */
+} fp8rt_scale_mode;
+
+/* fp8rt_scaled_mm with a scale mode: `mm` as fp8rt_scaled_mm takes it;
+ * `size` is sizeof(fp8rt_scaled_mm_ex_args) as the caller was built with
+ * (runtime/README.md, "ABI"). Row-wise scales need cuBLASLt's outer-vector
+ * scaling for these dtypes on this device: where the installed cuBLASLt has
+ * no algorithm for it, FP8RT_UNSUPPORTED, saying so. */
+typedef struct fp8rt_scaled_mm_ex_args {
+    size_t size;
+    fp8rt_scaled_mm_args mm;
+    fp8rt_scale_mode scale_mode;
+} fp8rt_scaled_mm_ex_args;
+
+FP8RT_API fp8rt_status fp8rt_scaled_mm_ex(fp8rt_context *ctx, const fp8rt_scaled_mm_ex_args *args, void *stream);
+
 /* ---- GEMMs on float operands ---------------------------------------------- */
 
 typedef enum fp8rt_epilogue {

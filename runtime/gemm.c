@@ -10,7 +10,9 @@
  *   m = N, n = M, k = K; batches by BATCH_COUNT and STRIDED_BATCH_OFFSET.
  * FP8 is the TN case only (B stored (N,K), trans_b; Hopper has no other FP8
  * form), as torch._scaled_mm: A_SCALE_POINTER = scale_b, B_SCALE_POINTER =
- * scale_a. The bias (a vector of N) is broadcast along cuBLASLt's rows, which
+ * scale_a. Row-wise scales are cuBLASLt's OUTER_VEC_32F on both: cuBLASLt's
+ * A scale is a vector of its m = our N (scale_b, one per column of D), its B
+ * scale one of its n = our M (scale_a, one per row). The bias (a vector of N) is broadcast along cuBLASLt's rows, which
  * are our columns: the BIAS epilogues, with RELU or GELU when asked for.
  * Float GEMMs compute in f32 (f64 for f64), no TF32.
  *
@@ -30,7 +32,7 @@
  * always zero-filled before it is set. */
 typedef struct {
     int64_t m, n, k, batch, lda, ldb, ldd, stride_a, stride_b, stride_d;
-    int32_t at, bt, dt, bias_dt, fast_accum, trans_a, trans_b, scaled, epilogue;
+    int32_t at, bt, dt, bias_dt, fast_accum, trans_a, trans_b, scaled, epilogue, scale_mode;
     uint32_t align_a, align_b, align_d;     /* bytes, 1..256 */
 } GemmKey;
 
@@ -157,6 +159,7 @@ static GemmKey key_of(const RtGemmCall *g)
     k.stride_a = g->stride_a, k.stride_b = g->stride_b, k.stride_d = g->stride_d;
     k.at = g->at, k.bt = g->bt, k.dt = g->dt, k.bias_dt = g->bias_dt, k.fast_accum = g->fast_accum;
     k.trans_a = g->trans_a, k.trans_b = g->trans_b, k.scaled = g->scaled, k.epilogue = (int32_t)g->epilogue;
+    k.scale_mode = g->scaled ? (int32_t)g->scale_mode : 0;
     k.align_a = alignment(g->a, g->batch, g->stride_a, g->at);
     k.align_b = alignment(g->b, g->batch, g->stride_b, g->bt);
     k.align_d = alignment(g->d, g->batch, g->stride_d, g->dt);
@@ -234,6 +237,11 @@ static fp8rt_status make_descriptors(fp8rt_context *ctx, RtGemmEntry *e)
     SET_DESC(CUBLASLT_MATMUL_DESC_TRANSB, tb);
     if (k->scaled)
         SET_DESC(CUBLASLT_MATMUL_DESC_FAST_ACCUM, fast);
+    if (k->scaled && k->scale_mode == FP8RT_SCALE_ROW) {
+        int32_t outer = CUBLASLT_MATMUL_MATRIX_SCALE_OUTER_VEC_32F;
+        SET_DESC(CUBLASLT_MATMUL_DESC_A_SCALE_MODE, outer);
+        SET_DESC(CUBLASLT_MATMUL_DESC_B_SCALE_MODE, outer);
+    }
     if (epi != CUBLASLT_EPILOGUE_DEFAULT)
         SET_DESC(CUBLASLT_MATMUL_DESC_EPILOGUE, epi);
     if (k->scaled && k->bias_dt != FP8RT_DTYPE_NONE) {
@@ -271,12 +279,14 @@ static fp8rt_status choose_algo(fp8rt_context *ctx, RtGemmEntry *e)
     if (found == 0) {
         st = rt_err(ctx, FP8RT_UNSUPPORTED,
                     "cuBLASLt has no algorithm for m=%lld n=%lld k=%lld batch=%lld %s%s x %s%s -> %s%s%s "
-                    "(fast_accum=%d)",
+                    "(fast_accum=%d%s)",
                     (long long)k->m, (long long)k->n, (long long)k->k, (long long)k->batch,
                     rt_dtype_name((fp8rt_dtype)k->at), k->trans_a ? "^T" : "", rt_dtype_name((fp8rt_dtype)k->bt),
                     k->trans_b ? "^T" : "", rt_dtype_name((fp8rt_dtype)k->dt), k->bias_dt ? " + bias" : "",
                     k->epilogue == RT_EPI_RELU ? ", relu" : k->epilogue == RT_EPI_GELU ? ", gelu" : "",
-                    k->fast_accum);
+                    k->fast_accum,
+                    k->scale_mode == FP8RT_SCALE_ROW ? ", row-wise scales: this cuBLASLt has no outer-vector "
+                                                       "scaling for them on this device" : "");
         goto fail;
     }
     e->algo = result.algo;
@@ -396,11 +406,9 @@ static fp8rt_status direct(fp8rt_context *ctx, const RtGemmCall *g, void *stream
     return rt_leave(ctx, st);
 }
 
-fp8rt_status fp8rt_scaled_mm(fp8rt_context *ctx, const fp8rt_scaled_mm_args *args, void *stream)
+static RtGemmCall scaled_call(const fp8rt_scaled_mm_args *args, fp8rt_scale_mode mode)
 {
-    if (!ctx || !args)
-        return rt_err(ctx, FP8RT_INVALID_ARGUMENT, "fp8rt_scaled_mm: %s is NULL", ctx ? "args" : "ctx");
-    RtGemmCall g = {
+    return (RtGemmCall){
         .m = args->m, .n = args->n, .k = args->k, .batch = 1, .trans_b = 1, .scaled = 1,
         .lda = args->lda ? args->lda : args->k,
         .ldb = args->ldb ? args->ldb : args->k,
@@ -412,8 +420,30 @@ fp8rt_status fp8rt_scaled_mm(fp8rt_context *ctx, const fp8rt_scaled_mm_args *arg
         .a = (CUdeviceptr)(uintptr_t)args->a, .b = (CUdeviceptr)(uintptr_t)args->b,
         .d = (CUdeviceptr)(uintptr_t)args->d, .bias = (CUdeviceptr)(uintptr_t)args->bias,
         .scale_a = (CUdeviceptr)(uintptr_t)args->scale_a, .scale_b = (CUdeviceptr)(uintptr_t)args->scale_b,
+        .scale_mode = mode,
     };
+}
+
+fp8rt_status fp8rt_scaled_mm(fp8rt_context *ctx, const fp8rt_scaled_mm_args *args, void *stream)
+{
+    if (!ctx || !args)
+        return rt_err(ctx, FP8RT_INVALID_ARGUMENT, "fp8rt_scaled_mm: %s is NULL", ctx ? "args" : "ctx");
+    RtGemmCall g = scaled_call(args, FP8RT_SCALE_TENSOR);
     return direct(ctx, &g, stream, "fp8rt_scaled_mm");
+}
+
+fp8rt_status fp8rt_scaled_mm_ex(fp8rt_context *ctx, const fp8rt_scaled_mm_ex_args *args, void *stream)
+{
+    if (!ctx || !args)
+        return rt_err(ctx, FP8RT_INVALID_ARGUMENT, "fp8rt_scaled_mm_ex: %s is NULL", ctx ? "args" : "ctx");
+    if (args->size < sizeof *args)
+        return rt_err(ctx, FP8RT_INVALID_ARGUMENT, "fp8rt_scaled_mm_ex: args->size is %zu; set it to "
+                      "sizeof(fp8rt_scaled_mm_ex_args), %zu", args->size, sizeof *args);
+    if ((unsigned)args->scale_mode > FP8RT_SCALE_ROW)
+        return rt_err(ctx, FP8RT_INVALID_ARGUMENT, "fp8rt_scaled_mm_ex: scale_mode %d is not one of "
+                      "FP8RT_SCALE_TENSOR, FP8RT_SCALE_ROW", (int)args->scale_mode);
+    RtGemmCall g = scaled_call(&args->mm, args->scale_mode);
+    return direct(ctx, &g, stream, "fp8rt_scaled_mm_ex");
 }
 
 fp8rt_status fp8rt_matmul(fp8rt_context *ctx, const fp8rt_matmul_args *args, void *stream)

@@ -645,13 +645,17 @@ static fp8rt_status parse_dtype_val(Parser *p, Str s, const char *what, fp8rt_dt
 
 static const char *const epilogues[] = {[RT_EPI_NONE] = "none", [RT_EPI_RELU] = "relu", [RT_EPI_GELU] = "gelu"};
 
-/* the keys of a gemm line: version 1's first, then version 2's */
+/* the keys of a gemm line: version 1's first, then version 2's, then 3's */
 enum {
     G_D, G_A, G_B, G_SCALE_A, G_SCALE_B, G_BIAS, G_M, G_N, G_K, G_ATYPE, G_BTYPE, G_DTYPE, G_FAST_ACCUM,
-    G_BATCH, G_STRIDE_A, G_STRIDE_B, G_STRIDE_D, G_TRANS_A, G_TRANS_B, G_EPILOGUE, G_NKEYS
+    G_BATCH, G_STRIDE_A, G_STRIDE_B, G_STRIDE_D, G_TRANS_A, G_TRANS_B, G_EPILOGUE, G_SCALE_MODE, G_NKEYS
 };
 #define G_V1KEYS G_BATCH
+#define G_V2KEYS G_SCALE_MODE
 #define G_SCALED ((1u << G_SCALE_A) | (1u << G_SCALE_B) | (1u << G_FAST_ACCUM))
+#define G_OPTIONAL (1u << G_SCALE_MODE)
+
+static const char *const scale_modes[] = {[FP8RT_SCALE_TENSOR] = "tensor", [FP8RT_SCALE_ROW] = "row"};
 
 static fp8rt_status parse_epilogue(Parser *p, Str s, RtEpilogue *e)
 {
@@ -677,20 +681,33 @@ static fp8rt_status parse_gemm_v2(Parser *p, const Str *val, RtGemm *g)
     return parse_epilogue(p, val[G_EPILOGUE], &g->epilogue);
 }
 
+static fp8rt_status parse_scale_mode(Parser *p, Str s, fp8rt_scale_mode *m)
+{
+    for (int i = 0; i < (int)(sizeof scale_modes / sizeof scale_modes[0]); i++)
+        if (eq(s, scale_modes[i])) {
+            *m = (fp8rt_scale_mode)i;
+            return FP8RT_OK;
+        }
+    return fail(p, "scale_mode: unknown scale mode '%.*s' (tensor or row)", W(s));
+}
+
 /* version 1: gemm d=R a=R b=R scale_a=R scale_b=R bias=R|none m=M n=N k=K atype=T btype=T dtype=T fast_accum=0|1
  * version 2: the same and batch= stride_a= stride_b= stride_d= trans_a= trans_b= epilogue=, where
- * scale_a, scale_b and fast_accum are given for fp8 operands and only for them */
+ * scale_a, scale_b and fast_accum are given for fp8 operands and only for them
+ * version 3: the same and, optionally, scale_mode=tensor|row for fp8 operands */
 static fp8rt_status parse_gemm(Parser *p, const Str *w, int nw, RtStep *step)
 {
     static const char *const keys[G_NKEYS] = {
         [G_D] = "d", [G_A] = "a", [G_B] = "b", [G_SCALE_A] = "scale_a", [G_SCALE_B] = "scale_b", [G_BIAS] = "bias",
         [G_M] = "m", [G_N] = "n", [G_K] = "k", [G_ATYPE] = "atype", [G_BTYPE] = "btype", [G_DTYPE] = "dtype",
         [G_FAST_ACCUM] = "fast_accum", [G_BATCH] = "batch", [G_STRIDE_A] = "stride_a", [G_STRIDE_B] = "stride_b",
-        [G_STRIDE_D] = "stride_d", [G_TRANS_A] = "trans_a", [G_TRANS_B] = "trans_b", [G_EPILOGUE] = "epilogue"};
+        [G_STRIDE_D] = "stride_d", [G_TRANS_A] = "trans_a", [G_TRANS_B] = "trans_b", [G_EPILOGUE] = "epilogue",
+        [G_SCALE_MODE] = "scale_mode"};
     Str val[G_NKEYS] = {{0}};
     RtGemm *g = &step->u.gemm;
-    int v2 = p->plan->version >= 2, nkeys = v2 ? G_NKEYS : G_V1KEYS;
-    unsigned all = (1u << nkeys) - 1;
+    int v2 = p->plan->version >= 2;
+    int nkeys = p->plan->version >= 3 ? G_NKEYS : v2 ? G_V2KEYS : G_V1KEYS;
+    unsigned all = ((1u << nkeys) - 1) & ~G_OPTIONAL;
     fp8rt_status st;
     step->kind = STEP_GEMM;
     if ((st = parse_keys(p, w, nw, 1, keys, nkeys, v2 ? all & ~G_SCALED : all, val, NULL, NULL)))
@@ -709,6 +726,12 @@ static fp8rt_status parse_gemm(Parser *p, const Str *w, int nw, RtStep *step)
             return fail(p, "key '%s' is for fp8 gemms; this one is %s x %s", keys[k], rt_dtype_name(g->atype),
                         rt_dtype_name(g->btype));
     }
+    if (val[G_SCALE_MODE].p && !g->scaled)
+        return fail(p, "key 'scale_mode' is for fp8 gemms; this one is %s x %s", rt_dtype_name(g->atype),
+                    rt_dtype_name(g->btype));
+    g->scale_mode = FP8RT_SCALE_TENSOR;
+    if (val[G_SCALE_MODE].p && (st = parse_scale_mode(p, val[G_SCALE_MODE], &g->scale_mode)))
+        return st;
     g->has_bias = !eq(val[G_BIAS], "none");
     if ((st = parse_ref(p, val[G_D], &g->d)) || (st = parse_ref(p, val[G_A], &g->a)) ||
         (st = parse_ref(p, val[G_B], &g->b)) ||
@@ -1054,15 +1077,17 @@ static fp8rt_status check_operand(Parser *p, RtRef r, const char *what, fp8rt_dt
     return FP8RT_OK;
 }
 
-/* fp8 gemms scale tensor-wise: a scale is one f32. */
-static fp8rt_status check_scale(Parser *p, RtRef r, const char *what)
+/* An fp8 gemm's scale: one f32 (tensor-wise), or `numel` of them (row-wise:
+ * m for scale_a, n for scale_b). */
+static fp8rt_status check_scale(Parser *p, RtRef r, const char *what, fp8rt_scale_mode mode, int64_t numel)
 {
     char rs[24];
     const RtType *t = rt_plan_ref_type(p->plan, p->fn, r);
-    if (t->dtype != FP8RT_F32 || rt_type_numel(t) != 1)
-        return fail(p, "gemm %s=%s is %s with %lld elements, the gemm wants an f32 scalar "
-                       "(this runtime scales fp8 gemms tensor-wise)",
-                    what, rt_ref_str(r, rs, sizeof rs), rt_dtype_name(t->dtype), (long long)rt_type_numel(t));
+    int64_t want = mode == FP8RT_SCALE_ROW ? numel : 1;
+    if (t->dtype != FP8RT_F32 || rt_type_numel(t) != want)
+        return fail(p, "gemm %s=%s is %s with %lld elements, the gemm wants %lld f32 (scale_mode=%s)", what,
+                    rt_ref_str(r, rs, sizeof rs), rt_dtype_name(t->dtype), (long long)rt_type_numel(t),
+                    (long long)want, scale_modes[mode]);
     return FP8RT_OK;
 }
 
@@ -1100,7 +1125,8 @@ static fp8rt_status check_gemm(Parser *p, const RtGemm *g)
     if ((st = check_operand(p, g->d, "d", g->dtype, rt_gemm_span(g->batch, g->stride_d, g->m, g->n))) ||
         (st = check_operand(p, g->a, "a", g->atype, rt_gemm_span(g->batch, g->stride_a, g->m, g->k))) ||
         (st = check_operand(p, g->b, "b", g->btype, rt_gemm_span(g->batch, g->stride_b, g->k, g->n))) ||
-        (g->scaled && ((st = check_scale(p, g->scale_a, "scale_a")) || (st = check_scale(p, g->scale_b, "scale_b")))) ||
+        (g->scaled && ((st = check_scale(p, g->scale_a, "scale_a", g->scale_mode, g->m)) ||
+                       (st = check_scale(p, g->scale_b, "scale_b", g->scale_mode, g->n)))) ||
         (g->has_bias && (st = check_operand(p, g->bias, "bias", g->bias_dtype, g->n))))
         return st;
     return FP8RT_OK;

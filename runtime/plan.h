@@ -16,7 +16,7 @@
 #include "fp8rt.h"
 
 #define RT_PLAN_VERSION_MIN 1   /* the plan versions this parser reads */
-#define RT_PLAN_VERSION_MAX 2
+#define RT_PLAN_VERSION_MAX 3
 
 typedef struct RtArena RtArena;
 
@@ -71,7 +71,9 @@ typedef enum { RT_EPI_NONE, RT_EPI_RELU, RT_EPI_GELU } RtEpilogue;
  * version 2 adds batch= stride_a= stride_b= stride_d= trans_a= trans_b=
  * epilogue=; scale_a, scale_b and fast_accum are there exactly for fp8
  * operands (`scaled`). Version 1's gemm is version 2's with batch=1,
- * strides 0, trans_a=0 trans_b=1, epilogue=none. */
+ * strides 0, trans_a=0 trans_b=1, epilogue=none. Version 3 adds
+ * scale_mode=tensor|row, optional, for fp8 gemms only (tensor when absent):
+ * row scales are a vector of m (scale_a) and one of n (scale_b). */
 typedef struct {
     RtRef d, a, b, scale_a, scale_b, bias;
     int has_bias, scaled;
@@ -81,6 +83,7 @@ typedef struct {
     RtEpilogue epilogue;
     fp8rt_dtype atype, btype, dtype, bias_dtype;
     int fast_accum;
+    fp8rt_scale_mode scale_mode;
 } RtGemm;
 
 /* copy dst=R src=R bytes=B */

@@ -1032,6 +1032,7 @@ static RtGemmCall gemm_call(const fp8rt_program *p, const Fn *fn, const RtGemm *
         .a = ref_ptr(p, fn, g->a), .b = ref_ptr(p, fn, g->b), .d = ref_ptr(p, fn, g->d),
         .bias = g->has_bias ? ref_ptr(p, fn, g->bias) : 0,
         .scale_a = g->scaled ? ref_ptr(p, fn, g->scale_a) : 0, .scale_b = g->scaled ? ref_ptr(p, fn, g->scale_b) : 0,
+        .scale_mode = g->scale_mode,
     };
     return c;
 }

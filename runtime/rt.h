@@ -141,6 +141,7 @@ typedef struct {
     RtEpilogue epilogue;
     fp8rt_dtype at, bt, dt, bias_dt;  /* bias_dt FP8RT_DTYPE_NONE: no bias */
     int fast_accum;
+    fp8rt_scale_mode scale_mode;      /* scaled only */
     CUdeviceptr a, b, d, bias, scale_a, scale_b;
 } RtGemmCall;
 

@@ -13,10 +13,12 @@
  *
  * Shapes and types are cuBLASLt's column-major view: D (rows m, cols n) =
  * op(A) · op(B), op by transa / transb, batched by the layouts' batch count
- * and strides; A and B fp8 (with f32 device scalar scales), bf16, f16, f32
+ * and strides; A and B fp8 (with f32 device scalar scales, or with
+ * OUTER_VEC_32F scale modes a vector of m for A and of n for B), bf16, f16, f32
  * or f64; the bias a vector of m in bias_type (fp8) or D's type; epilogues
  * BIAS, RELU, GELU (tanh) and their _BIAS forms. Compute is f32, f64 for
- * COMPUTE_64F. */
+ * COMPUTE_64F. mocklt_refuse_outer_vec makes the heuristic find no algorithm
+ * for outer-vector scales, as a cuBLASLt without them would. */
 #include <dlfcn.h>
 #include <math.h>
 #include <stdlib.h>
@@ -33,6 +35,12 @@
 static struct {
     int handles, descs, layouts, prefs;
 } live;
+static int refuse_outer_vec;
+
+void mocklt_refuse_outer_vec(int on)
+{
+    refuse_outer_vec = on;
+}
 
 void mocklt_live(int out[4])
 {
@@ -67,7 +75,7 @@ static int fault(const char *name)
 #define DONE() return failed_ ? INJECTED : CUBLAS_STATUS_SUCCESS
 
 typedef struct {
-    int32_t transa, transb, epilogue, bias_type;
+    int32_t transa, transb, epilogue, bias_type, scale_mode_a, scale_mode_b;
     int f64;
     const float *scale_a, *scale_b;
     const void *bias;
@@ -149,6 +157,8 @@ cublasStatus_t CUBLASWINAPI cublasLtMatmulDescSetAttribute(cublasLtMatmulDesc_t 
     case CUBLASLT_MATMUL_DESC_A_SCALE_POINTER: memcpy(&x->scale_a, buf, sizeof x->scale_a); break;
     case CUBLASLT_MATMUL_DESC_B_SCALE_POINTER: memcpy(&x->scale_b, buf, sizeof x->scale_b); break;
     case CUBLASLT_MATMUL_DESC_BIAS_POINTER: memcpy(&x->bias, buf, sizeof x->bias); break;
+    case CUBLASLT_MATMUL_DESC_A_SCALE_MODE: memcpy(&x->scale_mode_a, buf, n < 4 ? n : 4); break;
+    case CUBLASLT_MATMUL_DESC_B_SCALE_MODE: memcpy(&x->scale_mode_b, buf, n < 4 ? n : 4); break;
     default: break;
     }
     return CUBLAS_STATUS_SUCCESS;
@@ -219,10 +229,13 @@ cublasStatus_t CUBLASWINAPI cublasLtMatmulAlgoGetHeuristic(cublasLtHandle_t h, c
                                                            cublasLtMatmulPreference_t p, int want,
                                                            cublasLtMatmulHeuristicResult_t results[], int *found)
 {
-    (void)h, (void)d, (void)a, (void)b, (void)c, (void)dl, (void)p;
+    (void)h, (void)a, (void)b, (void)c, (void)dl, (void)p;
+    const Desc *x = (const Desc *)(void *)d;
+    int outer = x->scale_mode_a == CUBLASLT_MATMUL_MATRIX_SCALE_OUTER_VEC_32F ||
+                x->scale_mode_b == CUBLASLT_MATMUL_MATRIX_SCALE_OUTER_VEC_32F;
     FAULT();
     memset(results, 0, sizeof *results);
-    *found = want > 0;
+    *found = want > 0 && !(outer && refuse_outer_vec);
     return CUBLAS_STATUS_SUCCESS;
 }
 
@@ -303,7 +316,8 @@ static void matmul(const void *arg)
     const Call *c = arg;
     const Desc *ds = &c->desc;
     uint64_t m = c->d.rows, n = c->d.cols, k = ds->transa == CUBLAS_OP_T ? c->a.rows : c->a.cols;
-    double s = c->alpha * (ds->scale_a ? *ds->scale_a : 1.0f) * (ds->scale_b ? *ds->scale_b : 1.0f);
+    int outer_a = ds->scale_mode_a == CUBLASLT_MATMUL_MATRIX_SCALE_OUTER_VEC_32F;
+    int outer_b = ds->scale_mode_b == CUBLASLT_MATMUL_MATRIX_SCALE_OUTER_VEC_32F;
     cudaDataType bt = ds->bias_type >= 0 ? (cudaDataType)ds->bias_type : c->d.type;
     for (int64_t b = 0; b < c->d.batch; b++) {
         const uint8_t *pa = c->pa + (uint64_t)(b * c->a.stride) * type_size(c->a.type);
@@ -321,7 +335,9 @@ static void matmul(const void *arg)
                     else
                         acc += (float)x;
                 }
-                double v = (ds->f64 ? acc64 : (double)acc) * s;
+                double sa = ds->scale_a ? ds->scale_a[outer_a ? i : 0] : 1.0f;
+                double sb = ds->scale_b ? ds->scale_b[outer_b ? j : 0] : 1.0f;
+                double v = (ds->f64 ? acc64 : (double)acc) * (c->alpha * sa * sb);
                 if (has_bias(ds->epilogue))
                     v += load(ds->bias, bt, i);
                 store(pd, c->d.type, i + j * (uint64_t)c->d.ld, activate(ds->epilogue, v));

@@ -5,5 +5,7 @@
 
 /* cuBLASLt objects alive: handles, matmul descriptors, layouts, preferences. */
 void mocklt_live(int out[4]);
+/* With on, the heuristic finds no algorithm for outer-vector (row-wise) scales. */
+void mocklt_refuse_outer_vec(int on);
 
 #endif

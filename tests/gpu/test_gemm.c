@@ -3,7 +3,8 @@
  * relative Frobenius error < 1e-2 (first mismatches printed). Shapes from the
  * seed layer up to M=1000 (not a multiple of 16); e4m3 x e4m3, e4m3 x e5m2
  * and e5m2 x e4m3; bf16, f32 and f16 outputs; bias; fast_accum on and off;
- * padded leading dimensions. Then the argument checks. Skipped visibly
+ * padded leading dimensions; row-wise scales (fp8rt_scaled_mm_ex). Then the
+ * argument checks. Skipped visibly
  * without a GPU. */
 #include <stdlib.h>
 
@@ -12,7 +13,7 @@
 typedef struct {
     int64_t m, n, k;
     fp8rt_dtype at, bt, dt;
-    int bias, fast, pad;
+    int bias, fast, pad, row;   /* row: row-wise scales, scale_a[i] and scale_b[j] */
 } MmCase;
 
 typedef struct {
@@ -20,6 +21,18 @@ typedef struct {
 } Dev;
 
 static const float scale_a = 0.5f, scale_b = 0.25f;
+
+/* the scales of row i of a and column j of b: tensor-wise the constants,
+ * row-wise a power of two that varies along the row and the column */
+static float row_scale(const MmCase *c, int64_t i)
+{
+    return c->row ? scale_a * (float)(1 << (i % 5)) : scale_a;
+}
+
+static float col_scale(const MmCase *c, int64_t j)
+{
+    return c->row ? scale_b / (float)(1 << (j % 3)) : scale_b;
+}
 
 static double decode_out(const uint8_t *p, fp8rt_dtype dt)
 {
@@ -62,7 +75,7 @@ static void reference(const MmCase *c, int64_t lda, int64_t ldb, const uint8_t *
                 s2 += x[kk + 2] * y[kk + 2];
                 s3 += x[kk + 3] * y[kk + 3];
             }
-            ref[i * c->n + j] = (s0 + s1 + s2 + s3) * scale_a * scale_b + (bias ? bias[j] : 0);
+            ref[i * c->n + j] = (s0 + s1 + s2 + s3) * row_scale(c, i) * col_scale(c, j) + (bias ? bias[j] : 0);
         }
     free(ad);
     free(bd);
@@ -78,7 +91,14 @@ static void check_mm(fp8rt_context *ctx, MmCase c)
     uint16_t *bias16 = malloc((size_t)c.n * 2);
     double *bias = malloc((size_t)c.n * sizeof *bias), *ref = malloc((size_t)(c.m * c.n) * sizeof *ref);
     double *got = malloc((size_t)(c.m * c.n) * sizeof *got);
-    float scales[8] = {scale_a, 0, 0, 0, scale_b, 0, 0, 0};
+    /* scale_a's m values, then scale_b's n at a 16-byte aligned offset */
+    int64_t sb_at = (c.m + 3) / 4 * 4;
+    float *scales = calloc((size_t)(sb_at + c.n), sizeof *scales);
+    cr_assert(scales);
+    for (int64_t i = 0; i < c.m; i++)
+        scales[i] = row_scale(&c, i);
+    for (int64_t j = 0; j < c.n; j++)
+        scales[sb_at + j] = col_scale(&c, j);
     uint64_t seed = 0x1234567ull + (uint64_t)(c.m * 31 + c.n * 7 + c.k) + (uint64_t)c.at * 1000;
     cr_assert(a && b && d && bias16 && bias && ref && got);
     for (int64_t i = 0; i < c.m * lda; i++)
@@ -94,18 +114,27 @@ static void check_mm(fp8rt_context *ctx, MmCase c)
 
     Dev dev = {upload(ctx, a, (size_t)(c.m * lda)), upload(ctx, b, (size_t)(c.n * ldb)),
                upload(ctx, d, (size_t)(c.m * ldd) * osize), upload(ctx, bias16, (size_t)c.n * 2),
-               upload(ctx, scales, sizeof scales)};
+               upload(ctx, scales, (size_t)(sb_at + c.n) * sizeof *scales)};
     fp8rt_scaled_mm_args args = {
         .m = c.m, .n = c.n, .k = c.k,
         .a = dev.a, .a_dtype = c.at, .lda = c.pad ? lda : 0,
         .b = dev.b, .b_dtype = c.bt, .ldb = c.pad ? ldb : 0,
-        .scale_a = (const float *)dev.scales, .scale_b = (const float *)dev.scales + 4,
+        .scale_a = (const float *)dev.scales, .scale_b = (const float *)dev.scales + sb_at,
         .bias = c.bias ? dev.bias : NULL, .bias_dtype = c.bias ? bias_dt : FP8RT_DTYPE_NONE,
         .d = dev.d, .d_dtype = c.dt, .ldd = c.pad ? ldd : 0,
         .fast_accum = c.fast,
     };
-    CHECK_OK(fp8rt_scaled_mm(ctx, &args, NULL), ctx);
-    CHECK_OK(fp8rt_scaled_mm(ctx, &args, NULL), ctx);  /* again: the prepared GEMM from the cache */
+    if (c.row) {
+        fp8rt_scaled_mm_ex_args ex = {.size = sizeof ex, .mm = args, .scale_mode = FP8RT_SCALE_ROW};
+        fp8rt_status st = fp8rt_scaled_mm_ex(ctx, &ex, NULL);
+        if (st == FP8RT_UNSUPPORTED)   /* what the installed cuBLASLt says, visibly */
+            cr_skip("row-wise scales: %s", fp8rt_last_error(ctx));
+        CHECK_OK(st, ctx);
+        CHECK_OK(fp8rt_scaled_mm_ex(ctx, &ex, NULL), ctx);
+    } else {
+        CHECK_OK(fp8rt_scaled_mm(ctx, &args, NULL), ctx);
+        CHECK_OK(fp8rt_scaled_mm(ctx, &args, NULL), ctx);  /* again: the prepared GEMM from the cache */
+    }
     CHECK_OK(fp8rt_synchronize(ctx, NULL), ctx);
     CHECK_OK(fp8rt_memcpy_dtoh(ctx, d, dev.d, (size_t)(c.m * ldd) * osize), ctx);
 
@@ -118,16 +147,16 @@ static void check_mm(fp8rt_context *ctx, MmCase c)
                       (long long)i, (long long)j);
     }
     char what[160];
-    snprintf(what, sizeof what, "scaled_mm %lldx%lldx%lld %s x %s -> %s bias=%d fast_accum=%d pad=%d",
+    snprintf(what, sizeof what, "scaled_mm %lldx%lldx%lld %s x %s -> %s bias=%d fast_accum=%d pad=%d row=%d",
              (long long)c.m, (long long)c.n, (long long)c.k, fp8rt_dtype_name(c.at), fp8rt_dtype_name(c.bt),
-             fp8rt_dtype_name(c.dt), c.bias, c.fast, c.pad);
+             fp8rt_dtype_name(c.dt), c.bias, c.fast, c.pad, c.row);
     double err = rel_frobenius(ref, got, (size_t)(c.m * c.n), (int)c.n, 2e-2, what);
     cr_assert(err < 1e-2, "%s: relative Frobenius error %.3g", what, err);
     cr_log_info("%s: relative Frobenius error %.3g", what, err);
 
     fp8rt_free(ctx, dev.a), fp8rt_free(ctx, dev.b), fp8rt_free(ctx, dev.d), fp8rt_free(ctx, dev.bias);
     fp8rt_free(ctx, dev.scales);
-    free(a), free(b), free(d), free(bias16), free(bias), free(ref), free(got);
+    free(a), free(b), free(d), free(bias16), free(bias), free(ref), free(got), free(scales);
 }
 
 static const int64_t shapes[][3] = {{16, 32, 64}, {16, 64, 32}, {128, 256, 512}, {1000, 1024, 2048}};
@@ -138,7 +167,7 @@ Test(scaled_mm, e4m3_e4m3_to_bf16, .timeout = 300)
     fp8rt_context *ctx;
     GPU_CONTEXT(ctx);
     for (int s = 0; s < NSHAPES; s++) {
-        MmCase c = {shapes[s][0], shapes[s][1], shapes[s][2], FP8RT_F8E4M3FN, FP8RT_F8E4M3FN, FP8RT_BF16, 0, 0, 0};
+        MmCase c = {shapes[s][0], shapes[s][1], shapes[s][2], FP8RT_F8E4M3FN, FP8RT_F8E4M3FN, FP8RT_BF16, 0, 0, 0, 0};
         check_mm(ctx, c);
         c.bias = 1, c.fast = 1;
         check_mm(ctx, c);
@@ -151,7 +180,7 @@ Test(scaled_mm, e4m3_e5m2_to_f32, .timeout = 300)
     fp8rt_context *ctx;
     GPU_CONTEXT(ctx);
     for (int s = 0; s < NSHAPES; s++) {
-        MmCase c = {shapes[s][0], shapes[s][1], shapes[s][2], FP8RT_F8E4M3FN, FP8RT_F8E5M2, FP8RT_F32, 1, 0, 0};
+        MmCase c = {shapes[s][0], shapes[s][1], shapes[s][2], FP8RT_F8E4M3FN, FP8RT_F8E5M2, FP8RT_F32, 1, 0, 0, 0};
         check_mm(ctx, c);
         c.bias = 0, c.fast = 1;
         check_mm(ctx, c);
@@ -163,8 +192,8 @@ Test(scaled_mm, e5m2_e4m3_to_f16_with_bias)
 {
     fp8rt_context *ctx;
     GPU_CONTEXT(ctx);
-    check_mm(ctx, (MmCase){128, 256, 512, FP8RT_F8E5M2, FP8RT_F8E4M3FN, FP8RT_F16, 1, 0, 0});
-    check_mm(ctx, (MmCase){1000, 64, 128, FP8RT_F8E5M2, FP8RT_F8E4M3FN, FP8RT_F16, 1, 1, 0});
+    check_mm(ctx, (MmCase){128, 256, 512, FP8RT_F8E5M2, FP8RT_F8E4M3FN, FP8RT_F16, 1, 0, 0, 0});
+    check_mm(ctx, (MmCase){1000, 64, 128, FP8RT_F8E5M2, FP8RT_F8E4M3FN, FP8RT_F16, 1, 1, 0, 0});
     fp8rt_context_destroy(ctx);
 }
 
@@ -172,8 +201,22 @@ Test(scaled_mm, padded_leading_dims)
 {
     fp8rt_context *ctx;
     GPU_CONTEXT(ctx);
-    check_mm(ctx, (MmCase){100, 128, 256, FP8RT_F8E4M3FN, FP8RT_F8E4M3FN, FP8RT_BF16, 1, 0, 1});
-    check_mm(ctx, (MmCase){33, 48, 64, FP8RT_F8E4M3FN, FP8RT_F8E5M2, FP8RT_F32, 0, 1, 1});
+    check_mm(ctx, (MmCase){100, 128, 256, FP8RT_F8E4M3FN, FP8RT_F8E4M3FN, FP8RT_BF16, 1, 0, 1, 0});
+    check_mm(ctx, (MmCase){33, 48, 64, FP8RT_F8E4M3FN, FP8RT_F8E5M2, FP8RT_F32, 0, 1, 1, 0});
+    fp8rt_context_destroy(ctx);
+}
+
+Test(scaled_mm, row_wise_scales, .timeout = 300)
+{
+    fp8rt_context *ctx;
+    GPU_CONTEXT(ctx);
+    for (int s = 0; s < NSHAPES; s++) {
+        MmCase c = {shapes[s][0], shapes[s][1], shapes[s][2], FP8RT_F8E4M3FN, FP8RT_F8E4M3FN, FP8RT_BF16, 0, 0, 0, 1};
+        check_mm(ctx, c);
+        c.fast = 1, c.dt = FP8RT_F32;
+        check_mm(ctx, c);
+    }
+    check_mm(ctx, (MmCase){100, 128, 256, FP8RT_F8E4M3FN, FP8RT_F8E5M2, FP8RT_BF16, 1, 0, 1, 1});
     fp8rt_context_destroy(ctx);
 }
 

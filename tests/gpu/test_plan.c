@@ -133,7 +133,7 @@ typedef struct {
 
 static const BadPlan bad_plans[] = {
     {15, "lanch k0 grid=0 block=256 smem=0 coop=0 args=in:0", FP8RT_BAD_PROGRAM, "unknown plan line 'lanch'", 15},
-    {1, "fp8cc-plan 3", FP8RT_BAD_PROGRAM, "plan version 3; this runtime reads versions 1 to 2", 1},
+    {1, "fp8cc-plan 4", FP8RT_BAD_PROGRAM, "plan version 4; this runtime reads versions 1 to 3", 1},
     {1, "fp8cc-plan one", FP8RT_BAD_PROGRAM, "not a non-negative integer", 1},
     {2, "", FP8RT_BAD_PROGRAM, "missing 'target' line", 1},
     {2, "target gfx90a", FP8RT_BAD_PROGRAM, "bad target 'gfx90a'", 2},
@@ -183,7 +183,7 @@ static const BadPlan bad_plans[] = {
      FP8RT_BAD_PROGRAM, "gemm bias=in:0 is f32, the gemm wants bf16", 17},
     {17, "gemm d=out:1 a=in:1 b=in:2 scale_a=in:0 scale_b=in:4 bias=none m=32 n=16 k=64 atype=f8e4m3fn "
          "btype=f8e4m3fn dtype=bf16 fast_accum=0",
-     FP8RT_BAD_PROGRAM, "gemm scale_a=in:0 is f32 with 1024 elements, the gemm wants an f32 scalar", 17},
+     FP8RT_BAD_PROGRAM, "in:0 is f32 with 1024 elements, the gemm wants 1 f32 (scale_mode=tensor)", 17},
     {17, "gemm d=in:0 a=in:1 b=in:2 scale_a=in:3 scale_b=in:4 bias=none m=32 n=16 k=64 atype=f8e4m3fn "
          "btype=f8e4m3fn dtype=bf16 fast_accum=0",
      FP8RT_BAD_PROGRAM, "writes a program input", 17},
@@ -283,9 +283,9 @@ Test(plan, rejects_bad_files)
 
 Test(plan, version_mismatch_message)
 {
-    char *ptx = test_program_ptx(1, "fp8cc-plan 3");
-    cr_assert_eq(fp8rt_program_check(ptx, strlen(ptx), "v3.ptx"), FP8RT_BAD_PROGRAM);
-    cr_assert_str_eq(fp8rt_last_error(NULL), "v3.ptx:1: plan version 3; this runtime reads versions 1 to 2");
+    char *ptx = test_program_ptx(1, "fp8cc-plan 4");
+    cr_assert_eq(fp8rt_program_check(ptx, strlen(ptx), "v4.ptx"), FP8RT_BAD_PROGRAM);
+    cr_assert_str_eq(fp8rt_last_error(NULL), "v4.ptx:1: plan version 4; this runtime reads versions 1 to 3");
     free(ptx);
 }
 
@@ -368,6 +368,66 @@ Test(plan, long_lines)
     cr_assert(strstr(err, "unknown plan line 'xxxx") && strlen(err) < 200, "%s", err);
     free(ptx);
     free(line);
+}
+
+/* ---- version 3: row-wise fp8 scales --------------------------------------- */
+
+static const char row_plan[] =
+    "fp8cc-plan 3\n"
+    "target sm_90\n"
+    "function main\n"
+    "input 0 a f8e4m3fn[4,16]\n"
+    "input 1 b f8e4m3fn[16,16]\n"
+    "input 2 sa f32[4,1]\n"
+    "input 3 sb f32[1,16]\n"
+    "input 4 x f32[8,16]\n"
+    "output 0 d bf16[4,16]\n"
+    "output 1 y f32[8,8]\n"
+    "workspace 0\n"
+    "gemm d=out:0 a=in:0 b=in:1 scale_a=in:2 scale_b=in:3 bias=none m=4 n=16 k=16 batch=1 stride_a=0 "
+    "stride_b=0 stride_d=0 trans_a=0 trans_b=1 atype=f8e4m3fn btype=f8e4m3fn dtype=bf16 epilogue=none "
+    "fast_accum=0 scale_mode=row\n"
+    "gemm d=out:1 a=in:4 b=in:4 bias=none m=8 n=8 k=16 batch=1 stride_a=0 stride_b=0 stride_d=0 trans_a=0 "
+    "trans_b=1 atype=f32 btype=f32 dtype=f32 epilogue=none\n";
+
+/* row_plan with its text `old` replaced by `with`: parsed; the status, and
+ * for a failure the message must contain `substr`. */
+static void row_plan_case(const char *old, const char *with, fp8rt_status want, const char *substr)
+{
+    char *text = old ? test_replace(row_plan, old, with) : strdup(row_plan);
+    RtPlan p;
+    fp8rt_status st = rt_plan_parse_text(text, strlen(text), "row.plan", &p, err, sizeof err);
+    cr_assert_eq(st, want, "'%s' -> '%s': %s: %s", old ? old : "", with ? with : "", fp8rt_status_name(st), err);
+    if (st == FP8RT_OK) {
+        cr_assert_eq(p.version, 3);
+        const RtGemm *g = &p.func[0].step[0].u.gemm;
+        cr_assert_eq(g->scale_mode, strstr(text, "scale_mode=row") ? FP8RT_SCALE_ROW : FP8RT_SCALE_TENSOR);
+        cr_assert_eq(p.func[0].step[1].u.gemm.scale_mode, FP8RT_SCALE_TENSOR);
+        rt_plan_free(&p);
+    } else {
+        cr_assert(strstr(err, substr), "message lacks \"%s\": %s", substr, err);
+    }
+    free(text);
+}
+
+Test(plan, version_3_scale_mode)
+{
+    row_plan_case(NULL, NULL, FP8RT_OK, "");
+    /* tensor-wise: scalars, with or without the key */
+    row_plan_case("input 2 sa f32[4,1]\ninput 3 sb f32[1,16]", "input 2 sa f32[]\ninput 3 sb f32[]", FP8RT_BAD_PROGRAM,
+                  "gemm scale_a=in:2 is f32 with 1 elements, the gemm wants 4 f32 (scale_mode=row)");
+    row_plan_case("input 3 sb f32[1,16]", "input 3 sb f32[16,2]", FP8RT_BAD_PROGRAM,
+                  "gemm scale_b=in:3 is f32 with 32 elements, the gemm wants 16 f32 (scale_mode=row)");
+    row_plan_case("input 2 sa f32[4,1]\ninput 3 sb f32[1,16]", "input 2 sa f32[]\ninput 3 sb f32[]", FP8RT_BAD_PROGRAM,
+                  "scale_mode=row");
+    row_plan_case("fast_accum=0 scale_mode=row", "fast_accum=0", FP8RT_BAD_PROGRAM,
+                  "gemm scale_a=in:2 is f32 with 4 elements, the gemm wants 1 f32 (scale_mode=tensor)");
+    row_plan_case("scale_mode=row", "scale_mode=block", FP8RT_BAD_PROGRAM,
+                  "scale_mode: unknown scale mode 'block' (tensor or row)");
+    row_plan_case("epilogue=none\n", "epilogue=none scale_mode=row\n", FP8RT_BAD_PROGRAM,
+                  "key 'scale_mode' is for fp8 gemms; this one is f32 x f32");
+    row_plan_case("scale_mode=row", "scale_mode=row scale_mode=row", FP8RT_BAD_PROGRAM, "key 'scale_mode' given twice");
+    row_plan_case("fp8cc-plan 3", "fp8cc-plan 2", FP8RT_BAD_PROGRAM, "unknown key 'scale_mode'");
 }
 
 /* ---- version 2: functions, state slots, float GEMMs ------------------------ */
