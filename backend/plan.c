@@ -78,8 +78,7 @@ print_gemm(FILE *f, Func *fn, const Plan *p, const Instr *in, const char *pre, i
 		ir_dtypes[fn->vals[a[1]].dtype].name, ir_dtypes[fn->vals[in->res].dtype].name);
 	if (version > 1)
 		fputs(" epilogue=none", f);
-	fprintf(f, " fast_accum=%d%s\n", (in->flags & IF_FAST_ACCUM) != 0,
-		ir_rowwise_scales(fn, in) ? " scale_mode=row" : "");
+	fprintf(f, " fast_accum=%d\n", (in->flags & IF_FAST_ACCUM) != 0);
 }
 
 /* matmul: cuBLASLt's strided batch (batch 1, strides 0 for one matrix);
@@ -205,24 +204,17 @@ be_print_plan_head(FILE *f, const Program *prog, const char *gpu, const char *pr
 	}
 }
 
-/* The lowest version that says it all: 1 for one function, no state, no
- * GEMM but tensor-wise torch._scaled_mm's, no extern; 3 for row-wise scales;
- * else 2. */
+/* 1 for a program that needs nothing past version 1: one function, no state,
+ * no GEMM but torch._scaled_mm's, no extern */
 int
 be_plan_version(const Program *prog)
 {
-	int v = prog->nfns > 1 || prog->nslots > 0 ? 2 : 1;
-
-	for (uint32_t f = 0; f < prog->nfns; f++)
-		for (uint32_t i = 0; i < prog->fns[f]->nins; i++) {
-			const Instr *in = &prog->fns[f]->ins[i];
-
-			if (ir_rowwise_scales(prog->fns[f], in))
-				return 3;
-			if (in->op == OP_MATMUL || in->op == OP_EXTERN)
-				v = 2;
-		}
-	return v;
+	if (prog->nfns > 1 || prog->nslots > 0)
+		return 2;
+	for (uint32_t i = 0; i < prog->fns[0]->nins; i++)
+		if (prog->fns[0]->ins[i].op == OP_MATMUL || prog->fns[0]->ins[i].op == OP_EXTERN)
+			return 2;
+	return 1;
 }
 
 void

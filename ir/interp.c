@@ -562,8 +562,8 @@ decode(const Tensor *t, int64_t n)
 }
 
 /* exact fp8 decode; products of fp8 values are exact in float, accumulated in
- * float over k in order; then scaled by scale_a * scale_b (row-wise: scale_a[i]
- * * scale_b[j], in float), bias added, rounded */
+ * float over k in order; then scaled by scale_a * scale_b (row-wise: by
+ * scale_a[i], then by scale_b[j], in float), bias added, rounded */
 static void
 eval_scaled_mm(Func *fn, const Instr *in, Tensor *r, Tensor **vals)
 {
@@ -585,7 +585,10 @@ eval_scaled_mm(Func *fn, const Instr *in, Tensor *r, Tensor **vals)
 
 			for (int64_t k = 0; k < K; k++)
 				acc += x[k] * y[k];
-			acc *= (float)tensor_getf(vals[a[2]], rows ? i : 0) * (float)tensor_getf(vals[a[3]], rows ? j : 0);
+			if (rows)
+				acc = acc * (float)tensor_getf(vals[a[2]], i) * (float)tensor_getf(vals[a[3]], j);
+			else
+				acc *= (float)tensor_getf(vals[a[2]], 0) * (float)tensor_getf(vals[a[3]], 0);
 			if (bias)
 				acc += (float)tensor_getf(bias, j);
 			tensor_setf(r, i * N + j, acc);

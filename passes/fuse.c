@@ -46,20 +46,31 @@ depths(Func *fn)
 		dep[in->res] = op_step((Op)in->op) ? d + 1 : d;
 	}
 	/* constants: the kernel of their earliest user (0 is a depth too, so
-	 * `placed` says which have one) */
-	bool *placed = arena_alloc(fn->arena, fn->nvals + 1);
+	 * `placed` says which have one); a broadcast that no output is: the
+	 * kernel of its earliest user, when that is a later one (it is
+	 * recomputed there from its smaller operand instead of written out
+	 * whole by an earlier kernel and read back) */
+	bool *placed = arena_alloc(fn->arena, fn->nvals + 1), *returned = arena_alloc(fn->arena, fn->nvals + 1);
+	uint32_t *sink = arena_alloc(fn->arena, (fn->nvals + 1) * sizeof *sink);
 
+	for (uint32_t i = 0; i < fn->nrets; i++)
+		returned[fn->rets[i]] = true;
 	for (uint32_t i = fn->nins; i-- > 0;) {
 		const Instr *in = &fn->ins[i];
 
+		if (in->op == OP_BROADCAST && !returned[in->res] && sink[in->res] > dep[in->res] + 1)
+			dep[in->res] = sink[in->res] - 1;
 		for (uint32_t j = 0; j < in->nargs; j++) {
 			uint32_t a = ir_args(fn, in)[j];
 			uint32_t want = op_step((Op)in->op) ? dep[in->res] - 1 : dep[in->res];
+			const Instr *def = ir_def(fn, a);
 
-			if (ir_def(fn, a) && ir_def(fn, a)->op == OP_FULL && (!placed[a] || want < dep[a])) {
+			if (def && def->op == OP_FULL && (!placed[a] || want < dep[a])) {
 				dep[a] = want;
 				placed[a] = true;
 			}
+			if (def && def->op == OP_BROADCAST && (!sink[a] || want + 1 < sink[a]))
+				sink[a] = want + 1;   /* + 1: 0 is "no user yet" */
 		}
 	}
 	return dep;

@@ -191,6 +191,48 @@ copy_of(Func *d, uint32_t v, uint32_t nv, const int64_t *layout, uint32_t *copy)
 
 /* a GEMM with its a operand row-major and its b operand in layout {1,0};
  * cuBLASLt writes its result row-major */
+/* v (f32, one dim of n) broadcast along result dim `dim` of (m,n) */
+static uint32_t
+along(Func *d, uint32_t v, int64_t len, int dim, const int64_t *mn)
+{
+	int64_t at = dim;
+	uint32_t flat = ir_instr(d, OP_RESHAPE, &v, 1, NULL, 0, (DType)d->vals[v].dtype, 1, &len);
+
+	if (d->vals[flat].dtype != DT_F32)
+		flat = ir_instr(d, OP_CONVERT, &flat, 1, NULL, 0, DT_F32, 1, &len);
+	return ir_instr(d, OP_BROADCAST, &flat, 1, &at, 1, DT_F32, 2, mn);
+}
+
+/* Row-wise scales: cuBLASLt on Hopper has no outer-vector scaling (it
+ * refuses OUTER_VEC_32F; docs/design.md), so the GEMM runs with unit
+ * scales into f32 and the scales, the bias and the rounding to the result
+ * dtype follow as elementwise ops, which fuse into the kernel after it:
+ * d = convert((acc · scale_a[i]) · scale_b[j] + bias[j]), in f32, the
+ * interpreter's own order, so the bits are the row-wise scaled_mm's. */
+static void
+legal_rowwise(Func *fn, Func *d, const Instr *in, uint32_t *map, uint32_t na, uint32_t nb)
+{
+	const uint32_t *a = ir_args(fn, in);
+	const int64_t *mn = ir_dims(fn, in->res);
+	uint32_t one = ir_full(d, 1, DT_F32, 0, NULL), args[4] = { na, nb, one, one }, acc, y;
+	DType t = (DType)fn->vals[in->res].dtype;
+
+	acc = ir_instr(d, OP_SCALED_MM, args, 4, NULL, 0, DT_F32, 2, mn);
+	d->ins[d->nins - 1].flags = in->flags;
+	d->ins[d->nins - 1].line = in->line, d->ins[d->nins - 1].col = in->col;
+	args[0] = acc, args[1] = along(d, map[a[2]], mn[0], 0, mn);
+	y = ir_instr(d, OP_MUL, args, 2, NULL, 0, DT_F32, 2, mn);
+	args[0] = y, args[1] = along(d, map[a[3]], mn[1], 1, mn);
+	y = ir_instr(d, OP_MUL, args, 2, NULL, 0, DT_F32, 2, mn);
+	if (in->nargs == 5) {
+		args[0] = y, args[1] = along(d, map[a[4]], mn[1], 1, mn);
+		y = ir_instr(d, OP_ADD, args, 2, NULL, 0, DT_F32, 2, mn);
+	}
+	if (t != DT_F32)
+		y = ir_instr(d, OP_CONVERT, &y, 1, NULL, 0, t, 2, mn);
+	map[in->res] = y;
+}
+
 static void
 legal_gemm(Func *fn, Func *d, const Instr *in, uint32_t *map, const bool *only_b, uint32_t *copy_a,
 	uint32_t *copy_b)
@@ -205,6 +247,10 @@ legal_gemm(Func *fn, Func *d, const Instr *in, uint32_t *map, const bool *only_b
 	}
 	if (!ir_is_rowmajor(d, na))
 		na = copy_of(d, a, na, NULL, copy_a);
+	if (ir_rowwise_scales(fn, in)) {
+		legal_rowwise(fn, d, in, map, na, nb);
+		return;
+	}
 	r = ir_copy_instr(d, fn, in, map);
 	d->argv[d->ins[d->nins - 1].args] = na;
 	d->argv[d->ins[d->nins - 1].args + 1] = nb;

@@ -17,8 +17,8 @@
  * OUTER_VEC_32F scale modes a vector of m for A and of n for B), bf16, f16, f32
  * or f64; the bias a vector of m in bias_type (fp8) or D's type; epilogues
  * BIAS, RELU, GELU (tanh) and their _BIAS forms. Compute is f32, f64 for
- * COMPUTE_64F. mocklt_refuse_outer_vec makes the heuristic find no algorithm
- * for outer-vector scales, as a cuBLASLt without them would. */
+ * COMPUTE_64F. mocklt_refuse_outer_vec makes the heuristic refuse outer-vector
+ * scales with INVALID_VALUE, as cuBLASLt 13.1 does on sm_90. */
 #include <dlfcn.h>
 #include <math.h>
 #include <stdlib.h>
@@ -235,7 +235,9 @@ cublasStatus_t CUBLASWINAPI cublasLtMatmulAlgoGetHeuristic(cublasLtHandle_t h, c
                 x->scale_mode_b == CUBLASLT_MATMUL_MATRIX_SCALE_OUTER_VEC_32F;
     FAULT();
     memset(results, 0, sizeof *results);
-    *found = want > 0 && !(outer && refuse_outer_vec);
+    if (outer && refuse_outer_vec)
+        return CUBLAS_STATUS_INVALID_VALUE;   /* what cuBLASLt 13.1 answers on sm_90 */
+    *found = want > 0;
     return CUBLAS_STATUS_SUCCESS;
 }
 

@@ -5,7 +5,7 @@
 
 /* cuBLASLt objects alive: handles, matmul descriptors, layouts, preferences. */
 void mocklt_live(int out[4]);
-/* With on, the heuristic finds no algorithm for outer-vector (row-wise) scales. */
+/* With on, the heuristic refuses outer-vector (row-wise) scales (INVALID_VALUE). */
 void mocklt_refuse_outer_vec(int on);
 
 #endif
