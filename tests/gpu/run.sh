@@ -46,9 +46,10 @@ if [ "$bench" = --bench-only ]; then
 fi
 
 step "runtime tests (ctest)"
-[ "${SKIP_CTEST:-}" ] || (cd build-gpu && ctest --output-on-failure) > "$out/ctest.log" 2>&1 || bad "ctest (see ctest.log)"
+# -V: every test's lines (not only a failing one's), so the skips are counted
+[ "${SKIP_CTEST:-}" ] || (cd build-gpu && ctest -V) > "$out/ctest.log" 2>&1 || bad "ctest (see ctest.log)"
 grep -E "Synthesis|tests passed" "$out/ctest.log" | head -5
-echo "skipped GPU tests: $(grep -c '^\[SKIP\]' "$out/ctest.log")"
+echo "skipped GPU tests: $(grep -c '\[SKIP\]' "$out/ctest.log") (each named in ctest.log)"
 
 step "corpus: fp8run against the reference interpreter"
 checks=$out/checks.tsv
