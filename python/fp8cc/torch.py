@@ -48,7 +48,7 @@ class _Memory:
 
 def tensor(view, device=None):
     """A torch tensor over an extern's View (no copy)."""
-    typestr, carrier = _CARRIER.get(view.dtype, (_TYPESTR[view.dtype], None))
+    typestr, carrier = _CARRIER[view.dtype] if view.dtype in _CARRIER else (_TYPESTR[view.dtype], None)
     t = torch.as_tensor(_Memory(view.ptr, typestr, view.shape), device=device or "cuda")
     return t.view(DTYPE[view.dtype]) if carrier is not None else t
 
@@ -117,6 +117,13 @@ def _put(dst, src):
         dst.zero_()
     elif tuple(src.shape) == tuple(dst.shape) or src.numel() == dst.numel():
         dst.copy_(src.reshape(dst.shape))
+    elif src.dim() > dst.dim() and src.numel() > dst.numel():
+        # a newer torch's larger form of what the meta types as less (flash
+        # attention's philox seed and offset: one uint64[2] RNG state now)
+        flat = src.reshape(-1)[:dst.numel()]
+        if flat.dtype != dst.dtype and flat.element_size() == dst.element_size():
+            flat = flat.view(dst.dtype)
+        dst.copy_(flat.reshape(dst.shape))
     else:
         dst.zero_()
         dst[tuple(slice(0, n) for n in src.shape)].copy_(src)

@@ -74,6 +74,13 @@ done
 mkdir -p "$out/extra"
 "$fp8cc" examples/extern_gram.trace -o "$out/extra/gram.ptx" 2>/dev/null
 "$fp8cc" tests/real/10_apex_cross_entropy_fwdbwd.trace -o "$out/extra/real_10.ptx" 2>/dev/null
+# the offloading MLP's forward and backward as one program, and the Llama-2
+# forward with its signature (test_python.py)
+"$fp8cc" tests/real/18_mlp_cpu_offload_aug_fwd.trace tests/real/19_mlp_cpu_offload_backward.trace \
+	-o "$out/extra/pair_18_19.ptx" 2>/dev/null
+python3 tests/real/signature.py "$out/extra/real_14.sig" $(grep '^14_' tests/real/signatures.txt | cut -d' ' -f2-)
+"$fp8cc" tests/real/14_llama2_augmented_forward.trace --signature "$out/extra/real_14.sig" \
+	-o "$out/extra/real_14.ptx" 2>/dev/null
 python3 bench/linear_trace.py examples/seed_fp8_linear_after.trace 1024 2048 4096 > "$out/large.trace"
 ONE_SEED=1 compile large "$out/large.trace"
 

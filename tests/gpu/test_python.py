@@ -3,7 +3,12 @@ layer and gives the bits fp8run gave on the same inputs; the call from
 Python costs little more than libfp8rt's own timed runs of it (the C
 call); the real trace 10 (apex cross entropy's forward and backward, two
 externs) runs with fp8cc.torch's torch implementations and matches torch's
-autograd of F.cross_entropy.
+autograd of F.cross_entropy; the CPU-offloading MLP pair (real traces 18 +
+19: 100 layers of linear and ReLU, offloading kept on the GPU) trains
+through fp8cc.torch.Function with torch autograd's output and gradients;
+the Llama-2 forward (real trace 14, its 16 attention calls done by torch's
+efficient attention) runs on random weights: finite logits, the same bits
+on a replay, and its time.
 
 usage: python3 tests/gpu/test_python.py DIR FP8RUN     (DIR: prepare.sh's)
 Prints one "ok" or "FAILED" line per check; exits 1 on any failure."""
@@ -85,10 +90,66 @@ def cross_entropy(d):
           f"(relative Frobenius {err:.1e})")
 
 
+def rel(a, b):
+    return ((a.double() - b.double()).norm() / b.double().norm().clamp_min(1e-30)).item()
+
+
+def offload_pair(d):
+    step = ft.Function(f"{d}/extra/pair_18_19.ptx")
+    torch.manual_seed(1)
+    x = torch.randn(step.forward.inputs[0].shape, device="cuda")
+    params = []
+    for i in step.forward.inputs[1:]:   # bias, weight of each layer: He init, so 100 layers keep their scale
+        std = (2.0 / 16) ** 0.5 if len(i.shape) == 2 else 0.01
+        params.append((torch.randn(i.shape, device="cuda") * std).requires_grad_())
+    out = step(x, *params)
+    g = torch.randn_like(out)
+    out.backward(g)
+    ref = [p.detach().clone().requires_grad_() for p in params]
+    y = x
+    for b, w in zip(ref[0::2], ref[1::2]):
+        y = torch.relu(F.linear(y, w, b))
+    y.backward(g)
+    err_out = rel(out.detach(), y.detach())
+    err_grad = max(rel(p.grad, r.grad) for p, r in zip(params, ref))
+    # f32 GEMMs in cuBLASLt's order, through 100 layers
+    check(err_out <= 1e-4 and err_grad <= 1e-4,
+          f"real traces 18+19 through fp8cc.torch.Function: output and the 200 gradients match torch autograd "
+          f"(relative Frobenius {err_out:.1e}, worst gradient {err_grad:.1e})")
+
+
+def llama_forward(d):
+    prog = ft.load(f"{d}/extra/real_14.ptx")
+    f = prog[0]
+    torch.manual_seed(2)
+    args = []
+    for i in f.inputs:
+        dt = ft.DTYPE[i.dtype]
+        if dt == torch.int64:
+            args.append(torch.randint(0, 32000, i.shape, device="cuda"))
+        elif len(i.shape) == 1:   # the RMSNorm weights
+            args.append(torch.ones(i.shape, dtype=dt, device="cuda"))
+        elif dt == torch.float32:   # the rotary tables
+            args.append(torch.cos(torch.rand(i.shape, device="cuda") * 6.283))
+        else:
+            args.append(torch.randn(i.shape, dtype=dt, device="cuda") * 0.02)
+    outs = f(*args)
+    first = outs[0].clone()
+    outs = f(*args, out=outs)
+    torch.cuda.synchronize()
+    check(bool(torch.isfinite(first).all()), f"real trace 14 (Llama-2 forward, {len(f.inputs)} inputs, "
+          f"{len(f.outputs)} outputs) runs with torch's attention: finite logits {tuple(first.shape)}")
+    check(torch.equal(first.view(torch.uint8), outs[0].view(torch.uint8)), "real trace 14: the same bits on a second run")
+    us = sorted(f.time(*args, out=outs, warmup=2, iters=10))[5]
+    print(f"     real trace 14: {us / 1000:.2f} ms per forward (step by step: the torch externs are not captured; libfp8rt's timing)")
+
+
 def main():
     d, fp8run = sys.argv[1], sys.argv[2]
     seed_layer(d, fp8run)
     cross_entropy(d)
+    offload_pair(d)
+    llama_forward(d)
     sys.exit(1 if fails else 0)
 
 
