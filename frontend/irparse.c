@@ -30,19 +30,29 @@ typedef struct {
 	const char *bol;      /* beginning of the current line */
 	Tok t;                /* current token */
 	bool failed;
-	Map names;            /* value names -> ids */
+	uint32_t nerrors;     /* reported so far (one a line, at most FE_MAXERRORS) */
+	uint32_t errline;     /* the line of the last one */
+	Map names;            /* value names -> ids (POISON: its instruction failed) */
 	uint32_t nslots;      /* state slots named so far, + 1 */
 } P;
 
+/* the id of a name whose instruction failed: a use of it fails quietly
+ * (the instruction's own error said it all) */
+#define POISON UINT32_MAX
+
+/* one error a line (what follows on a line that failed is noise), and at
+ * most FE_MAXERRORS a file */
 static bool
 err(P *p, const Tok *t, const char *fmt, ...)
 {
 	va_list ap;
 
-	if (!p->failed) {
+	if ((!p->nerrors || t->line != p->errline) && p->nerrors < FE_MAXERRORS) {
 		va_start(ap, fmt);
 		fe_verror(p->src, t->line, t->col, fmt, ap);
 		va_end(ap);
+		p->nerrors++;
+		p->errline = t->line;
 	}
 	p->failed = true;
 	return false;
@@ -154,6 +164,8 @@ ref(P *p, uint32_t *id)
 		return err(p, &p->t, "expected a value (%%name)");
 	if (!(v = map_getn(&p->names, p->t.s + 1, p->t.n - 1)))
 		return err(p, &p->t, "'%.*s' is not defined", (int)p->t.n, p->t.s);
+	if (*v == POISON)
+		return p->failed = true, false;
 	*id = *v;
 	next(p);
 	return true;
@@ -626,10 +638,33 @@ ret(P *p)
 	return true;
 }
 
+/* After an instruction that failed: the names it was to define poisoned,
+ * then on to the next line, so that the rest of the function is read and
+ * its errors reported too. */
+static void
+recover(P *p, Mark start)
+{
+	uint32_t line = start.t.line;
+
+	reset(p, start);
+	while (p->t.kind == T_VAL && p->t.line == line) {
+		if (!map_getn(&p->names, p->t.s + 1, p->t.n - 1))
+			map_put(p->fn->arena, &p->names, arena_strndup(p->fn->arena, p->t.s + 1, p->t.n - 1), POISON);
+		next(p);
+		if (!is(p, ","))
+			break;
+		next(p);
+	}
+	while (p->t.kind != T_EOF && p->t.line == line)
+		next(p);
+}
+
 /* func := "func" "@" NAME "(" [param {"," param}] ")" "{" {instr | kernel} ret "}" */
 static bool
 func(P *p)
 {
+	bool ok = true;
+
 	if (!is(p, "func"))
 		return err(p, &p->t, "expected 'func'");
 	next(p);
@@ -649,20 +684,32 @@ func(P *p)
 		return false;
 	for (;;) {
 		if (p->t.kind == T_VAL) {
-			if (!instr(p, -1))
-				return false;
+			Mark start = mark(p);
+
+			if (!instr(p, -1)) {
+				if (p->nerrors >= FE_MAXERRORS)
+					return false;
+				ok = false;
+				recover(p, start);
+			}
 		} else if (is(p, "kernel")) {
 			if (!kernel(p))
 				return false;
 		} else if (is(p, "return")) {
-			if (!ret(p))
-				return false;
+			Mark start = mark(p);
+
+			if (!ret(p)) {
+				if (p->nerrors >= FE_MAXERRORS)
+					return false;
+				ok = false;
+				recover(p, start);
+			}
 			break;
 		} else {
 			return err(p, &p->t, "expected an instruction, 'kernel' or 'return'");
 		}
 	}
-	return expect(p, "}");
+	return expect(p, "}") && ok;
 }
 
 bool
@@ -718,14 +765,18 @@ fe_read_ir_program(Arena *a, const Source *src)
 	p.fn = &dummy;
 	next(&p);
 	do {
+		/* a function with errors: the next one is read too (every error
+		 * of the file in one run), the program is not made */
 		if (!func(&p))
-			return NULL;
+			continue;
 		if (!ir_verify(p.fn, msg, sizeof msg, &pos)) {
 			fe_error(src, p.t.line, p.t.col, "%s", msg);
 			return NULL;
 		}
 		ir_program_add(prog, p.fn);
-	} while (is(&p, "func"));
+	} while (is(&p, "func") && p.nerrors < FE_MAXERRORS);
+	if (p.failed)
+		return NULL;
 	if (p.t.kind != T_EOF) {
 		err(&p, &p.t, "text after the function");
 		return NULL;
