@@ -55,8 +55,8 @@ name_kernels(const Program *prog)
 {
 	for (uint32_t i = 0; prog->nfns > 1 && i < prog->nfns; i++)
 		for (uint32_t k = 0; k < prog->fns[i]->nkernels; k++)
-			prog->fns[i]->kernels[k].name = arena_printf(prog->arena, "%s_%s", prog->fns[i]->name,
-				prog->fns[i]->kernels[k].name);
+			prog->fns[i]->kernels[k].name =
+				arena_printf(prog->arena, "%s_%s", prog->fns[i]->name, prog->fns[i]->kernels[k].name);
 }
 
 bool

@@ -8,8 +8,8 @@
 #include "backend.h"
 #include "passes.h"
 
-#define BE_BLOCK 256          /* threads per block of every kernel */
-#define BE_MAXGRID 4096       /* persistent grids never exceed this many blocks */
+#define BE_BLOCK   256  /* threads per block of every kernel */
+#define BE_MAXGRID 4096 /* persistent grids never exceed this many blocks */
 
 /* ---- memplan.c: where each value lives, the steps in order ---- */
 
@@ -18,30 +18,32 @@
 typedef enum { LOC_NONE, LOC_IN, LOC_OUT, LOC_BUF, LOC_STATE } LocKind;
 
 typedef struct {
-	uint8_t kind;         /* LocKind */
-	uint32_t idx;         /* input, output, buffer or state slot number */
+	uint8_t kind; /* LocKind */
+	uint32_t idx; /* input, output, buffer or state slot number */
 } Loc;
 
 typedef struct {
-	uint32_t value;       /* the value it holds first (dtype, shape, layout); IR_NONE for scratch */
+	uint32_t value; /* the value it holds first (dtype, shape, layout); IR_NONE for scratch */
 	int64_t offset, bytes;
-	bool zero;            /* scratch: zeroed once; kernels leave it zeroed */
+	bool zero; /* scratch: zeroed once; kernels leave it zeroed */
 } PlanBuf;
 
-typedef enum { STEP_LAUNCH, STEP_GEMM, STEP_COPY, STEP_CALL } StepKind;   /* CALL: an extern, at its result 0 */
+typedef enum { STEP_LAUNCH, STEP_GEMM, STEP_COPY, STEP_CALL } StepKind; /* CALL: an extern, at its result 0 */
 
 typedef struct {
-	uint8_t kind;         /* StepKind */
-	uint32_t index;       /* kernel index, or the GEMM's instruction index */
-	Loc dst, src;         /* copy */
-	int64_t bytes;        /* copy */
+	uint8_t kind;   /* StepKind */
+	uint32_t index; /* kernel index, or the GEMM's instruction index */
+	Loc dst, src;   /* copy */
+	int64_t bytes;  /* copy */
 } Step;
 
 typedef struct {
-	Loc *loc;             /* per value: where it lives; LOC_NONE if never in memory */
-	PlanBuf *bufs; uint32_t nbufs, capbufs;
-	Step *steps; uint32_t nsteps, capsteps;
-	int64_t workspace;    /* bytes of the one allocation holding every buffer */
+	Loc *loc; /* per value: where it lives; LOC_NONE if never in memory */
+	PlanBuf *bufs;
+	uint32_t nbufs, capbufs;
+	Step *steps;
+	uint32_t nsteps, capsteps;
+	int64_t workspace; /* bytes of the one allocation holding every buffer */
 } Plan;
 
 Plan *pass_memplan(Func *fn);
@@ -49,12 +51,12 @@ Plan *pass_memplan(Func *fn);
 uint32_t plan_add_scratch(Func *fn, Plan *p, int64_t bytes);
 
 typedef struct {
-	uint32_t grid;        /* blocks; 0: persistent, the runtime picks */
-	uint32_t block;       /* threads per block */
-	uint32_t smem;        /* dynamic shared memory bytes */
-	bool coop;            /* has grid-wide barriers: launch cooperatively */
-	uint32_t phases;      /* 1 + number of grid-wide barriers */
-	uint32_t scratch;     /* plan buffer of its scratch; IR_NONE if none */
+	uint32_t grid;    /* blocks; 0: persistent, the runtime picks */
+	uint32_t block;   /* threads per block */
+	uint32_t smem;    /* dynamic shared memory bytes */
+	bool coop;        /* has grid-wide barriers: launch cooperatively */
+	uint32_t phases;  /* 1 + number of grid-wide barriers */
+	uint32_t scratch; /* plan buffer of its scratch; IR_NONE if none */
 } Launch;
 
 /* ---- codegen.c ---- */
@@ -79,7 +81,7 @@ typedef struct {
 	uint32_t v;           /* value */
 	LLVMValueRef *coords; /* the coordinates it was computed at (NULL: rank 0) */
 	LLVMValueRef val;
-	uint32_t prev;        /* the value's previous entry, or IR_NONE */
+	uint32_t prev; /* the value's previous entry, or IR_NONE */
 } Memo;
 
 /* the state of code generation for one module and its current kernel */
@@ -93,20 +95,21 @@ typedef struct Cg {
 	/* the current kernel */
 	uint32_t k;
 	LLVMValueRef kfn;
-	LLVMValueRef *ptr_of;     /* per value: its pointer parameter, or NULL */
-	LLVMValueRef scratch;     /* the scratch parameter */
-	int64_t *storage;         /* per value: scratch offset of a reduction's result, or -1 */
-	uint32_t *phase_of;       /* per value of the current kernel: its phase */
-	bool *is_out;             /* per value of the current kernel: an output of it */
-	uint32_t *avail;          /* per value: the phase its result is available in */
-	LLVMValueRef *uniform;    /* per value: its rank-0 value in the current phase */
-	LLVMBasicBlockRef pre;    /* the current phase's preamble (dominates its loops) */
-	Memo *memo; uint32_t nmemo, capmemo;
-	uint32_t *memo_head;      /* per value: its newest memo entry, or IR_NONE */
+	LLVMValueRef *ptr_of;  /* per value: its pointer parameter, or NULL */
+	LLVMValueRef scratch;  /* the scratch parameter */
+	int64_t *storage;      /* per value: scratch offset of a reduction's result, or -1 */
+	uint32_t *phase_of;    /* per value of the current kernel: its phase */
+	bool *is_out;          /* per value of the current kernel: an output of it */
+	uint32_t *avail;       /* per value: the phase its result is available in */
+	LLVMValueRef *uniform; /* per value: its rank-0 value in the current phase */
+	LLVMBasicBlockRef pre; /* the current phase's preamble (dominates its loops) */
+	Memo *memo;
+	uint32_t nmemo, capmemo;
+	uint32_t *memo_head; /* per value: its newest memo entry, or IR_NONE */
 	/* the current loop's iteration space, to spot accesses at its own index */
-	uint32_t space;           /* a value with the loop's dims and memory order */
+	uint32_t space; /* a value with the loop's dims and memory order */
 	LLVMValueRef *space_coords, space_lin;
-	int space_align;          /* bytes the current element's index is a multiple of */
+	int space_align; /* bytes the current element's index is a multiple of */
 	LLVMValueRef tid, bid, ntid, nctaid, gtid, gstride;
 } Cg;
 

@@ -27,8 +27,8 @@
 #include "be.h"
 
 typedef struct {
-	uint32_t space;       /* a value with the loop's dims and memory order */
-	uint32_t *vals;       /* outputs to write (or full reductions to feed) */
+	uint32_t space; /* a value with the loop's dims and memory order */
+	uint32_t *vals; /* outputs to write (or full reductions to feed) */
 	uint32_t nvals;
 } Group;
 
@@ -246,7 +246,8 @@ shape_coords(Cg *c, const Instr *in, LLVMValueRef *co)
 		return n;
 	case OP_SLICE:
 		for (int i = 0; i < rank; i++)
-			n[i] = LLVMBuildAdd(c->b, ic(c, at[i]), LLVMBuildMul(c->b, co[i], ic(c, at[2 * rank + i]), ""), "");
+			n[i] = LLVMBuildAdd(
+				c->b, ic(c, at[i]), LLVMBuildMul(c->b, co[i], ic(c, at[2 * rank + i]), ""), "");
 		return n;
 	case OP_SQUEEZE:
 		for (int i = 0, j = 0, k = 0; i < rank; i++)
@@ -261,8 +262,7 @@ shape_coords(Cg *c, const Instr *in, LLVMValueRef *co)
 		for (uint32_t k = 0; k < in->nattr; k++)
 			n[at[k]] = LLVMBuildSub(c->b, ic(c, ad[at[k]] - 1), co[at[k]], "");
 		return n;
-	default:
-		unreachable();
+	default: unreachable();
 	}
 }
 
@@ -349,8 +349,8 @@ pad(Cg *c, const Instr *in, LLVMValueRef *co)
 		s = LLVMBuildSelect(c->b, ok, s, zero, "");
 		q = step == 1 ? s : LLVMBuildUDiv(c->b, s, ic(c, step), "");
 		if (step > 1)
-			ok = LLVMBuildAnd(c->b, ok, LLVMBuildICmp(c->b, LLVMIntEQ, LLVMBuildURem(c->b, s, ic(c, step), ""),
-				zero, ""), "");
+			ok = LLVMBuildAnd(c->b, ok,
+				LLVMBuildICmp(c->b, LLVMIntEQ, LLVMBuildURem(c->b, s, ic(c, step), ""), zero, ""), "");
 		ok = LLVMBuildAnd(c->b, ok, LLVMBuildICmp(c->b, LLVMIntSLT, q, ic(c, xd[d]), ""), "");
 		n[d] = LLVMBuildSelect(c->b, ok, q, zero, "");
 		inside = LLVMBuildAnd(c->b, inside, ok, "");
@@ -379,32 +379,23 @@ compute(Cg *c, const Instr *in, LLVMValueRef *co)
 	DType t = (DType)fn->vals[in->res].dtype, at = in->nargs ? (DType)fn->vals[a[0]].dtype : t;
 
 	switch (ir_ops[in->op].cls) {
-	case OC_CONVERT:
-		return be_convert(c, operand(c, a[0], co), at, t, !(in->flags & IF_NO_FIXUP));
-	case OC_UNARY:
-		return be_unary(c, (Op)in->op, operand(c, a[0], co), at);
-	case OC_BINARY: case OC_COMPARE:
-		return be_binary(c, (Op)in->op, operand(c, a[0], co), operand(c, a[1], co), at);
+	case OC_CONVERT: return be_convert(c, operand(c, a[0], co), at, t, !(in->flags & IF_NO_FIXUP));
+	case OC_UNARY:   return be_unary(c, (Op)in->op, operand(c, a[0], co), at);
+	case OC_BINARY:
+	case OC_COMPARE: return be_binary(c, (Op)in->op, operand(c, a[0], co), operand(c, a[1], co), at);
 	case OC_WHERE:
 		return LLVMBuildSelect(c->b, operand(c, a[0], co), operand(c, a[1], co), operand(c, a[2], co), "");
-	case OC_FULL:
-		return be_constant(c, in->fval, t);
-	case OC_CLONE:
-		return operand(c, a[0], co);
-	case OC_SHAPE:
-		return value(c, a[0], fn->vals[a[0]].rank ? shape_coords(c, in, co) : NULL);
-	case OC_CAT:
-		return cat(c, in, co);
-	case OC_GATHER:
-		return gather(c, in, co);
-	case OC_PAD:
-		return pad(c, in, co);
-	case OC_BITCAST:
-		return LLVMBuildBitCast(c->b, operand(c, a[0], co), be_type(c, t), "");
-	case OC_IOTA:
-		return iota(c, in, co);
-	case OC_REDUCE: case OC_GEMM: case OC_EXTERN:
-		break;
+	case OC_FULL:    return be_constant(c, in->fval, t);
+	case OC_CLONE:   return operand(c, a[0], co);
+	case OC_SHAPE:   return value(c, a[0], fn->vals[a[0]].rank ? shape_coords(c, in, co) : NULL);
+	case OC_CAT:     return cat(c, in, co);
+	case OC_GATHER:  return gather(c, in, co);
+	case OC_PAD:     return pad(c, in, co);
+	case OC_BITCAST: return LLVMBuildBitCast(c->b, operand(c, a[0], co), be_type(c, t), "");
+	case OC_IOTA:    return iota(c, in, co);
+	case OC_REDUCE:
+	case OC_GEMM:
+	case OC_EXTERN:  break;
 	}
 	die("%s cannot be computed in a kernel here", ir_ops[in->op].name);
 }
@@ -483,7 +474,7 @@ value(Cg *c, uint32_t v, LLVMValueRef *co)
 	if (!in_kernel(c, v))
 		x = load_at(c, c->ptr_of[v], v, co);
 	else if (is_reduce(c, v))
-		x = load_at(c, storage(c, v), v, co);   /* a partial reduction of an earlier phase */
+		x = load_at(c, storage(c, v), v, co); /* a partial reduction of an earlier phase */
 	else
 		x = compute(c, ir_def(c->fn, v), co);
 	memo_add(c, v, co, x);
@@ -546,7 +537,7 @@ loop_end(Cg *c, Loop *l)
 	LLVMBuildStore(c->b, LLVMBuildAdd(c->b, l->i, l->step, ""), l->iv);
 	LLVMBuildBr(c->b, l->head);
 	LLVMPositionBuilderAtEnd(c->b, l->exit);
-	memo_truncate(c, l->nmemo);   /* what the body computed does not dominate the exit */
+	memo_truncate(c, l->nmemo); /* what the body computed does not dominate the exit */
 }
 
 /* if (cond) { ... }: returns the join block; the builder is in the then-block */
@@ -599,8 +590,10 @@ grid_barrier(Cg *c)
 	wait = block(c, "wait");
 	spin = block(c, "spin");
 	done = block(c, "arrived");
-	LLVMBuildCondBr(c->b, LLVMBuildICmp(c->b, LLVMIntEQ, LLVMBuildZExt(c->b, old, c->ity, ""),
-		LLVMBuildSub(c->b, c->nctaid, ic(c, 1), ""), ""), last, wait);
+	LLVMBuildCondBr(c->b,
+		LLVMBuildICmp(c->b, LLVMIntEQ, LLVMBuildZExt(c->b, old, c->ity, ""),
+			LLVMBuildSub(c->b, c->nctaid, ic(c, 1), ""), ""),
+		last, wait);
 	LLVMPositionBuilderAtEnd(c->b, last);
 	LLVMSetVolatile(LLVMBuildStore(c->b, i32c(c, 0), cnt), 1);
 	membar(c);
@@ -622,10 +615,10 @@ grid_barrier(Cg *c)
 
 typedef struct {
 	Op op;
-	DType t;              /* the dtype of the reduced values */
-	LLVMTypeRef kt;       /* i32 or i64 key; f64/i64 accumulator for sums */
+	DType t;        /* the dtype of the reduced values */
+	LLVMTypeRef kt; /* i32 or i64 key; f64/i64 accumulator for sums */
 	bool wide;
-	bool sum;             /* sum or prod: accumulate in double or i64 */
+	bool sum; /* sum or prod: accumulate in double or i64 */
 } Red;
 
 static Red
@@ -720,8 +713,9 @@ unkey(Cg *c, const Red *r, LLVMValueRef k)
 		x = r->t == DT_U8 || r->t == DT_B8 ? k : LLVMBuildXor(c->b, k, top, "");
 		return r->wide ? x : LLVMBuildTrunc(c->b, x, be_type(c, r->t), "");
 	}
-	mask = LLVMBuildSelect(c->b, LLVMBuildICmp(c->b, LLVMIntNE, LLVMBuildAnd(c->b, k, top, ""),
-		LLVMConstInt(r->kt, 0, 0), ""), top, LLVMConstAllOnes(r->kt), "");
+	mask = LLVMBuildSelect(c->b,
+		LLVMBuildICmp(c->b, LLVMIntNE, LLVMBuildAnd(c->b, k, top, ""), LLVMConstInt(r->kt, 0, 0), ""), top,
+		LLVMConstAllOnes(r->kt), "");
 	bits = LLVMBuildXor(c->b, k, mask, "");
 	x = LLVMBuildBitCast(c->b, bits, r->wide ? c->f64 : c->f32, "");
 	if (nan)
@@ -745,15 +739,18 @@ warp_reduce(Cg *c, const Red *r, LLVMValueRef x)
 		a[1] = lo;
 		lo = be_call(c, "llvm.nvvm.shfl.sync.bfly.i32", NULL, 0, a, 4);
 		if (wide) {
-			a[1] = LLVMBuildTrunc(c->b, LLVMBuildLShr(c->b, bits, LLVMConstInt(c->i64, 32, 0), ""), c->i32, "");
+			a[1] = LLVMBuildTrunc(
+				c->b, LLVMBuildLShr(c->b, bits, LLVMConstInt(c->i64, 32, 0), ""), c->i32, "");
 			hi = be_call(c, "llvm.nvvm.shfl.sync.bfly.i32", NULL, 0, a, 4);
 			other = LLVMBuildOr(c->b, LLVMBuildZExt(c->b, lo, c->i64, ""),
-				LLVMBuildShl(c->b, LLVMBuildZExt(c->b, hi, c->i64, ""), LLVMConstInt(c->i64, 32, 0), ""), "");
+				LLVMBuildShl(
+					c->b, LLVMBuildZExt(c->b, hi, c->i64, ""), LLVMConstInt(c->i64, 32, 0), ""),
+				"");
 			other = LLVMBuildBitCast(c->b, other, t, "");
 		} else {
 			other = LLVMBuildBitCast(c->b, lo, t, "");
 		}
-		x = combine(c, r, x, other);   /* + and max commute: both lanes get the same bits */
+		x = combine(c, r, x, other); /* + and max commute: both lanes get the same bits */
 	}
 	return x;
 }
@@ -810,22 +807,25 @@ block_reduce(Cg *c, const Red *r, LLVMValueRef x)
 	syncthreads(c);
 	LLVMBuildStore(c->b, identity(c, r), res);
 	join = if_begin(c, LLVMBuildICmp(c->b, LLVMIntEQ, warp, ic(c, 0), ""));
-	v = from_i64(c, LLVMBuildLoad2(c->b, c->i64, smem_slot(c, LLVMBuildAnd(c->b, lane, ic(c, BE_BLOCK / 32 - 1), "")), ""), r->kt);
-	v = LLVMBuildSelect(c->b, LLVMBuildICmp(c->b, LLVMIntULT, lane, ic(c, BE_BLOCK / 32), ""), v, identity(c, r), "");
+	v = from_i64(c,
+		LLVMBuildLoad2(c->b, c->i64, smem_slot(c, LLVMBuildAnd(c->b, lane, ic(c, BE_BLOCK / 32 - 1), "")), ""),
+		r->kt);
+	v = LLVMBuildSelect(
+		c->b, LLVMBuildICmp(c->b, LLVMIntULT, lane, ic(c, BE_BLOCK / 32), ""), v, identity(c, r), "");
 	LLVMBuildStore(c->b, warp_reduce(c, r, v), res);
 	if_end(c, join);
-	syncthreads(c);   /* the slots are free again */
+	syncthreads(c); /* the slots are free again */
 	return LLVMBuildLoad2(c->b, r->kt, res, "");
 }
 
 /* ---- the kernel's plan: phases, storage, scratch ---- */
 
 typedef struct {
-	uint32_t *phase;      /* per value: the phase that computes it */
-	bool *out;            /* per value: written to a kernel output */
+	uint32_t *phase; /* per value: the phase that computes it */
+	bool *out;       /* per value: written to a kernel output */
 	uint32_t nphases;
-	int64_t scratch;      /* bytes */
-	bool readers;         /* some accumulator needs zeroing after it is read */
+	int64_t scratch; /* bytes */
+	bool readers;    /* some accumulator needs zeroing after it is read */
 } KPlan;
 
 static void
@@ -833,7 +833,7 @@ analyze(Cg *c, KPlan *kp)
 {
 	Func *fn = c->fn;
 	const Kernel *k = &fn->kernels[c->k];
-	int64_t off = 16;   /* barrier arrivals, generation, readers */
+	int64_t off = 16; /* barrier arrivals, generation, readers */
 
 	kp->phase = c->phase_of;
 	kp->out = c->is_out;
@@ -873,7 +873,7 @@ analyze(Cg *c, KPlan *kp)
 		bool red = ir_ops[fn->ins[i].op].cls == OC_REDUCE;
 
 		if (kp->out[v] && red && fn->vals[v].rank == 0)
-			p++;   /* a full reduction is written once it is complete */
+			p++; /* a full reduction is written once it is complete */
 		else if (!kp->out[v] && !red)
 			continue;
 		if (p + 1 > kp->nphases)
@@ -923,8 +923,10 @@ element(Cg *c, const Group *g, LLVMValueRef *accs, const Red *reds)
 		if (ir_ops[in->op].cls == OC_REDUCE && fn->vals[v].rank == 0 && accs[i]) {
 			LLVMValueRef x = operand(c, ir_args(fn, in)[0], c->space_coords);
 
-			LLVMBuildStore(c->b, combine(c, &reds[i], LLVMBuildLoad2(c->b, reds[i].kt, accs[i], ""),
-				key(c, &reds[i], x)), accs[i]);
+			LLVMBuildStore(c->b,
+				combine(c, &reds[i], LLVMBuildLoad2(c->b, reds[i].kt, accs[i], ""),
+					key(c, &reds[i], x)),
+				accs[i]);
 		} else {
 			store_at(c, c->ptr_of[v], v, c->space_coords, value(c, v, c->space_coords));
 		}
@@ -940,8 +942,9 @@ space_element(Cg *c, const Group *g, LLVMValueRef lin, int align, LLVMValueRef *
 	c->space = s;
 	c->space_lin = lin;
 	c->space_align = align;
-	c->space_coords = c->fn->vals[s].rank == 0 ? NULL :
-		delinearize(c, lin, ir_dims(c->fn, s), order_of(c->fn, s, tmp), c->fn->vals[s].rank);
+	c->space_coords = c->fn->vals[s].rank == 0
+		? NULL
+		: delinearize(c, lin, ir_dims(c->fn, s), order_of(c->fn, s, tmp), c->fn->vals[s].rank);
 	element(c, g, accs, reds);
 	c->space_coords = NULL;
 }
@@ -986,8 +989,7 @@ group_reads_across(Cg *c, const Group *g)
 	static const int64_t id[2] = { 0, 1 };
 
 	for (uint32_t i = 0; i < g->nvals; i++)
-		if (ir_ops[ir_def(c->fn, g->vals[i])->op].cls != OC_REDUCE &&
-		    reads_across(c, g->vals[i], id, 0))
+		if (ir_ops[ir_def(c->fn, g->vals[i])->op].cls != OC_REDUCE && reads_across(c, g->vals[i], id, 0))
 			return true;
 	return false;
 }
@@ -1145,15 +1147,18 @@ read_reductions(Cg *c, const KPlan *kp, uint32_t p)
 	syncthreads(c);
 	join = if_begin(c, LLVMBuildICmp(c->b, LLVMIntEQ, c->tid, ic(c, 0), ""));
 	membar(c);
-	old = LLVMBuildAtomicRMW(c->b, LLVMAtomicRMWBinOpAdd, scratch_at(c, 8), i32c(c, 1), LLVMAtomicOrderingMonotonic, 0);
-	last = if_begin(c, LLVMBuildICmp(c->b, LLVMIntEQ, LLVMBuildZExt(c->b, old, c->ity, ""),
-		LLVMBuildSub(c->b, c->nctaid, ic(c, 1), ""), ""));
+	old = LLVMBuildAtomicRMW(
+		c->b, LLVMAtomicRMWBinOpAdd, scratch_at(c, 8), i32c(c, 1), LLVMAtomicOrderingMonotonic, 0);
+	last = if_begin(c,
+		LLVMBuildICmp(c->b, LLVMIntEQ, LLVMBuildZExt(c->b, old, c->ity, ""),
+			LLVMBuildSub(c->b, c->nctaid, ic(c, 1), ""), ""));
 	for (uint32_t i = k->first; i < k->first + k->count; i++) {
 		uint32_t v = fn->ins[i].res;
 
 		if (ir_ops[fn->ins[i].op].cls == OC_REDUCE && fn->vals[v].rank == 0 && c->avail[v] == p &&
-		    !red_of(c, v).sum)
-			LLVMSetVolatile(LLVMBuildStore(c->b, LLVMConstInt(c->i64, 0, 0), scratch_at(c, c->storage[v])), 1);
+			!red_of(c, v).sum)
+			LLVMSetVolatile(
+				LLVMBuildStore(c->b, LLVMConstInt(c->i64, 0, 0), scratch_at(c, c->storage[v])), 1);
 	}
 	LLVMSetVolatile(LLVMBuildStore(c->b, i32c(c, 0), scratch_at(c, 8)), 1);
 	membar(c);
@@ -1172,8 +1177,8 @@ finish_reduction(Cg *c, uint32_t v, const Red *r, LLVMValueRef acc)
 		p = LLVMBuildGEP2(c->b, r->kt, scratch_at(c, c->storage[v]), &c->bid, 1, "");
 		LLVMSetVolatile(LLVMBuildStore(c->b, x, p), 1);
 	} else {
-		LLVMBuildAtomicRMW(c->b, LLVMAtomicRMWBinOpUMax, scratch_at(c, c->storage[v]), x,
-			LLVMAtomicOrderingMonotonic, 0);
+		LLVMBuildAtomicRMW(
+			c->b, LLVMAtomicRMWBinOpUMax, scratch_at(c, c->storage[v]), x, LLVMAtomicOrderingMonotonic, 0);
 	}
 	if_end(c, join);
 }
@@ -1232,7 +1237,7 @@ phase(Cg *c, const KPlan *kp, uint32_t p)
 		uint32_t v = fn->ins[i].res;
 
 		if (ir_ops[fn->ins[i].op].cls == OC_REDUCE && fn->vals[v].rank > 0 && kp->phase[v] == p &&
-		    (b = partial_reduction(c, v)) > blocks)
+			(b = partial_reduction(c, v)) > blocks)
 			blocks = b;
 	}
 	if (p + 1 < kp->nphases)
@@ -1271,8 +1276,8 @@ signature(Cg *c, const KPlan *kp)
 		ps[j] = c->ptr;
 	f = LLVMAddFunction(c->mod, k->name, LLVMFunctionType(LLVMVoidTypeInContext(c->cx), ps, n, 0));
 	LLVMSetFunctionCallConv(f, LLVMPTXKernelCallConv);
-	LLVMAddAttributeAtIndex(f, LLVMAttributeFunctionIndex,
-		LLVMCreateStringAttribute(c->cx, "nvvm.maxntid", 12, "256", 3));
+	LLVMAddAttributeAtIndex(
+		f, LLVMAttributeFunctionIndex, LLVMCreateStringAttribute(c->cx, "nvvm.maxntid", 12, "256", 3));
 	for (uint32_t j = 0; j < n; j++) {
 		add_attr(c, f, j + 1, "noalias", 0);
 		add_attr(c, f, j + 1, "align", 16);

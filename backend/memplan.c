@@ -47,7 +47,7 @@ lifetimes(Func *fn, Plan *p, uint32_t *def, uint32_t *last)
 			add_step(fn, p, (Step){ .kind = STEP_LAUNCH, .index = (uint32_t)in->kernel });
 		else if (op_gemm((Op)in->op))
 			add_step(fn, p, (Step){ .kind = STEP_GEMM, .index = i });
-		else if (in->op == OP_EXTERN && ir_attr(fn, in)[0] == 0)   /* one step for all its results */
+		else if (in->op == OP_EXTERN && ir_attr(fn, in)[0] == 0) /* one step for all its results */
 			add_step(fn, p, (Step){ .kind = STEP_CALL, .index = i });
 		def[in->res] = p->nsteps - 1;
 		if (in->kernel >= 0)
@@ -150,7 +150,8 @@ pass_memplan(Func *fn)
 		last[v] = IR_NONE;
 	lifetimes(fn, p, def, last);
 	for (uint32_t i = 0, n = 0; i < fn->nparams; i++)
-		p->loc[fn->params[i]] = fn->pslot[i] >= 0 ? (Loc){ LOC_STATE, (uint32_t)fn->pslot[i] } : (Loc){ LOC_IN, n++ };
+		p->loc[fn->params[i]] =
+			fn->pslot[i] >= 0 ? (Loc){ LOC_STATE, (uint32_t)fn->pslot[i] } : (Loc){ LOC_IN, n++ };
 	for (uint32_t i = 0, n = 0; i < fn->nrets; i++) {
 		uint32_t v = fn->rets[i];
 		Loc dst = fn->rslot[i] >= 0 ? (Loc){ LOC_STATE, (uint32_t)fn->rslot[i] } : (Loc){ LOC_OUT, n++ };
@@ -158,8 +159,11 @@ pass_memplan(Func *fn)
 		if (p->loc[v].kind == LOC_NONE)
 			p->loc[v] = dst;
 		else
-			add_step(fn, p, (Step){ .kind = STEP_COPY, .dst = dst, .src = p->loc[v],
-				.bytes = ir_numel(fn, v) * dt_size((DType)fn->vals[v].dtype) });
+			add_step(fn, p,
+				(Step){ .kind = STEP_COPY,
+					.dst = dst,
+					.src = p->loc[v],
+					.bytes = ir_numel(fn, v) * dt_size((DType)fn->vals[v].dtype) });
 	}
 	place(fn, p, def, last);
 	return p;

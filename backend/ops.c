@@ -15,16 +15,19 @@ LLVMTypeRef
 be_type(Cg *c, DType t)
 {
 	switch (t) {
-	case DT_B8: return c->i1;
-	case DT_U8: case DT_I8: case DT_F8E4M3FN: case DT_F8E5M2: return c->i8;
-	case DT_I16: return c->i16;
-	case DT_I32: return c->i32;
-	case DT_I64: return c->i64;
-	case DT_F16: return c->f16;
-	case DT_BF16: return c->bf16;
-	case DT_F32: return c->f32;
-	case DT_F64: return c->f64;
-	case DT_COUNT: break;
+	case DT_B8:       return c->i1;
+	case DT_U8:
+	case DT_I8:
+	case DT_F8E4M3FN:
+	case DT_F8E5M2:   return c->i8;
+	case DT_I16:      return c->i16;
+	case DT_I32:      return c->i32;
+	case DT_I64:      return c->i64;
+	case DT_F16:      return c->f16;
+	case DT_BF16:     return c->bf16;
+	case DT_F32:      return c->f32;
+	case DT_F64:      return c->f64;
+	case DT_COUNT:    break;
 	}
 	unreachable();
 }
@@ -38,8 +41,7 @@ be_call(Cg *c, const char *name, LLVMTypeRef *over, int nover, LLVMValueRef *arg
 	if (!id)
 		die("no intrinsic %s in this LLVM", name);
 	f = LLVMGetIntrinsicDeclaration(c->mod, id, over, (size_t)nover);
-	return LLVMBuildCall2(c->b, LLVMIntrinsicGetType(c->cx, id, over, (size_t)nover), f, args,
-		(unsigned)nargs, "");
+	return LLVMBuildCall2(c->b, LLVMIntrinsicGetType(c->cx, id, over, (size_t)nover), f, args, (unsigned)nargs, "");
 }
 
 LLVMValueRef
@@ -84,8 +86,8 @@ static LLVMValueRef
 fp8_to_f32(Cg *c, LLVMValueRef x, DType t)
 {
 	LLVMValueRef pair = LLVMBuildZExt(c->b, x, c->i16, "");
-	LLVMValueRef h2 = be_call(c, t == DT_F8E4M3FN ? "llvm.nvvm.e4m3x2.to.f16x2.rn" :
-		"llvm.nvvm.e5m2x2.to.f16x2.rn", NULL, 0, &pair, 1);
+	LLVMValueRef h2 = be_call(c, t == DT_F8E4M3FN ? "llvm.nvvm.e4m3x2.to.f16x2.rn" : "llvm.nvvm.e5m2x2.to.f16x2.rn",
+		NULL, 0, &pair, 1);
 	LLVMValueRef h = LLVMBuildExtractElement(c->b, h2, LLVMConstInt(c->i32, 0, 0), "");
 
 	return LLVMBuildFPExt(c->b, h, c->f32, "");
@@ -97,8 +99,10 @@ static LLVMValueRef
 f32_to_fp8(Cg *c, LLVMValueRef x, DType t, bool fixup)
 {
 	LLVMValueRef args[2] = { LLVMConstReal(c->f32, 0), x };
-	LLVMValueRef r = LLVMBuildTrunc(c->b, be_call(c, t == DT_F8E4M3FN ? "llvm.nvvm.ff.to.e4m3x2.rn" :
-		"llvm.nvvm.ff.to.e5m2x2.rn", NULL, 0, args, 2), c->i8, "");
+	LLVMValueRef r = LLVMBuildTrunc(c->b,
+		be_call(c, t == DT_F8E4M3FN ? "llvm.nvvm.ff.to.e4m3x2.rn" : "llvm.nvvm.ff.to.e5m2x2.rn", NULL, 0, args,
+			2),
+		c->i8, "");
 	LLVMValueRef bits = LLVMBuildBitCast(c->b, x, c->i32, "");
 	LLVMValueRef mag = LLVMBuildAnd(c->b, bits, LLVMConstInt(c->i32, 0x7FFFFFFF, 0), "");
 	LLVMValueRef sign = LLVMBuildTrunc(c->b, LLVMBuildLShr(c->b, bits, LLVMConstInt(c->i32, 24, 0), ""), c->i8, "");
@@ -106,12 +110,12 @@ f32_to_fp8(Cg *c, LLVMValueRef x, DType t, bool fixup)
 
 	sign = LLVMBuildAnd(c->b, sign, LLVMConstInt(c->i8, 0x80, 0), "");
 	nan = LLVMBuildOr(c->b, sign, LLVMConstInt(c->i8, 0x7F, 0), "");
-	if (t == DT_F8E4M3FN) {   /* NaN, and with the fix-up inf and all past 464 */
-		over = LLVMBuildICmp(c->b, LLVMIntUGT, mag,
-			LLVMConstInt(c->i32, fixup ? 0x43E80000 : 0x7F800000, 0), "");
+	if (t == DT_F8E4M3FN) { /* NaN, and with the fix-up inf and all past 464 */
+		over = LLVMBuildICmp(
+			c->b, LLVMIntUGT, mag, LLVMConstInt(c->i32, fixup ? 0x43E80000 : 0x7F800000, 0), "");
 		return LLVMBuildSelect(c->b, over, nan, r, "");
 	}
-	if (fixup) {              /* e5m2: from 61440 up, inf */
+	if (fixup) { /* e5m2: from 61440 up, inf */
 		over = LLVMBuildICmp(c->b, LLVMIntUGE, mag, LLVMConstInt(c->i32, 0x47700000, 0), "");
 		r = LLVMBuildSelect(c->b, over, LLVMBuildOr(c->b, sign, LLVMConstInt(c->i8, 0x7C, 0), ""), r, "");
 	}
@@ -185,7 +189,7 @@ be_convert(Cg *c, LLVMValueRef x, DType from, DType to, bool fixup)
 		return x;
 	if (to == DT_B8 && !ffrom)
 		return LLVMBuildICmp(c->b, LLVMIntNE, x, LLVMConstInt(LLVMTypeOf(x), 0, 0), "");
-	if (to == DT_B8) {   /* NaN is true */
+	if (to == DT_B8) { /* NaN is true */
 		x = dt_isfp8(from) ? to_f32(c, x, from) : x;
 		return LLVMBuildFCmp(c->b, LLVMRealUNE, x, LLVMConstReal(LLVMTypeOf(x), 0), "");
 	}
@@ -201,8 +205,8 @@ be_convert(Cg *c, LLVMValueRef x, DType from, DType to, bool fixup)
 	/* integer → integer: widen by the source's signedness, or truncate */
 	if (LLVMGetIntTypeWidth(be_type(c, to)) <= LLVMGetIntTypeWidth(be_type(c, from)))
 		return LLVMBuildTrunc(c->b, x, be_type(c, to), "");
-	return from == DT_U8 || from == DT_B8 ? LLVMBuildZExt(c->b, x, be_type(c, to), "") :
-		LLVMBuildSExt(c->b, x, be_type(c, to), "");
+	return from == DT_U8 || from == DT_B8 ? LLVMBuildZExt(c->b, x, be_type(c, to), "")
+					      : LLVMBuildSExt(c->b, x, be_type(c, to), "");
 }
 
 /* ---- float ops ---- */
@@ -241,21 +245,20 @@ unary_float(Cg *c, Op op, LLVMValueRef x, bool dbl)
 	LLVMValueRef one = LLVMConstReal(t, 1), zero = LLVMConstReal(t, 0), pos, neg;
 
 	switch (op) {
-	case OP_ABS: return intrinsic1(c, "llvm.fabs", x);
-	case OP_NEG: return LLVMBuildFNeg(c->b, x, "");
+	case OP_ABS:        return intrinsic1(c, "llvm.fabs", x);
+	case OP_NEG:        return LLVMBuildFNeg(c->b, x, "");
 	case OP_RECIPROCAL: return LLVMBuildFDiv(c->b, one, x, "");
-	case OP_SQRT: return intrinsic1(c, "llvm.sqrt", x);
-	case OP_FLOOR: return intrinsic1(c, "llvm.floor", x);
-	case OP_CEIL: return intrinsic1(c, "llvm.ceil", x);
-	case OP_ROUND: return intrinsic1(c, "llvm.roundeven", x);
-	case OP_TRUNC: return intrinsic1(c, "llvm.trunc", x);
+	case OP_SQRT:       return intrinsic1(c, "llvm.sqrt", x);
+	case OP_FLOOR:      return intrinsic1(c, "llvm.floor", x);
+	case OP_CEIL:       return intrinsic1(c, "llvm.ceil", x);
+	case OP_ROUND:      return intrinsic1(c, "llvm.roundeven", x);
+	case OP_TRUNC:      return intrinsic1(c, "llvm.trunc", x);
 	case OP_SIGN:
 		pos = LLVMBuildSelect(c->b, LLVMBuildFCmp(c->b, LLVMRealOGT, x, zero, ""), one, zero, "");
 		neg = LLVMBuildSelect(c->b, LLVMBuildFCmp(c->b, LLVMRealOLT, x, zero, ""), one, zero, "");
-		return LLVMBuildFSub(c->b, pos, neg, "");   /* NaN → 0, as PyTorch */
+		return LLVMBuildFSub(c->b, pos, neg, ""); /* NaN → 0, as PyTorch */
 	case OP_ISFINITE:
-		return LLVMBuildFCmp(c->b, LLVMRealOLT, intrinsic1(c, "llvm.fabs", x),
-			LLVMConstReal(t, 1.0 / 0.0), "");
+		return LLVMBuildFCmp(c->b, LLVMRealOLT, intrinsic1(c, "llvm.fabs", x), LLVMConstReal(t, 1.0 / 0.0), "");
 	case OP_SIGNBIT:
 		return LLVMBuildICmp(c->b, LLVMIntSLT, LLVMBuildBitCast(c->b, x, dbl ? c->i64 : c->i32, ""),
 			LLVMConstInt(dbl ? c->i64 : c->i32, 0, 0), "");
@@ -282,18 +285,19 @@ binary_float(Cg *c, Op op, LLVMValueRef x, LLVMValueRef y, bool dbl)
 	LLVMTypeRef t = LLVMTypeOf(x);
 
 	switch (op) {
-	case OP_ADD: return LLVMBuildFAdd(c->b, x, y, "");
-	case OP_SUB: return LLVMBuildFSub(c->b, x, y, "");
-	case OP_MUL: return LLVMBuildFMul(c->b, x, y, "");
-	case OP_DIV: return LLVMBuildFDiv(c->b, x, y, "");
+	case OP_ADD:     return LLVMBuildFAdd(c->b, x, y, "");
+	case OP_SUB:     return LLVMBuildFSub(c->b, x, y, "");
+	case OP_MUL:     return LLVMBuildFMul(c->b, x, y, "");
+	case OP_DIV:     return LLVMBuildFDiv(c->b, x, y, "");
 	case OP_MAXIMUM: return max_min(c, true, x, y);
 	case OP_MINIMUM: return max_min(c, false, x, y);
 	case OP_REMAINDER:
 		m = be_libdevice(c, dbl ? "__nv_fmod" : "__nv_fmodf", t, args, 2);
-		return LLVMBuildSelect(c->b, LLVMBuildAnd(c->b,
-			LLVMBuildFCmp(c->b, LLVMRealUNE, m, LLVMConstReal(t, 0), ""),
-			LLVMBuildXor(c->b, LLVMBuildFCmp(c->b, LLVMRealOLT, y, LLVMConstReal(t, 0), ""),
-				LLVMBuildFCmp(c->b, LLVMRealOLT, m, LLVMConstReal(t, 0), ""), ""), ""),
+		return LLVMBuildSelect(c->b,
+			LLVMBuildAnd(c->b, LLVMBuildFCmp(c->b, LLVMRealUNE, m, LLVMConstReal(t, 0), ""),
+				LLVMBuildXor(c->b, LLVMBuildFCmp(c->b, LLVMRealOLT, y, LLVMConstReal(t, 0), ""),
+					LLVMBuildFCmp(c->b, LLVMRealOLT, m, LLVMConstReal(t, 0), ""), ""),
+				""),
 			LLVMBuildFAdd(c->b, m, y, ""), m, "");
 	case OP_EQ: return LLVMBuildFCmp(c->b, LLVMRealOEQ, x, y, "");
 	case OP_NE: return LLVMBuildFCmp(c->b, LLVMRealUNE, x, y, "");
@@ -320,7 +324,8 @@ shift(Cg *c, Op op, LLVMValueRef x, LLVMValueRef y, bool sgn)
 	LLVMValueRef in = LLVMBuildICmp(c->b, LLVMIntULT, y, LLVMConstInt(t, w, 0), "");
 
 	if (op == OP_BITWISE_LEFT_SHIFT)
-		return LLVMBuildSelect(c->b, in, LLVMBuildShl(c->b, x, LLVMBuildSelect(c->b, in, y, LLVMConstInt(t, 0, 0), ""), ""),
+		return LLVMBuildSelect(c->b, in,
+			LLVMBuildShl(c->b, x, LLVMBuildSelect(c->b, in, y, LLVMConstInt(t, 0, 0), ""), ""),
 			LLVMConstInt(t, 0, 0), "");
 	y = LLVMBuildSelect(c->b, in, y, LLVMConstInt(t, sgn ? w - 1 : 0, 0), "");
 	if (!sgn)
@@ -343,12 +348,16 @@ unary_int(Cg *c, Op op, LLVMValueRef x, DType t)
 	case OP_NEG: return LLVMBuildSub(c->b, zero, x, "");
 	case OP_SIGN:
 		return LLVMBuildSub(c->b,
-			LLVMBuildZExt(c->b, LLVMBuildICmp(c->b, t == DT_U8 ? LLVMIntUGT : LLVMIntSGT, x, zero, ""), ty, ""),
-			LLVMBuildZExt(c->b, LLVMBuildICmp(c->b, t == DT_U8 ? LLVMIntULT : LLVMIntSLT, x, zero, ""), ty, ""), "");
-	case OP_ISFINITE: return LLVMConstInt(c->i1, 1, 0);
-	case OP_SIGNBIT: return t == DT_U8 ? LLVMConstInt(c->i1, 0, 0) : LLVMBuildICmp(c->b, LLVMIntSLT, x, zero, "");
-	case OP_BITWISE_NOT: case OP_LOGICAL_NOT: return LLVMBuildNot(c->b, x, "");
-	default: unreachable();
+			LLVMBuildZExt(
+				c->b, LLVMBuildICmp(c->b, t == DT_U8 ? LLVMIntUGT : LLVMIntSGT, x, zero, ""), ty, ""),
+			LLVMBuildZExt(
+				c->b, LLVMBuildICmp(c->b, t == DT_U8 ? LLVMIntULT : LLVMIntSLT, x, zero, ""), ty, ""),
+			"");
+	case OP_ISFINITE:    return LLVMConstInt(c->i1, 1, 0);
+	case OP_SIGNBIT:     return t == DT_U8 ? LLVMConstInt(c->i1, 0, 0) : LLVMBuildICmp(c->b, LLVMIntSLT, x, zero, "");
+	case OP_BITWISE_NOT:
+	case OP_LOGICAL_NOT: return LLVMBuildNot(c->b, x, "");
+	default:             unreachable();
 	}
 }
 
@@ -372,9 +381,11 @@ div_mod(Cg *c, Op op, LLVMValueRef x, LLVMValueRef y, bool sgn)
 	m = LLVMBuildSelect(c->b, bad, zero, m, "");
 	if (op == OP_FMOD || !sgn)
 		return m;
-	return LLVMBuildSelect(c->b, LLVMBuildAnd(c->b, LLVMBuildICmp(c->b, LLVMIntNE, m, zero, ""),
-		LLVMBuildXor(c->b, LLVMBuildICmp(c->b, LLVMIntSLT, y, zero, ""),
-			LLVMBuildICmp(c->b, LLVMIntSLT, m, zero, ""), ""), ""),
+	return LLVMBuildSelect(c->b,
+		LLVMBuildAnd(c->b, LLVMBuildICmp(c->b, LLVMIntNE, m, zero, ""),
+			LLVMBuildXor(c->b, LLVMBuildICmp(c->b, LLVMIntSLT, y, zero, ""),
+				LLVMBuildICmp(c->b, LLVMIntSLT, m, zero, ""), ""),
+			""),
 		LLVMBuildAdd(c->b, m, y, ""), m, "");
 }
 
@@ -384,25 +395,28 @@ binary_int(Cg *c, Op op, LLVMValueRef x, LLVMValueRef y, DType t)
 	bool sgn = t != DT_U8 && t != DT_B8;
 
 	switch (op) {
-	case OP_ADD: return LLVMBuildAdd(c->b, x, y, "");
-	case OP_SUB: return LLVMBuildSub(c->b, x, y, "");
-	case OP_MUL: return LLVMBuildMul(c->b, x, y, "");
-	case OP_DIV: case OP_FMOD: case OP_REMAINDER: return div_mod(c, op, x, y, sgn);
+	case OP_ADD:       return LLVMBuildAdd(c->b, x, y, "");
+	case OP_SUB:       return LLVMBuildSub(c->b, x, y, "");
+	case OP_MUL:       return LLVMBuildMul(c->b, x, y, "");
+	case OP_DIV:
+	case OP_FMOD:
+	case OP_REMAINDER: return div_mod(c, op, x, y, sgn);
 	case OP_MAXIMUM:
 		return LLVMBuildSelect(c->b, LLVMBuildICmp(c->b, sgn ? LLVMIntSGT : LLVMIntUGT, x, y, ""), x, y, "");
 	case OP_MINIMUM:
 		return LLVMBuildSelect(c->b, LLVMBuildICmp(c->b, sgn ? LLVMIntSLT : LLVMIntULT, x, y, ""), x, y, "");
-	case OP_BITWISE_AND: return LLVMBuildAnd(c->b, x, y, "");
-	case OP_BITWISE_OR: return LLVMBuildOr(c->b, x, y, "");
-	case OP_BITWISE_XOR: return LLVMBuildXor(c->b, x, y, "");
-	case OP_BITWISE_LEFT_SHIFT: case OP_BITWISE_RIGHT_SHIFT: return shift(c, op, x, y, sgn);
-	case OP_EQ: return LLVMBuildICmp(c->b, LLVMIntEQ, x, y, "");
-	case OP_NE: return LLVMBuildICmp(c->b, LLVMIntNE, x, y, "");
-	case OP_LT: return LLVMBuildICmp(c->b, sgn ? LLVMIntSLT : LLVMIntULT, x, y, "");
-	case OP_LE: return LLVMBuildICmp(c->b, sgn ? LLVMIntSLE : LLVMIntULE, x, y, "");
-	case OP_GT: return LLVMBuildICmp(c->b, sgn ? LLVMIntSGT : LLVMIntUGT, x, y, "");
-	case OP_GE: return LLVMBuildICmp(c->b, sgn ? LLVMIntSGE : LLVMIntUGE, x, y, "");
-	default: unreachable();
+	case OP_BITWISE_AND:         return LLVMBuildAnd(c->b, x, y, "");
+	case OP_BITWISE_OR:          return LLVMBuildOr(c->b, x, y, "");
+	case OP_BITWISE_XOR:         return LLVMBuildXor(c->b, x, y, "");
+	case OP_BITWISE_LEFT_SHIFT:
+	case OP_BITWISE_RIGHT_SHIFT: return shift(c, op, x, y, sgn);
+	case OP_EQ:                  return LLVMBuildICmp(c->b, LLVMIntEQ, x, y, "");
+	case OP_NE:                  return LLVMBuildICmp(c->b, LLVMIntNE, x, y, "");
+	case OP_LT:                  return LLVMBuildICmp(c->b, sgn ? LLVMIntSLT : LLVMIntULT, x, y, "");
+	case OP_LE:                  return LLVMBuildICmp(c->b, sgn ? LLVMIntSLE : LLVMIntULE, x, y, "");
+	case OP_GT:                  return LLVMBuildICmp(c->b, sgn ? LLVMIntSGT : LLVMIntUGT, x, y, "");
+	case OP_GE:                  return LLVMBuildICmp(c->b, sgn ? LLVMIntSGE : LLVMIntUGE, x, y, "");
+	default:                     unreachable();
 	}
 }
 
@@ -419,7 +433,7 @@ be_unary(Cg *c, Op op, LLVMValueRef x, DType t)
 		return unary_float(c, op, x, t == DT_F64);
 	xf = to_f32(c, x, t);
 	r = unary_float(c, op, xf, false);
-	if (op == OP_SIGNBIT && t == DT_F16)   /* torch: an f16 NaN widens to the positive canonical NaN */
+	if (op == OP_SIGNBIT && t == DT_F16) /* torch: an f16 NaN widens to the positive canonical NaN */
 		r = LLVMBuildAnd(c->b, r, LLVMBuildFCmp(c->b, LLVMRealORD, xf, xf, ""), "");
 	return op == OP_ISFINITE || op == OP_SIGNBIT ? r : from_f32(c, r, t, true);
 }

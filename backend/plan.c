@@ -72,7 +72,7 @@ print_gemm(FILE *f, Func *fn, const Plan *p, const Instr *in, const char *pre, i
 	else
 		fputs("none", f);
 	fprintf(f, " m=%lld n=%lld k=%lld", (long long)da[0], (long long)db[1], (long long)da[1]);
-	if (version > 1)   /* the b operand is (N,K) row-major, as cuBLASLt's FP8 GEMMs want it */
+	if (version > 1) /* the b operand is (N,K) row-major, as cuBLASLt's FP8 GEMMs want it */
 		fputs(" batch=1 stride_a=0 stride_b=0 stride_d=0 trans_a=0 trans_b=1", f);
 	fprintf(f, " atype=%s btype=%s dtype=%s", ir_dtypes[fn->vals[a[0]].dtype].name,
 		ir_dtypes[fn->vals[a[1]].dtype].name, ir_dtypes[fn->vals[in->res].dtype].name);
@@ -96,10 +96,10 @@ print_matmul(FILE *f, Func *fn, const Plan *p, const Instr *in, const char *pre)
 
 	for (int i = 0; i < rr - 2; i++)
 		batch *= dr[i];
-	if (batch == 0)   /* an empty product: nothing to run */
+	if (batch == 0) /* an empty product: nothing to run */
 		m = 0, batch = 1;
 	if (batch == 1)
-		ra = rb = 2;   /* one matrix each: no strides */
+		ra = rb = 2; /* one matrix each: no strides */
 	if (batch > 1 && ra > 2 && rb == 2 && !ta) {
 		m *= batch;
 		batch = 1;
@@ -116,10 +116,12 @@ print_matmul(FILE *f, Func *fn, const Plan *p, const Instr *in, const char *pre)
 		print_ref(f, p, a[2]);
 	else
 		fputs("none", f);
-	fprintf(f, " m=%lld n=%lld k=%lld batch=%lld stride_a=%lld stride_b=%lld stride_d=%lld trans_a=%d trans_b=%d"
-		" atype=%s btype=%s dtype=%s epilogue=%s\n", (long long)m, (long long)n, (long long)k, (long long)batch,
-		(long long)(ra > 2 ? m * k : 0), (long long)(rb > 2 ? k * n : 0), (long long)(batch > 1 ? m * n : 0),
-		ta, tb, ir_dtypes[fn->vals[a[0]].dtype].name, ir_dtypes[fn->vals[a[1]].dtype].name,
+	fprintf(f,
+		" m=%lld n=%lld k=%lld batch=%lld stride_a=%lld stride_b=%lld stride_d=%lld trans_a=%d trans_b=%d"
+		" atype=%s btype=%s dtype=%s epilogue=%s\n",
+		(long long)m, (long long)n, (long long)k, (long long)batch, (long long)(ra > 2 ? m * k : 0),
+		(long long)(rb > 2 ? k * n : 0), (long long)(batch > 1 ? m * n : 0), ta, tb,
+		ir_dtypes[fn->vals[a[0]].dtype].name, ir_dtypes[fn->vals[a[1]].dtype].name,
 		ir_dtypes[fn->vals[in->res].dtype].name, epi[in->nattr ? ir_attr(fn, in)[0] : EPI_NONE]);
 }
 
@@ -153,12 +155,12 @@ print_call(FILE *f, Func *fn, const Plan *p, const Instr *in, const char *pre)
 	}
 	fputs(" args=", f);
 	for (const unsigned char *c = (const unsigned char *)e->args; *c; c++) {
-		if (quoted && *c == '\\' && c[1]) {   /* an escape in a string: two bytes */
+		if (quoted && *c == '\\' && c[1]) { /* an escape in a string: two bytes */
 			plan_byte(f, *c++);
 		} else if (*c == '\'') {
 			quoted = !quoted;
 		} else if (!quoted && *c == ' ' && c > (const unsigned char *)e->args && c[-1] == ',') {
-			continue;   /* ", " is "," here */
+			continue; /* ", " is "," here */
 		}
 		plan_byte(f, *c);
 	}
@@ -322,9 +324,12 @@ dot_node(FILE *f, Func *fn, const char *id, uint32_t v, const char *indent)
 	for (uint32_t i = 0; in && i < in->nattr; i++)
 		fprintf(f, "%s%lld%s", i ? "," : "[", (long long)attr[i], i + 1 == in->nattr ? "] " : "");
 	print_type(f, fn, v);
-	fprintf(f, "\"%s];\n", !in ? " shape=invhouse" : op_gemm((Op)in->op) ?
-		" shape=box style=filled fillcolor=lightblue" : in->op == OP_EXTERN ?
-		" shape=box style=filled fillcolor=khaki" : in->op == OP_FULL ? " shape=plaintext" : "");
+	fprintf(f, "\"%s];\n",
+		!in ? " shape=invhouse"
+			: op_gemm((Op)in->op) ? " shape=box style=filled fillcolor=lightblue"
+			: in->op == OP_EXTERN ? " shape=box style=filled fillcolor=khaki"
+			: in->op == OP_FULL   ? " shape=plaintext"
+					      : "");
 }
 
 /* the edges into instruction i; a GEMM's say which operand they are */
@@ -353,7 +358,8 @@ dot_func(FILE *f, Func *fn, const char *id, const char *in)
 		if (fn->ins[i].kernel >= 0 && fn->kernels[fn->ins[i].kernel].first == i) {
 			const Kernel *k = &fn->kernels[fn->ins[i].kernel];
 
-			fprintf(f, "%ssubgraph cluster_%s%s {\n%s  label=\"kernel %s\"; style=rounded; color=darkgreen;\n",
+			fprintf(f,
+				"%ssubgraph cluster_%s%s {\n%s  label=\"kernel %s\"; style=rounded; color=darkgreen;\n",
 				in, id, k->name, in, k->name);
 			for (uint32_t j = k->first; j < k->first + k->count; j++)
 				dot_node(f, fn, id, fn->ins[j].res, "    ");
@@ -389,8 +395,9 @@ dot_flow(FILE *f, const Program *prog, char (*ids)[16])
 			for (uint32_t gj = fi + 1; fn->rslot[i] >= 0 && gj < prog->nfns; gj++)
 				for (uint32_t p = 0; p < prog->fns[gj]->nparams; p++)
 					if (prog->fns[gj]->pslot[p] == fn->rslot[i])
-						fprintf(f, "  %sv%u -> %sv%u [style=dashed label=\"saved %d\"];\n", ids[fi],
-							fn->rets[i], ids[gj], prog->fns[gj]->params[p], fn->rslot[i]);
+						fprintf(f, "  %sv%u -> %sv%u [style=dashed label=\"saved %d\"];\n",
+							ids[fi], fn->rets[i], ids[gj], prog->fns[gj]->params[p],
+							fn->rslot[i]);
 	}
 }
 

@@ -21,7 +21,7 @@
 static const struct {
 	const char *gpu, *features;
 } targets[] = {
-	{ "sm_89", "+ptx81" },   /* PTX 8.1 for its fp8 cvt */
+	{ "sm_89", "+ptx81" }, /* PTX 8.1 for its fp8 cvt */
 	{ "sm_90", "" },
 	{ "sm_90a", "+ptx80" },
 	{ "sm_100", "+ptx86" },
@@ -49,7 +49,8 @@ be_target_list(void)
 
 	if (!list[0])
 		for (size_t i = 0; i < NELEM(targets); i++)
-			snprintf(list + strlen(list), sizeof list - strlen(list), "%s%s", i ? ", " : "", targets[i].gpu);
+			snprintf(
+				list + strlen(list), sizeof list - strlen(list), "%s%s", i ? ", " : "", targets[i].gpu);
 	return list;
 }
 
@@ -73,8 +74,8 @@ target_machine(const char *gpu, char *err, size_t errlen)
 		LLVMDisposeMessage(msg);
 		return NULL;
 	}
-	return LLVMCreateTargetMachine(t, TRIPLE, gpu, features, LLVMCodeGenLevelAggressive,
-		LLVMRelocDefault, LLVMCodeModelDefault);
+	return LLVMCreateTargetMachine(
+		t, TRIPLE, gpu, features, LLVMCodeGenLevelAggressive, LLVMRelocDefault, LLVMCodeModelDefault);
 }
 
 LLVMModuleRef
@@ -86,8 +87,7 @@ be_module(LLVMContextRef cx, const char *name)
 	LLVMSetTarget(m, TRIPLE);
 	LLVMSetDataLayout(m, "e-p6:32:32-i64:64-i128:128-i256:256-v16:16-v32:32-n16:32:64");
 	/* libdevice asks __nvvm_reflect("__CUDA_FTZ"): no flushing of subnormals */
-	LLVMAddModuleFlag(m, LLVMModuleFlagBehaviorOverride, "nvvm-reflect-ftz", 16,
-		LLVMValueAsMetadata(zero));
+	LLVMAddModuleFlag(m, LLVMModuleFlagBehaviorOverride, "nvvm-reflect-ftz", 16, LLVMValueAsMetadata(zero));
 	return m;
 }
 
@@ -135,12 +135,14 @@ link_libdevice(LLVMModuleRef mod, const BeOptions *o, char *err, size_t errlen)
 	if (!needed)
 		return true;
 	if (!find_libdevice(o, path, sizeof path, tried, sizeof tried)) {
-		snprintf(err, errlen, "cannot find libdevice: tried %s; give the CUDA toolkit with "
-			"--cuda-path DIR or CUDA_HOME", tried);
+		snprintf(err, errlen,
+			"cannot find libdevice: tried %s; give the CUDA toolkit with "
+			"--cuda-path DIR or CUDA_HOME",
+			tried);
 		return false;
 	}
 	if (o->phase && tried[0]) {
-		char note[sizeof path + sizeof tried + 32];   /* the fallback, and what it passed over */
+		char note[sizeof path + sizeof tried + 32]; /* the fallback, and what it passed over */
 
 		snprintf(note, sizeof note, "%s (none at %s)", path, tried);
 		o->phase("libdevice", note);

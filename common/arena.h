@@ -17,11 +17,12 @@ typedef struct ArenaBlock {
 
 typedef struct {
 	ArenaBlock *head;
-	size_t block;         /* the size of a new block (larger for a larger request) */
+	size_t block; /* the size of a new block (larger for a larger request) */
 } ArenaCore;
 
 /* n zeroed bytes, or NULL when memory runs out */
-static inline void *arena_core_alloc(ArenaCore *a, size_t n)
+static inline void *
+arena_core_alloc(ArenaCore *a, size_t n)
 {
 	ArenaBlock *b = a->head;
 	void *p;
@@ -43,7 +44,8 @@ static inline void *arena_core_alloc(ArenaCore *a, size_t n)
 	return p;
 }
 
-static inline void arena_core_free(ArenaCore *a)
+static inline void
+arena_core_free(ArenaCore *a)
 {
 	for (ArenaBlock *b = a->head, *next; b; b = next) {
 		next = b->next;

@@ -8,7 +8,8 @@
 #include <stdio.h>
 
 /* dims[0..rank) between brackets, sep between them, into buf (cut to n) */
-static inline const char *dims_str(const int64_t *dims, int rank, const char *sep, char *buf, size_t n)
+static inline const char *
+dims_str(const int64_t *dims, int rank, const char *sep, char *buf, size_t n)
 {
 	size_t used = (size_t)snprintf(buf, n, "[");
 

@@ -18,14 +18,16 @@ enum {
 /* K and N of an FP8 GEMM are multiples of this (M is free) */
 #define FP8_GEMM_MULTIPLE 16
 
-static inline bool fp8_gemm_dims_ok(int64_t k, int64_t n)
+static inline bool
+fp8_gemm_dims_ok(int64_t k, int64_t n)
 {
 	return k % FP8_GEMM_MULTIPLE == 0 && n % FP8_GEMM_MULTIPLE == 0;
 }
 
 /* the bias dtype for an FP8 GEMM's output dtype, as torch._scaled_mm's:
  * f16 for f16 results, bf16 otherwise */
-static inline int fp8_gemm_bias_row(int out)
+static inline int
+fp8_gemm_bias_row(int out)
 {
 	return out == GEMM_ROW_F16 ? GEMM_ROW_F16 : GEMM_ROW_BF16;
 }

@@ -7,7 +7,8 @@
 /* Length of the valid UTF-8 sequence at s (n >= 1 bytes readable), 0 if it
  * is not one: a stray continuation byte, a cut sequence, an overlong form, a
  * surrogate (U+D800..U+DFFF) or a code point past U+10FFFF. */
-static inline size_t utf8_seq_len(const unsigned char *s, size_t n)
+static inline size_t
+utf8_seq_len(const unsigned char *s, size_t n)
 {
 	unsigned lo = 0x80, hi = 0xBF;
 	size_t len;

@@ -32,7 +32,7 @@ number_literal(Reader *r, const Expr *e, const Sym *s)
 	x->line = e->line;
 	x->col = e->col;
 	x->f = s->num;
-	x->i = ir_float_to_int(s->num, DT_F64, DT_I64);   /* NaN and inf too: no cast past int64 */
+	x->i = ir_float_to_int(s->num, DT_F64, DT_I64); /* NaN and inf too: no cast past int64 */
 	return x;
 }
 
@@ -117,11 +117,14 @@ tr_scalar_in(Reader *r, const Expr *e, DType t)
 		lo = d->kind == DK_UINT ? 0 : -(INT64_C(1) << (d->bits - 2)) * 2;
 		hi = d->bits == 64 ? INT64_MAX : (d->kind == DK_UINT ? (INT64_C(1) << d->bits) - 1 : -lo - 1);
 		if (e->i < lo || e->i > hi || e->i > (INT64_C(1) << 53) || e->i < -(INT64_C(1) << 53))
-			tr_errat(r, e->line, e->col, "%s: scalar %lld does not fit in %s", r->callee, (long long)e->i, d->thunder);
+			tr_errat(r, e->line, e->col, "%s: scalar %lld does not fit in %s", r->callee, (long long)e->i,
+				d->thunder);
 		return x;
 	case DK_FLOAT:
-		return t == DT_F64 ? x : t == DT_F32 ? (double)f
-			: t == DT_BF16 ? (double)bf16_to_f32(f32_to_bf16(f)) : (double)f16_to_f32(f32_to_f16(f));
+		return t == DT_F64     ? x
+			: t == DT_F32  ? (double)f
+			: t == DT_BF16 ? (double)bf16_to_f32(f32_to_bf16(f))
+				       : (double)f16_to_f32(f32_to_f16(f));
 	case DK_FP8:
 		return t == DT_F8E4M3FN ? (double)e4m3fn_to_f32(f32_to_e4m3fn(f)) : (double)e5m2_to_f32(f32_to_e5m2(f));
 	}
@@ -224,9 +227,16 @@ tr_isnone(const Expr *e)
 	return !e || e->kind == E_NONE;
 }
 
-static const struct { const char *name; DType t; } torch_alias[] = {
-	{ "float", DT_F32 }, { "double", DT_F64 }, { "half", DT_F16 }, { "long", DT_I64 },
-	{ "int", DT_I32 }, { "short", DT_I16 },
+static const struct {
+	const char *name;
+	DType t;
+} torch_alias[] = {
+	{ "float", DT_F32 },
+	{ "double", DT_F64 },
+	{ "half", DT_F16 },
+	{ "long", DT_I64 },
+	{ "int", DT_I32 },
+	{ "short", DT_I16 },
 };
 
 /* dtype := "dtypes." LONG ["_"] | "torch." TORCH */
@@ -241,7 +251,7 @@ tr_dtype_arg(Reader *r, const Expr *e)
 		n = strlen(s + 7);
 		t = dt_lookup(s + 7, n > 1 && s[6 + n] == '_' ? n - 1 : n, 2);
 	} else if (!strcmp(s, "float") || !strcmp(s, "int") || !strcmp(s, "bool")) {
-		t = s[0] == 'f' ? DT_F32 : s[0] == 'i' ? DT_I64 : DT_B8;   /* Thunder's weak dtypes */
+		t = s[0] == 'f' ? DT_F32 : s[0] == 'i' ? DT_I64 : DT_B8; /* Thunder's weak dtypes */
 	} else if (strncmp(s, "torch.", 6) == 0) {
 		t = dt_lookup(s + 6, strlen(s + 6), 3);
 		for (size_t i = 0; t < 0 && i < NELEM(torch_alias); i++)
@@ -288,7 +298,8 @@ tr_ints(Reader *r, const Expr *e, const char *what, bool one, Ints *out)
 	if (e->kind != E_TUPLE && e->kind != E_LIST)
 		tr_errat(r, e->line, e->col, "%s: %s must be a tuple of ints", r->callee, what);
 	if (e->n > IR_MAXRANK)
-		tr_errat(r, e->line, e->col, "%s: %s has %u entries; the maximum rank is %d", r->callee, what, e->n, IR_MAXRANK);
+		tr_errat(r, e->line, e->col, "%s: %s has %u entries; the maximum rank is %d", r->callee, what, e->n,
+			IR_MAXRANK);
 	for (uint32_t i = 0; i < e->n; i++) {
 		out->v[i] = tr_int_arg(r, e->elts[i], what);
 		out->e[i] = e->elts[i];
@@ -305,7 +316,8 @@ tr_shape_arg(Reader *r, const Expr *e, bool infer, Ints *s)
 	tr_ints(r, e, "shape", false, s);
 	for (int i = 0; i < s->n; i++) {
 		if (s->v[i] < 0 && !(infer && s->v[i] == -1))
-			tr_errat(r, e->line, s->e[i]->col, "%s: negative dimension %lld", r->callee, (long long)s->v[i]);
+			tr_errat(
+				r, e->line, s->e[i]->col, "%s: negative dimension %lld", r->callee, (long long)s->v[i]);
 		t.d[t.rank++] = s->v[i] < 0 ? 1 : s->v[i];
 	}
 	tr_check_numel(r, e->line, e->col, &t);
@@ -316,7 +328,8 @@ int64_t
 tr_norm_dim(Reader *r, const Expr *e, int64_t d, int rank)
 {
 	if (d < -rank || d >= rank)
-		tr_errat(r, e->line, e->col, "%s: dimension %lld is out of range for rank %d", r->callee, (long long)d, rank);
+		tr_errat(r, e->line, e->col, "%s: dimension %lld is out of range for rank %d", r->callee, (long long)d,
+			rank);
 	return d < 0 ? d + rank : d;
 }
 

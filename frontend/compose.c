@@ -199,9 +199,8 @@ tr_lower_var(Reader *r, const Expr *c, Op op)
 uint32_t
 tr_lower_batch_norm(Reader *r, const Expr *c, Op op)
 {
-	static const Param ps[] = { { "a", false }, { "weight", false }, { "bias", false },
-		{ "running_mean", false }, { "running_var", false }, { "training", false }, { "momentum", false },
-		{ "eps", false } };
+	static const Param ps[] = { { "a", false }, { "weight", false }, { "bias", false }, { "running_mean", false },
+		{ "running_var", false }, { "training", false }, { "momentum", false }, { "eps", false } };
 	const Expr *a[8];
 	uint32_t x, w = IR_NONE, b = IR_NONE, rm = IR_NONE, rv = IR_NONE, xc, m, v, inv, y, res[3];
 	DType t, ct, st;
@@ -216,7 +215,8 @@ tr_lower_batch_norm(Reader *r, const Expr *c, Op op)
 	t = tr_vdtype(r, x);
 	ct = acc_dtype(t);
 	if (!dt_isfloat(t) || r->fn->vals[x].rank < 2)
-		tr_errat(r, a[0]->line, a[0]->col, "%s: expected a float tensor with batch and channel dims", r->callee);
+		tr_errat(
+			r, a[0]->line, a[0]->col, "%s: expected a float tensor with batch and channel dims", r->callee);
 	for (int i = 0; i < r->fn->vals[x].rank; i++)
 		if (i != 1)
 			d.v[d.n++] = i;
@@ -249,12 +249,16 @@ tr_lower_batch_norm(Reader *r, const Expr *c, Op op)
 	res[0] = cvt(r, y, t);
 	res[1] = cvt(r, m, st);
 	res[2] = cvt(r, inv, st);
-	if (train && rm != IR_NONE) {   /* running = (1 - momentum) * running + momentum * batch */
+	if (train && rm != IR_NONE) { /* running = (1 - momentum) * running + momentum * batch */
 		uint32_t k1 = tr_konst(r, (double)(float)(1 - mom), ct), k2 = tr_konst(r, (double)(float)mom, ct);
 		uint32_t vu = bin(r, OP_MUL, v, tr_konst(r, (double)n / (double)(n > 1 ? n - 1 : 1), ct));
 
-		tr_update(r, rm, cvt(r, bin(r, OP_ADD, bin(r, OP_MUL, cvt(r, rm, ct), k1), bin(r, OP_MUL, m, k2)), tr_vdtype(r, rm)));
-		tr_update(r, rv, cvt(r, bin(r, OP_ADD, bin(r, OP_MUL, cvt(r, rv, ct), k1), bin(r, OP_MUL, vu, k2)), tr_vdtype(r, rv)));
+		tr_update(r, rm,
+			cvt(r, bin(r, OP_ADD, bin(r, OP_MUL, cvt(r, rm, ct), k1), bin(r, OP_MUL, m, k2)),
+				tr_vdtype(r, rm)));
+		tr_update(r, rv,
+			cvt(r, bin(r, OP_ADD, bin(r, OP_MUL, cvt(r, rv, ct), k1), bin(r, OP_MUL, vu, k2)),
+				tr_vdtype(r, rv)));
 	}
 	results(r, 3, res);
 	return res[0];
@@ -267,8 +271,8 @@ tr_lower_batch_norm(Reader *r, const Expr *c, Op op)
 uint32_t
 tr_lower_embedding(Reader *r, const Expr *c, Op op)
 {
-	static const Param ps[] = { { "a", false }, { "weight", false }, { "padding_idx", true },
-		{ "max_norm", true }, { "norm_type", true }, { "scale_grad_by_freq", true }, { "sparse", true } };
+	static const Param ps[] = { { "a", false }, { "weight", false }, { "padding_idx", true }, { "max_norm", true },
+		{ "norm_type", true }, { "scale_grad_by_freq", true }, { "sparse", true } };
 	const Expr *a[7];
 	uint32_t ix, w, flat, args[2];
 	int64_t n, dim = 0, dims[IR_MAXRANK];
@@ -279,8 +283,8 @@ tr_lower_embedding(Reader *r, const Expr *c, Op op)
 	ix = tr_tensor(r, a[0]);
 	w = tr_tensor(r, a[1]);
 	if (!tr_isnone(a[3]))
-		tr_errat(r, a[3]->line, a[3]->col, "%s: max_norm renormalizes the weight in place, which is not supported",
-			r->callee);
+		tr_errat(r, a[3]->line, a[3]->col,
+			"%s: max_norm renormalizes the weight in place, which is not supported", r->callee);
 	tr_vtype(r->fn, ix, &it);
 	tr_vtype(r->fn, w, &t);
 	if (!dt_isint(it.dt) || t.rank != 2 || it.rank + 1 > IR_MAXRANK)
@@ -325,7 +329,8 @@ tr_lower_embedding_backward(Reader *r, const Expr *c, Op op)
 	N = ir_numel(r->fn, ix);
 	D = gt.rank ? gt.d[gt.rank - 1] : 1;
 	if (!dt_isint(it.dt) || !dt_isfloat(gt.dt) || gt.rank != it.rank + 1 || N * D != ir_numel(r->fn, g) || V <= 0)
-		tr_errat(r, c->line, r->ccol, "%s: expected float grad of the indices' shape and one more dim", r->callee);
+		tr_errat(r, c->line, r->ccol, "%s: expected float grad of the indices' shape and one more dim",
+			r->callee);
 	flat[0] = N;
 	flat[1] = D;
 	sp[0] = V;
@@ -337,9 +342,10 @@ tr_lower_embedding_backward(Reader *r, const Expr *c, Op op)
 	rows = tr_emit(r, OP_IOTA, NULL, 0, io, 2, &rt);
 	eq = bin(r, OP_EQ, bcast(r, rows, 3, sp, (int64_t[]){ 0 }), bcast(r, ix, 3, sp, (int64_t[]){ 1 }));
 	if (pad >= 0)
-		eq = bin(r, OP_BITWISE_AND, eq, bin(r, OP_NE, bcast(r, ix, 3, sp, (int64_t[]){ 1 }), tr_konst(r, (double)pad, DT_I64)));
+		eq = bin(r, OP_BITWISE_AND, eq,
+			bin(r, OP_NE, bcast(r, ix, 3, sp, (int64_t[]){ 1 }), tr_konst(r, (double)pad, DT_I64)));
 	hit = where(r, eq, g, tr_konst(r, 0, gt.dt));
-	if (tr_bool_arg(r, a[4], false)) {   /* each row's contributions divided by how often it occurs */
+	if (tr_bool_arg(r, a[4], false)) { /* each row's contributions divided by how often it occurs */
 		uint32_t ones = where(r, eq, tr_konst(r, 1, gt.dt), tr_konst(r, 0, gt.dt));
 		uint32_t freq = sum(r, ones, &d);
 
@@ -404,7 +410,8 @@ tr_lower_linear(Reader *r, const Expr *c, Op op)
 		bias = tr_tensor(r, e[2]);
 		same_float(r, e[2], a, bias);
 		if (r->fn->vals[bias].rank != 1 || ir_dims(r->fn, bias)[0] != n)
-			tr_errat(r, e[2]->line, e[2]->col, "%s: bias must be a vector of %lld", r->callee, (long long)n);
+			tr_errat(
+				r, e[2]->line, e[2]->col, "%s: bias must be a vector of %lld", r->callee, (long long)n);
 	}
 	if (ta.rank == 1) {
 		one[0] = 1;
@@ -448,7 +455,7 @@ tr_lower_matmul(Reader *r, const Expr *c, Op op)
 	static const Param ps[] = { { "a|input", false }, { "b|other", false } };
 	const Expr *e[2];
 	uint32_t a, b, v;
-	Type ga, gb, ta, tb, t;   /* as given; as multiplied; the product */
+	Type ga, gb, ta, tb, t; /* as given; as multiplied; the product */
 	int64_t two[2];
 	char b1[256], b2[256];
 
@@ -472,9 +479,9 @@ tr_lower_matmul(Reader *r, const Expr *c, Op op)
 	tr_vtype(r->fn, a, &ta);
 	tr_vtype(r->fn, b, &tb);
 	if (ta.d[ta.rank - 1] != tb.d[tb.rank - 2])
-		tr_errat(r, c->line, r->ccol, "%s: cannot multiply %s and %s", r->callee,
-			tr_tystr(&ga, b1, sizeof b1), tr_tystr(&gb, b2, sizeof b2));
-	t = ta.rank >= tb.rank ? ta : tb;   /* the batch dims broadcast, aligned on the right */
+		tr_errat(r, c->line, r->ccol, "%s: cannot multiply %s and %s", r->callee, tr_tystr(&ga, b1, sizeof b1),
+			tr_tystr(&gb, b2, sizeof b2));
+	t = ta.rank >= tb.rank ? ta : tb; /* the batch dims broadcast, aligned on the right */
 	for (int i = 0; i < t.rank - 2; i++) {
 		int ia = i - (t.rank - ta.rank), ib = i - (t.rank - tb.rank);
 		int64_t x = ia >= 0 ? ta.d[ia] : 1, y = ib >= 0 ? tb.d[ib] : 1;
@@ -492,9 +499,9 @@ tr_lower_matmul(Reader *r, const Expr *c, Op op)
 	v = matmul(r, a, b, IR_NONE, 0, &t);
 	if (ga.rank > 1 && gb.rank > 1)
 		return v;
-	if (gb.rank == 1)   /* drop the dims the 1-d operands added: b's column */
+	if (gb.rank == 1) /* drop the dims the 1-d operands added: b's column */
 		t.rank--;
-	if (ga.rank == 1) {   /* and a's row */
+	if (ga.rank == 1) { /* and a's row */
 		t.d[t.rank - 2 + (gb.rank == 1)] = t.d[t.rank - 1 + (gb.rank == 1)];
 		t.rank--;
 	}

@@ -41,7 +41,7 @@ vdiag(const Source *src, uint32_t line, uint32_t col, const char *kind, const ch
 	if (line == 0)
 		return;
 	text = line_at(src, line, &len);
-	if (len > 400) {   /* a long line: show the 400 bytes around the column */
+	if (len > 400) { /* a long line: show the 400 bytes around the column */
 		size_t from = col > 200 ? col - 200 : 0;
 
 		from = from > len - 400 ? len - 400 : from;

@@ -20,8 +20,7 @@ typedef struct {
 	uint32_t nops;
 } Spec;
 
-static void
-put(Spec *sp, const Expr *e, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static void put(Spec *sp, const Expr *e, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 
 static void
 put(Spec *sp, const Expr *e, const char *fmt, ...)
@@ -78,15 +77,13 @@ name(Spec *sp, const Expr *e)
 
 	if (!s || s->kind == SYM_NONE) {
 		if (!strchr(e->s, '.'))
-			tr_lookup(r, e);   /* undefined: says so */
+			tr_lookup(r, e); /* undefined: says so */
 		put(sp, e, "%s", e->s);
 		return;
 	}
 	s = tr_lookup(r, e);
 	switch (s->kind) {
-	case SYM_VAL:
-		put_tensor(sp, e, s->val);
-		return;
+	case SYM_VAL: put_tensor(sp, e, s->val); return;
 	case SYM_NUM:
 		if (s->val != IR_NONE)
 			put_tensor(sp, e, s->val);
@@ -106,21 +103,23 @@ static void
 value(Spec *sp, const Expr *e, int depth)
 {
 	switch (e->kind) {
-	case E_NAME: name(sp, e); return;
-	case E_INT: put(sp, e, "%lld", (long long)e->i); return;
+	case E_NAME:  name(sp, e); return;
+	case E_INT:   put(sp, e, "%lld", (long long)e->i); return;
 	case E_FLOAT: put_float(sp, e, e->f); return;
-	case E_BOOL: put(sp, e, "%s", e->i ? "True" : "False"); return;
-	case E_NONE: put(sp, e, "None"); return;
+	case E_BOOL:  put(sp, e, "%s", e->i ? "True" : "False"); return;
+	case E_NONE:  put(sp, e, "None"); return;
 	case E_STR:
 		put(sp, e, "'");
 		for (const char *c = e->s; *c; c++) {
 			if ((unsigned char)*c < 0x20)
-				tr_errat(sp->r, e->line, e->col, "%s: a control character in a string argument", sp->r->callee);
+				tr_errat(sp->r, e->line, e->col, "%s: a control character in a string argument",
+					sp->r->callee);
 			put(sp, e, "%s%c", *c == '\\' || *c == '\'' ? "\\" : "", *c);
 		}
 		put(sp, e, "'");
 		return;
-	case E_TUPLE: case E_LIST:
+	case E_TUPLE:
+	case E_LIST:
 		if (depth > 16)
 			tr_errat(sp->r, e->line, e->col, "%s: arguments nested too deep", sp->r->callee);
 		put(sp, e, "(");
@@ -130,7 +129,8 @@ value(Spec *sp, const Expr *e, int depth)
 		}
 		put(sp, e, "%s)", e->n == 1 ? "," : "");
 		return;
-	case E_DICT: case E_CALL:
+	case E_DICT:
+	case E_CALL:
 		tr_errat(sp->r, e->line, e->col, "%s: a %s argument cannot be passed to an extern", sp->r->callee,
 			e->kind == E_DICT ? "dict" : "call");
 	}
@@ -141,8 +141,7 @@ value(Spec *sp, const Expr *e, int depth)
 bool
 tr_extern_callee(const char *callee)
 {
-	return strncmp(callee, "prims.", 6) != 0 && strncmp(callee, "ltorch.", 7) != 0 &&
-		!tr_unsupported_why(callee);
+	return strncmp(callee, "prims.", 6) != 0 && strncmp(callee, "ltorch.", 7) != 0 && !tr_unsupported_why(callee);
 }
 
 /* ---- metas: the result types of executor ops Thunder prints untyped ----
@@ -157,7 +156,7 @@ typedef struct {
 	Reader *r;
 	const Expr *c;
 	ExtRes *res;
-	Type *t;              /* per result: its type, for 't' */
+	Type *t; /* per result: its type, for 't' */
 } Meta;
 
 static Type
@@ -288,9 +287,9 @@ efficient_fwd(Meta *m)
 static void
 efficient_bwd(Meta *m)
 {
-	static const Param ps[] = { { "grad_out", 0 }, { "query", 0 }, { "key", 0 }, { "value", 0 },
-		{ "attn_mask", 0 }, { "out", 0 }, { "logsumexp", 0 }, { "philox_seed", 0 }, { "philox_offset", 0 },
-		{ "dropout_p", 0 }, { "is_causal", 1 }, { "scale", 1 } };
+	static const Param ps[] = { { "grad_out", 0 }, { "query", 0 }, { "key", 0 }, { "value", 0 }, { "attn_mask", 0 },
+		{ "out", 0 }, { "logsumexp", 0 }, { "philox_seed", 0 }, { "philox_offset", 0 }, { "dropout_p", 0 },
+		{ "is_causal", 1 }, { "scale", 1 } };
 	const Expr *a[12];
 	Type q, k, v, mask;
 
@@ -387,12 +386,18 @@ tr_lower_extern(Reader *r, const Stmt *s, ExtRes *res)
 			metas[i].meta(&m);
 	if (!res->n) {
 		if (s->nnames == 0)
-			tr_refuse(r, s, arena_printf(r->a, "'%s' has no subsymbols and returns nothing: fp8cc has no "
-				"way to run it (an extern call needs results)", r->callee));
+			tr_refuse(r, s,
+				arena_printf(r->a,
+					"'%s' has no subsymbols and returns nothing: fp8cc has no "
+					"way to run it (an extern call needs results)",
+					r->callee));
 		if (s->nnames > 1 || !s->ty.present)
-			tr_refuse(r, s, arena_printf(r->a, "'%s' has no subsymbols, and its result%s no type "
-				"comment: an extern call needs the dtype and shape of each (Thunder printed them "
-				"untyped)", r->callee, s->nnames > 1 ? "s have" : " has"));
+			tr_refuse(r, s,
+				arena_printf(r->a,
+					"'%s' has no subsymbols, and its result%s no type "
+					"comment: an extern call needs the dtype and shape of each (Thunder printed them "
+					"untyped)",
+					r->callee, s->nnames > 1 ? "s have" : " has"));
 		tr_parse_type(r, s->line, &s->ty, &t[0], &dtcol, &shcol);
 		res->n = 1;
 		res->kind[0] = 't';

@@ -9,8 +9,8 @@
 /* ---- diag.c ---- */
 
 typedef struct {
-	const char *path;     /* as the user named it; "<stdin>" for - */
-	char *text;           /* NUL-terminated copy */
+	const char *path; /* as the user named it; "<stdin>" for - */
+	char *text;       /* NUL-terminated copy */
 	size_t len;
 } Source;
 
@@ -42,7 +42,7 @@ bool fe_is_ir(const Source *src);
 
 /* ---- the Thunder trace reader (read.c and the files below it) ---- */
 
-#define FE_MAXERRORS 20       /* errors one file reports before the reader stops */
+#define FE_MAXERRORS 20 /* errors one file reports before the reader stops */
 
 /* A Python value a forward hands its backward in saved_for_backward: tuples
  * over tensors (values of the forward), numbers and None */
@@ -52,13 +52,13 @@ typedef enum { PY_NONE, PY_TENSOR, PY_NUM, PY_TUPLE, PY_ERR } PyKind;
 typedef struct PyObj PyObj;
 struct PyObj {
 	PyKind kind;
-	uint32_t val;         /* PY_TENSOR, PY_NUM known at run time: the forward's value; else IR_NONE */
-	bool input;           /* PY_TENSOR: a new input of that value's type (a cotangent), not the value */
-	double num;           /* PY_NUM */
-	char numkind;         /* PY_NUM: 'f', 'i' or 'b' */
-	PyObj **elts;         /* PY_TUPLE */
+	uint32_t val; /* PY_TENSOR, PY_NUM known at run time: the forward's value; else IR_NONE */
+	bool input;   /* PY_TENSOR: a new input of that value's type (a cotangent), not the value */
+	double num;   /* PY_NUM */
+	char numkind; /* PY_NUM: 'f', 'i' or 'b' */
+	PyObj **elts; /* PY_TUPLE */
 	uint32_t n;
-	const char *name;     /* the name the trace gave it, or NULL */
+	const char *name; /* the name the trace gave it, or NULL */
 };
 
 /* --signature: the types of inputs a trace does not type, by name or by
@@ -78,15 +78,15 @@ typedef struct {
 /* What reading one trace of a program takes from the one before and gives to
  * the one after. */
 typedef struct {
-	const FeSig *sig;     /* types of untyped inputs, or NULL */
-	bool forward;         /* the forward of a pair: its saved values go to .saved */
-	Func *fwd;            /* reading a backward: its forward */
-	PyObj *saved;         /* the forward's saved values */
-	PyObj *outputs;       /* the forward's outputs, in order: its backward's cotangents */
-	uint32_t *slot_val;   /* state slot k carries the forward's value slot_val[k] */
+	const FeSig *sig;   /* types of untyped inputs, or NULL */
+	bool forward;       /* the forward of a pair: its saved values go to .saved */
+	Func *fwd;          /* reading a backward: its forward */
+	PyObj *saved;       /* the forward's saved values */
+	PyObj *outputs;     /* the forward's outputs, in order: its backward's cotangents */
+	uint32_t *slot_val; /* state slot k carries the forward's value slot_val[k] */
 	uint32_t nslots, capslots;
-	bool read_saved;      /* the backward took the saved values */
-	Func *partial;        /* the function read, errors or not */
+	bool read_saved; /* the backward took the saved values */
+	Func *partial;   /* the function read, errors or not */
 } FeLink;
 
 Func *fe_read_trace(Arena *a, const Source *src);

@@ -16,24 +16,23 @@ enum { T_EOF, T_NAME, T_VAL, T_GLOBAL, T_NUM, T_PUNCT, T_ARROW };
 
 typedef struct {
 	int kind;
-	const char *s;        /* text of the token */
+	const char *s; /* text of the token */
 	size_t n;
 	uint32_t line, col;
 } Tok;
-
 
 typedef struct {
 	const Source *src;
 	Func *fn;
 	const char *p;
 	uint32_t line;
-	const char *bol;      /* beginning of the current line */
-	Tok t;                /* current token */
+	const char *bol; /* beginning of the current line */
+	Tok t;           /* current token */
 	bool failed;
-	uint32_t nerrors;     /* reported so far (one a line, at most FE_MAXERRORS) */
-	uint32_t errline;     /* the line of the last one */
-	Map names;            /* value names -> ids (POISON: its instruction failed) */
-	uint32_t nslots;      /* state slots named so far, + 1 */
+	uint32_t nerrors; /* reported so far (one a line, at most FE_MAXERRORS) */
+	uint32_t errline; /* the line of the last one */
+	Map names;        /* value names -> ids (POISON: its instruction failed) */
+	uint32_t nslots;  /* state slots named so far, + 1 */
 } P;
 
 /* the id of a name whose instruction failed: a use of it fails quietly
@@ -122,8 +121,8 @@ next(P *p)
 static bool
 is(P *p, const char *punct)
 {
-	return p->t.n == strlen(punct) && memcmp(p->t.s, punct, p->t.n) == 0 &&
-		p->t.kind != T_VAL && p->t.kind != T_GLOBAL;
+	return p->t.n == strlen(punct) && memcmp(p->t.s, punct, p->t.n) == 0 && p->t.kind != T_VAL &&
+		p->t.kind != T_GLOBAL;
 }
 
 static bool
@@ -329,7 +328,7 @@ ext_args(P *p, char *spec, size_t cap, uint32_t *ops, uint32_t *nops)
 		if (!c || c == '\n')
 			return err(p, &p->t, "extern: the argument list has no ')'");
 		if (quote) {
-			if (c == '\\' && s[1]) {   /* an escape: both characters */
+			if (c == '\\' && s[1]) { /* an escape: both characters */
 				spec[n++] = c;
 				c = *++s;
 			} else if (c == quote) {
@@ -443,7 +442,7 @@ instr(P *p, int32_t kernel)
 
 	names[0] = name;
 	next(p);
-	while (is(p, ",")) {   /* several results: an extern's */
+	while (is(p, ",")) { /* several results: an extern's */
 		next(p);
 		if (p->t.kind != T_VAL)
 			return err(p, &p->t, "expected a value (%%name)");
@@ -672,7 +671,7 @@ func(P *p)
 		return err(p, &p->t, "expected a function name (@name)");
 	p->fn = ir_func_new(p->fn->arena, NULL);
 	p->fn->name = arena_strndup(p->fn->arena, p->t.s + 1, p->t.n - 1);
-	p->names = (Map){ 0 };   /* names are the function's own */
+	p->names = (Map){ 0 }; /* names are the function's own */
 	next(p);
 	if (!expect(p, "("))
 		return false;

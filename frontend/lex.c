@@ -54,7 +54,7 @@ tr_flush(Reader *r)
 {
 	FILE *out = fe_diag_out ? fe_diag_out : stderr;
 
-	for (uint32_t i = 1; i < r->ndiags; i++)   /* insertion sort: stable, and nearly sorted */
+	for (uint32_t i = 1; i < r->ndiags; i++) /* insertion sort: stable, and nearly sorted */
 		for (uint32_t j = i; j > 0 && r->diags[j - 1].line > r->diags[j].line; j--) {
 			Diag t = r->diags[j];
 
@@ -126,10 +126,12 @@ tr_check_text(const Source *src)
 			fe_error(src, line, col, "NUL byte in the input: this is binary data, not a trace");
 			return false;
 		} else if ((p[i] < 0x20 && p[i] != '\t' && p[i] != '\r') || p[i] == 0x7F) {
-			fe_error(src, line, col, "control byte 0x%02X in the input: this looks like binary data, not a trace", p[i]);
+			fe_error(src, line, col,
+				"control byte 0x%02X in the input: this looks like binary data, not a trace", p[i]);
 			return false;
 		} else if (k == 0) {
-			fe_error(src, line, col, "byte 0x%02X is not valid UTF-8: this looks like binary data, not a trace", p[i]);
+			fe_error(src, line, col,
+				"byte 0x%02X is not valid UTF-8: this looks like binary data, not a trace", p[i]);
 			return false;
 		}
 	}
@@ -330,8 +332,10 @@ tr_check_brackets(Reader *r)
 			o = &r->toks[stack[--sp]];
 			if (closer(o->p[0]) != c) {
 				if (o->line == t->line)
-					tr_errat(r, t->line, t->col, "'%c' does not match '%c' at column %u", c, o->p[0], o->col);
-				tr_errat(r, t->line, t->col, "'%c' does not match '%c' at line %u, column %u", c, o->p[0], o->line, o->col);
+					tr_errat(r, t->line, t->col, "'%c' does not match '%c' at column %u", c,
+						o->p[0], o->col);
+				tr_errat(r, t->line, t->col, "'%c' does not match '%c' at line %u, column %u", c,
+					o->p[0], o->line, o->col);
 			}
 		}
 	}

@@ -59,14 +59,15 @@ untyped(Reader *r, const Expr *e, const Sym *s)
 	const char *coll = s->owner;
 	uint32_t line = s->line, others = 0;
 
-	for (uint32_t i = 0; i < r->nsyms; i++)   /* one error for them all */
+	for (uint32_t i = 0; i < r->nsyms; i++) /* one error for them all */
 		if (r->syms[i].kind == SYM_UNTYPED && r->syms[i].line == line && r->syms[i].owner == coll) {
 			others += &r->syms[i] != s;
 			r->syms[i].kind = SYM_ERR;
 		}
-	tr_errat(r, e->line, e->col, "'%s' has no type: it is unpacked from '%s' at line %u, which does not type "
-		"%s; give --signature FILE (a safetensors file of example inputs, by name or position)%s", e->s, coll,
-		line, others ? arena_printf(r->a, "it or %u more of its members", others) : "it",
+	tr_errat(r, e->line, e->col,
+		"'%s' has no type: it is unpacked from '%s' at line %u, which does not type "
+		"%s; give --signature FILE (a safetensors file of example inputs, by name or position)%s",
+		e->s, coll, line, others ? arena_printf(r->a, "it or %u more of its members", others) : "it",
 		r->backward ? " or compile the backward with its forward trace" : "");
 }
 
@@ -84,13 +85,13 @@ tr_lookup(Reader *r, const Expr *e)
 	if (s->kind == SYM_DEL)
 		tr_errat(r, e->line, e->col, "'%s' was deleted at line %u", e->s, s->line);
 	if (s->kind == SYM_LOCAL)
-		tr_errat(r, e->line, e->col, "'%s' is defined only inside the subsymbols of %s at line %u",
-			e->s, s->owner, s->line);
+		tr_errat(r, e->line, e->col, "'%s' is defined only inside the subsymbols of %s at line %u", e->s,
+			s->owner, s->line);
 	if (s->kind == SYM_UNTYPED)
 		untyped(r, e, s);
 	if (s->kind == SYM_PYNONE)
-		tr_errat(r, e->line, e->col, "'%s' is None here (it is unpacked from '%s' at line %u)", e->s,
-			s->owner, s->line);
+		tr_errat(r, e->line, e->col, "'%s' is None here (it is unpacked from '%s' at line %u)", e->s, s->owner,
+			s->line);
 	return s;
 }
 
@@ -141,7 +142,8 @@ typed_name(Reader *r, const Stmt *s)
 	for (uint32_t i = 0; i < s->nnames; i++)
 		if (strlen(s->names[i].s) == s->ty.nlen && memcmp(s->names[i].s, s->ty.name, s->ty.nlen) == 0)
 			return &s->names[i];
-	tr_errat(r, s->line, s->ty.ncol, "type comment names '%.*s', which the statement does not define", (int)s->ty.nlen, s->ty.name);
+	tr_errat(r, s->line, s->ty.ncol, "type comment names '%.*s', which the statement does not define",
+		(int)s->ty.nlen, s->ty.name);
 }
 
 static void
@@ -158,7 +160,7 @@ define_val(Reader *r, const char *name, uint32_t v)
 void
 tr_update(Reader *r, uint32_t input, uint32_t val)
 {
-	if (r->fn->vals[input].def != IR_NONE)   /* not an input: nobody sees the update */
+	if (r->fn->vals[input].def != IR_NONE) /* not an input: nobody sees the update */
 		return;
 	for (uint32_t i = 0; i < r->nupdates; i++)
 		if (r->updates[i].param == input) {
@@ -206,9 +208,7 @@ bind_extern(Reader *r, const Stmt *s, const ExtRes *res, uint32_t nv0)
 		tr_errat(r, s->line, s->col, "%s gives %d results, not %u", r->callee, res->n, s->nnames);
 	for (uint32_t i = 0; i < s->nnames; i++) {
 		switch (res->kind[i]) {
-		case 't':
-			bind_tensor(r, s, tn, i, res->v[i], nv0);
-			continue;
+		case 't': bind_tensor(r, s, tn, i, res->v[i], nv0); continue;
 		case 'i':
 			num.kind = SYM_NUM;
 			num.val = IR_NONE;
@@ -274,7 +274,9 @@ collect(Reader *r, const Expr *e, Saved **sv, uint32_t *n, uint32_t *cap)
 			(*sv)[(*n)++] = s->kind == SYM_OBJ ? s->objv[i] : (Saved){ s->val, s->name };
 		}
 		return;
-	case E_TUPLE: case E_LIST: case E_DICT:
+	case E_TUPLE:
+	case E_LIST:
+	case E_DICT:
 		for (uint32_t i = 0; i < e->n; i++)
 			collect(r, e->elts[i], sv, n, cap);
 		return;
@@ -282,8 +284,7 @@ collect(Reader *r, const Expr *e, Saved **sv, uint32_t *n, uint32_t *cap)
 		for (uint32_t i = 0; i < e->nargs; i++)
 			collect(r, e->args[i].e, sv, n, cap);
 		return;
-	default:
-		return;
+	default: return;
 	}
 }
 
@@ -402,8 +403,10 @@ lower_call(Reader *r, uint32_t si)
 		}
 		if (!map_get(&r->externs, r->callee)) {
 			map_put(r->a, &r->externs, r->callee, 1);
-			tr_note(r, s->line, r->ccol, "'%s' has no subsymbols: it becomes an extern call, which the "
-				"application supplies at run time", r->callee);
+			tr_note(r, s->line, r->ccol,
+				"'%s' has no subsymbols: it becomes an extern call, which the "
+				"application supplies at run time",
+				r->callee);
 		}
 		bind_extern(r, s, &res, nv0);
 		return true;
@@ -583,12 +586,8 @@ known_member(Reader *r, const Stmt *s, const Name *n, const Sym *coll, const PyO
 		sym.num = o->num;
 		sym.val = o->val == IR_NONE ? IR_NONE : forward_param(r, n->s, o->val, true);
 		break;
-	case PY_NONE:
-		sym.kind = SYM_PYNONE;
-		break;
-	case PY_ERR:
-		sym.kind = SYM_ERR;
-		break;
+	case PY_NONE: sym.kind = SYM_PYNONE; break;
+	case PY_ERR:  sym.kind = SYM_ERR; break;
 	}
 	define(r, n->s, sym);
 }
@@ -669,7 +668,8 @@ frame_outputs(Reader *r, const Frame *f, const Stmt *s)
 
 		if (strcmp(s->names[i].s, "_") == 0)
 			continue;
-		if (!sym || sym->stamp < f->stamp || (sym->kind != SYM_VAL && sym->kind != SYM_OBJ && sym->kind != SYM_NUM))
+		if (!sym || sym->stamp < f->stamp ||
+			(sym->kind != SYM_VAL && sym->kind != SYM_OBJ && sym->kind != SYM_NUM))
 			tr_errat(r, s->line, s->names[i].col, "'%s' is not defined by the subsymbols of %s",
 				s->names[i].s, s->e->fn->s);
 		sym->keep = true;
@@ -760,7 +760,8 @@ outputs(Reader *r, const Expr *e, bool primary)
 			tr_errat(r, e->line, e->col, "a trace can return only tensors; '%s' is a %s", e->s,
 				s->kind == SYM_NUM ? "number" : "collection");
 		return;
-	case E_TUPLE: case E_LIST:
+	case E_TUPLE:
+	case E_LIST:
 		for (uint32_t i = 0; i < e->n; i++)
 			outputs(r, e->elts[i], primary);
 		return;
@@ -768,8 +769,7 @@ outputs(Reader *r, const Expr *e, bool primary)
 		for (uint32_t i = 1; i < e->n; i += 2)
 			outputs(r, e->elts[i], primary);
 		return;
-	case E_NONE:
-		return;
+	case E_NONE: return;
 	default:
 		if (primary)
 			tr_errat(r, e->line, e->col, "a trace can return only tensors");
@@ -845,22 +845,26 @@ saved_obj(Reader *r, const Expr *e)
 			py_push(r, o, t);
 		}
 		if (s->kind != SYM_OBJ)
-			tr_errat(r, e->line, e->col, "cannot save '%s' for the backward: it is not a tensor or a number", e->s);
+			tr_errat(r, e->line, e->col,
+				"cannot save '%s' for the backward: it is not a tensor or a number", e->s);
 		return o;
-	case E_INT: case E_FLOAT: case E_BOOL:
+	case E_INT:
+	case E_FLOAT:
+	case E_BOOL:
 		o = new_py(r, PY_NUM);
 		o->num = e->kind == E_FLOAT ? e->f : (double)e->i;
 		o->numkind = e->kind == E_FLOAT ? 'f' : e->kind == E_INT ? 'i' : 'b';
 		return o;
-	case E_NONE:
-		return new_py(r, PY_NONE);
-	case E_TUPLE: case E_LIST:
+	case E_NONE: return new_py(r, PY_NONE);
+	case E_TUPLE:
+	case E_LIST:
 		o = new_py(r, PY_TUPLE);
 		for (uint32_t i = 0; i < e->n; i++)
 			py_push(r, o, saved_obj(r, e->elts[i]));
 		return o;
 	default:
-		tr_errat(r, e->line, e->col, "cannot save this for the backward: only tensors, numbers, None and tuples");
+		tr_errat(r, e->line, e->col,
+			"cannot save this for the backward: only tensors, numbers, None and tuples");
 	}
 }
 
@@ -918,8 +922,8 @@ lower_return(Reader *r, const Stmt *s)
 	for (uint32_t i = 0; i < r->nupdates; i++) {
 		char nb[16];
 
-		ir_return(r->fn, r->updates[i].val, arena_printf(r->a, "%s_updated",
-			ir_name(r->fn, r->updates[i].param, nb)));
+		ir_return(r->fn, r->updates[i].val,
+			arena_printf(r->a, "%s_updated", ir_name(r->fn, r->updates[i].param, nb)));
 	}
 	if (r->fn->nrets == 0 && !r->lost)
 		tr_errat(r, s->line, s->col, "the trace returns no tensors");
@@ -982,8 +986,9 @@ add_param(Reader *r, uint32_t i)
 	Type t;
 
 	if (r->params[i].star || (tc->present && tc->len == 10 && !memcmp(tc->text, "Collection", 10)) ||
-	    (!tc->present && (unpacked(r, r->params[i].s) || !strcmp(r->params[i].s, "saved_for_backward") ||
-	    !strcmp(r->params[i].s, "cotangents")))) {
+		(!tc->present &&
+			(unpacked(r, r->params[i].s) || !strcmp(r->params[i].s, "saved_for_backward") ||
+				!strcmp(r->params[i].s, "cotangents")))) {
 		collection_param(r, i);
 		return;
 	}
@@ -992,8 +997,9 @@ add_param(Reader *r, uint32_t i)
 		return;
 	}
 	if (!tc->present)
-		tr_errat(r, r->defline, r->params[i].col, "parameter '%s' has no type comment (# %s: \"cuda:0 f32[...]\")%s",
-			r->params[i].s, r->params[i].s, r->link && r->link->sig ? "" : " and no --signature gives it one");
+		tr_errat(r, r->defline, r->params[i].col,
+			"parameter '%s' has no type comment (# %s: \"cuda:0 f32[...]\")%s", r->params[i].s,
+			r->params[i].s, r->link && r->link->sig ? "" : " and no --signature gives it one");
 	tr_parse_type(r, r->ptypeline[i], tc, &t, &dtcol, &shcol);
 	define_val(r, r->params[i].s, new_param(r, r->params[i].s, &t));
 }
@@ -1026,24 +1032,15 @@ lower_stmt(Reader *r, uint32_t si)
 	if (s->broken)
 		tr_silent(r);
 	switch (s->kind) {
-	case S_DEL:
-		lower_del(r, s);
-		break;
-	case S_RETURN:
-		lower_return(r, s);
-		break;
+	case S_DEL:    lower_del(r, s); break;
+	case S_RETURN: lower_return(r, s); break;
 	case S_CALL:
 		if (!lower_call(r, si))
 			push_frame(r, si);
 		break;
-	case S_UNPACK:
-		lower_unpack(r, s);
-		break;
-	case S_TYPE:
-		lower_type(r, s);
-		break;
-	case S_ERROR:
-		tr_silent(r);
+	case S_UNPACK: lower_unpack(r, s); break;
+	case S_TYPE:   lower_type(r, s); break;
+	case S_ERROR:  tr_silent(r);
 	}
 }
 

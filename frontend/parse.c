@@ -160,8 +160,7 @@ atom(Reader *r)
 	bool comma;
 
 	switch (t->kind) {
-	case T_NAME:
-		return name(r);
+	case T_NAME: return name(r);
 	case T_INT:
 	case T_FLOAT:
 		e = newexpr(r, t->kind == T_INT ? E_INT : E_FLOAT, t);
@@ -187,8 +186,7 @@ atom(Reader *r)
 		}
 		r->pos--;
 		break;
-	default:
-		break;
+	default: break;
 	}
 	tr_unexpected(r, "an expression");
 }
@@ -472,9 +470,11 @@ tr_check_numel(Reader *r, uint32_t line, uint32_t col, const Type *t)
 
 	for (int i = 0; i < t->rank; i++) {
 		if (t->d[i] < 0)
-			tr_errat(r, line, col, "negative dimension %lld in %s", (long long)t->d[i], dims_str(t->d, t->rank, ", ", b, sizeof b));
+			tr_errat(r, line, col, "negative dimension %lld in %s", (long long)t->d[i],
+				dims_str(t->d, t->rank, ", ", b, sizeof b));
 		if (t->d[i] > 0 && n > INT64_MAX / 64 / t->d[i])
-			tr_errat(r, line, col, "shape %s has too many elements", dims_str(t->d, t->rank, ", ", b, sizeof b));
+			tr_errat(r, line, col, "shape %s has too many elements",
+				dims_str(t->d, t->rank, ", ", b, sizeof b));
 		n *= t->d[i];
 	}
 }

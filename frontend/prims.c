@@ -20,7 +20,8 @@ runtime_scalar(Reader *r, const Opnd *o, DType t, bool recip)
 	Type rt = { t, 0, { 0 } };
 
 	if (from == DT_F64 && !dt_isfloat(t) && !dt_isfp8(t))
-		tr_errat(r, o->e->line, o->e->col, "%s: a float number with an %s tensor", r->callee, ir_dtypes[t].thunder);
+		tr_errat(r, o->e->line, o->e->col, "%s: a float number with an %s tensor", r->callee,
+			ir_dtypes[t].thunder);
 	x = from == t ? o->v : tr_convert(r, o->v, t);
 	return recip ? tr_emit(r, OP_RECIPROCAL, &x, 1, NULL, 0, &rt) : x;
 }
@@ -59,7 +60,7 @@ number_op(Reader *r, Op op, const Opnd *o, int n)
 	}
 	if (ir_ops[op].cls != OC_BINARY && ir_ops[op].cls != OC_COMPARE && ir_ops[op].cls != OC_UNARY)
 		tr_errat(r, r->cur->line, r->ccol, "%s on Python numbers alone is not supported", r->callee);
-	if (isf && (ir_ops[op].tc == TC_INT || ir_ops[op].tc == TC_BOOL))   /* Python: a TypeError */
+	if (isf && (ir_ops[op].tc == TC_INT || ir_ops[op].tc == TC_BOOL)) /* Python: a TypeError */
 		tr_errat(r, r->cur->line, r->ccol, "%s of a float number: it takes integers and booleans", r->callee);
 	if (op == OP_ISFINITE || (!isf && ir_ops[op].tc == TC_FLOAT))
 		isf = true;
@@ -75,7 +76,7 @@ number_op(Reader *r, Op op, const Opnd *o, int n)
 	}
 	for (int i = 0; i < n; i++)
 		args[i] = o[i].num ? (tr_vdtype(r, o[i].v) == t ? o[i].v : tr_convert(r, o[i].v, t))
-			: tr_konst(r, number_value(&o[i]), t);
+				   : tr_konst(r, number_value(&o[i]), t);
 	rt.dt = cmp ? DT_B8 : t;
 	r->num->val = tr_emit(r, op, args, n, NULL, 0, &rt);
 	return IR_NONE;
@@ -116,7 +117,8 @@ ew_shape(Reader *r, const Opnd *o, int n, Type *t)
 		tr_vtype(r->fn, o[i].v, &u);
 		if (from >= 0 && !tr_same_shape(t, &u))
 			tr_errat(r, o[i].e->line, o[i].e->col, "%s: shapes %s and %s differ (prims do not broadcast)",
-				r->callee, dims_str(t->d, t->rank, ", ", b1, sizeof b1), dims_str(u.d, u.rank, ", ", b2, sizeof b2));
+				r->callee, dims_str(t->d, t->rank, ", ", b1, sizeof b1),
+				dims_str(u.d, u.rank, ", ", b2, sizeof b2));
 		*t = u;
 		from = i;
 	}
@@ -132,8 +134,9 @@ ew_dtype(Reader *r, const Opnd *o, int first, int n)
 		if (!o[i].tensor)
 			continue;
 		if (have >= 0 && tr_vdtype(r, o[i].v) != tr_vdtype(r, o[have].v))
-			tr_errat(r, o[i].e->line, o[i].e->col, "%s: operands have different dtypes (%s and %s)", r->callee,
-				ir_dtypes[tr_vdtype(r, o[have].v)].thunder, ir_dtypes[tr_vdtype(r, o[i].v)].thunder);
+			tr_errat(r, o[i].e->line, o[i].e->col, "%s: operands have different dtypes (%s and %s)",
+				r->callee, ir_dtypes[tr_vdtype(r, o[have].v)].thunder,
+				ir_dtypes[tr_vdtype(r, o[i].v)].thunder);
 		if (have < 0)
 			have = i;
 	}
@@ -191,9 +194,12 @@ elementwise(Reader *r, Op op, const Expr **ex, int n)
 	if ((recip = op == OP_DIV && o[0].tensor && !o[1].tensor && dt_isfloat(ct)))
 		op = OP_MUL;
 	for (int i = 0; i < n; i++)
-		args[i] = i < first ? o[i].v : o[i].tensor ? (wide ? tr_convert(r, o[i].v, ct) : o[i].v)
-			: o[i].num ? runtime_scalar(r, &o[i], ct, recip)
-			: tr_konst(r, recip ? reciprocal(tr_scalar_in(r, o[i].e, ct), ct) : tr_scalar_in(r, o[i].e, ct), ct);
+		args[i] = i < first   ? o[i].v
+			: o[i].tensor ? (wide ? tr_convert(r, o[i].v, ct) : o[i].v)
+			: o[i].num
+			? runtime_scalar(r, &o[i], ct, recip)
+			: tr_konst(r, recip ? reciprocal(tr_scalar_in(r, o[i].e, ct), ct) : tr_scalar_in(r, o[i].e, ct),
+				  ct);
 	rt.dt = ir_ops[op].cls == OC_COMPARE ? DT_B8 : ct;
 	v = tr_emit(r, op, args, n, NULL, 0, &rt);
 	return wide && rt.dt != DT_B8 ? tr_convert(r, v, t) : v;
@@ -278,7 +284,8 @@ prim_reduce(Reader *r, const Expr *c, Op op)
 	x = tr_tensor(r, a[0]);
 	tr_vtype(r->fn, x, &t);
 	if (!tr_isnone(a[2]) && tr_dtype_arg(r, a[2]) != t.dt)
-		tr_errat(r, a[2]->line, a[2]->col, "%s: an output_dtype other than the input's is not supported", r->callee);
+		tr_errat(r, a[2]->line, a[2]->col, "%s: an output_dtype other than the input's is not supported",
+			r->callee);
 	tr_dims_arg(r, a[1], t.rank, &d);
 	tr_drop_dims(&t, &d);
 	return tr_emit(r, op, &x, 1, d.v, d.n, &t);
@@ -417,12 +424,14 @@ prim_slice(Reader *r, const Expr *c)
 	if (!tr_isnone(a[3]))
 		tr_ints(r, a[3], "strides", false, &st);
 	if (lo.n != t.rank || hi.n != t.rank || st.n != t.rank)
-		tr_errat(r, c->line, r->ccol, "%s: needs a start, end and stride for each of %d dims", r->callee, t.rank);
+		tr_errat(r, c->line, r->ccol, "%s: needs a start, end and stride for each of %d dims", r->callee,
+			t.rank);
 	for (int i = 0; i < t.rank; i++) {
 		if (lo.v[i] < 0 || hi.v[i] < lo.v[i] || hi.v[i] > t.d[i] || st.v[i] < 1)
-			tr_errat(r, c->line, lo.list->col, "%s: dim %d: slice [%lld:%lld:%lld] out of range for size %lld",
-				r->callee, i, (long long)lo.v[i], (long long)hi.v[i], (long long)st.v[i], (long long)t.d[i]);
-		if (st.v[i] > hi.v[i] - lo.v[i])    /* picks the first element at most: same slice */
+			tr_errat(r, c->line, lo.list->col,
+				"%s: dim %d: slice [%lld:%lld:%lld] out of range for size %lld", r->callee, i,
+				(long long)lo.v[i], (long long)hi.v[i], (long long)st.v[i], (long long)t.d[i]);
+		if (st.v[i] > hi.v[i] - lo.v[i]) /* picks the first element at most: same slice */
 			st.v[i] = hi.v[i] > lo.v[i] ? hi.v[i] - lo.v[i] : 1;
 		t.d[i] = (hi.v[i] - lo.v[i] + st.v[i] - 1) / st.v[i];
 		attr[i] = lo.v[i];
@@ -530,7 +539,8 @@ prim_gather(Reader *r, const Expr *c, Op op)
 	tr_vtype(r->fn, x[1], &it);
 	dim = tr_norm_dim(r, a[2], tr_int_arg(r, a[2], "dim"), t.rank);
 	if (!dt_isint(it.dt))
-		tr_errat(r, a[1]->line, a[1]->col, "%s: indices must be integers, not %s", r->callee, ir_dtypes[it.dt].thunder);
+		tr_errat(r, a[1]->line, a[1]->col, "%s: indices must be integers, not %s", r->callee,
+			ir_dtypes[it.dt].thunder);
 	if (op == OP_TAKE) {
 		if (it.rank > 1)
 			tr_errat(r, a[1]->line, a[1]->col, "%s: indices must have rank 0 or 1", r->callee);
@@ -547,8 +557,8 @@ prim_gather(Reader *r, const Expr *c, Op op)
 static uint32_t
 prim_iota(Reader *r, const Expr *c)
 {
-	static const Param ps[] = { { "length", false }, { "start", false }, { "step", false },
-		{ "device", true }, { "dtype", false } };
+	static const Param ps[] = { { "length", false }, { "start", false }, { "step", false }, { "device", true },
+		{ "dtype", false } };
 	const Expr *a[5];
 	int64_t attr[2];
 	Type t = { DT_I64, 1, { 0 } };
@@ -592,14 +602,15 @@ prim_pad(Reader *r, const Expr *c)
 
 		tr_ints(r, a[2]->elts[i], "padding_config", false, &p);
 		if (p.n != 3 || p.v[2] < 0)
-			tr_errat(r, a[2]->elts[i]->line, a[2]->elts[i]->col, "%s: expected (lo, hi, interior) with interior >= 0",
-				r->callee);
+			tr_errat(r, a[2]->elts[i]->line, a[2]->elts[i]->col,
+				"%s: expected (lo, hi, interior) with interior >= 0", r->callee);
 		attr[i] = p.v[0];
 		attr[t.rank + i] = p.v[1];
 		attr[2 * t.rank + i] = p.v[2];
 		t.d[i] = t.d[i] + (t.d[i] > 0 ? (t.d[i] - 1) * p.v[2] : 0) + p.v[0] + p.v[1];
 		if (t.d[i] < 0)
-			tr_errat(r, a[2]->elts[i]->line, a[2]->elts[i]->col, "%s: dim %d would have a negative size", r->callee, i);
+			tr_errat(r, a[2]->elts[i]->line, a[2]->elts[i]->col, "%s: dim %d would have a negative size",
+				r->callee, i);
 	}
 	tr_check_numel(r, c->line, r->ccol, &t);
 	return tr_emit(r, OP_PAD, x, 2, attr, 3 * t.rank, &t);
@@ -636,30 +647,31 @@ lower_prim(Reader *r, const Expr *c, Op op)
 {
 	switch (ir_ops[op].cls) {
 	case OC_CONVERT: return prim_convert(r, c);
-	case OC_UNARY: return prim_unary(r, c, op);
-	case OC_BINARY: case OC_COMPARE: return prim_binary(r, c, op);
-	case OC_WHERE: return prim_where(r, c);
-	case OC_REDUCE: return prim_reduce(r, c, op);
-	case OC_CAT: return prim_cat(r, c);
-	case OC_CLONE: return prim_clone(r, c);
-	case OC_FULL: return prim_full(r, c);
+	case OC_UNARY:   return prim_unary(r, c, op);
+	case OC_BINARY:
+	case OC_COMPARE: return prim_binary(r, c, op);
+	case OC_WHERE:   return prim_where(r, c);
+	case OC_REDUCE:  return prim_reduce(r, c, op);
+	case OC_CAT:     return prim_cat(r, c);
+	case OC_CLONE:   return prim_clone(r, c);
+	case OC_FULL:    return prim_full(r, c);
 	case OC_SHAPE:
 		switch (op) {
 		case OP_BROADCAST: return prim_broadcast(r, c);
-		case OP_RESHAPE: return prim_reshape(r, c);
+		case OP_RESHAPE:   return prim_reshape(r, c);
 		case OP_TRANSPOSE: return prim_transpose(r, c);
-		case OP_SQUEEZE: return prim_squeeze(r, c);
-		case OP_SLICE: return prim_slice(r, c);
-		case OP_FLIP: return prim_flip(r, c);
-		default: break;
+		case OP_SQUEEZE:   return prim_squeeze(r, c);
+		case OP_SLICE:     return prim_slice(r, c);
+		case OP_FLIP:      return prim_flip(r, c);
+		default:           break;
 		}
 		break;
-	case OC_GATHER: return prim_gather(r, c, op);
-	case OC_IOTA: return prim_iota(r, c);
-	case OC_PAD: return prim_pad(r, c);
+	case OC_GATHER:  return prim_gather(r, c, op);
+	case OC_IOTA:    return prim_iota(r, c);
+	case OC_PAD:     return prim_pad(r, c);
 	case OC_BITCAST: return prim_bitcast(r, c);
-	case OC_GEMM: case OC_EXTERN:   /* no prims spelling */
-		break;
+	case OC_GEMM:
+	case OC_EXTERN:  /* no prims spelling */ break;
 	}
 	unreachable();
 }
@@ -782,9 +794,11 @@ lower_view(Reader *r, const Expr *c, Op op)
 		tr_errat(r, c->line, r->ccol, "%s takes a tensor and a shape", r->callee);
 	for (uint32_t k = 1; k < c->nargs; k++)
 		if (c->args[k].kw)
-			tr_errat(r, c->line, c->args[k].kwcol, "%s got an unexpected keyword argument '%s'", r->callee, c->args[k].kw);
-	if (c->nargs == 2 && c->args[1].e->kind == E_NAME && (!strncmp(c->args[1].e->s, "torch.", 6) ||
-	    !strncmp(c->args[1].e->s, "dtypes.", 7)))   /* view(x, dtype): the same bits */
+			tr_errat(r, c->line, c->args[k].kwcol, "%s got an unexpected keyword argument '%s'", r->callee,
+				c->args[k].kw);
+	if (c->nargs == 2 && c->args[1].e->kind == E_NAME &&
+		(!strncmp(c->args[1].e->s, "torch.", 6) ||
+			!strncmp(c->args[1].e->s, "dtypes.", 7))) /* view(x, dtype): the same bits */
 		return bitcast_to(r, tr_tensor(r, c->args[0].e), tr_dtype_arg(r, c->args[1].e), c->args[1].e);
 	if (c->nargs == 2 && c->args[1].e->kind != E_INT) {
 		tr_shape_arg(r, c->args[1].e, true, &s);
@@ -895,8 +909,10 @@ lower_offload(Reader *r, const Expr *c, Op op)
 	r->cpu_noted = true;
 	if (!r->offload_noted) {
 		r->offload_noted = true;
-		tr_note(r, c->line, r->ccol, "%s: fp8cc keeps offloaded tensors on the GPU (its saved state "
-			"lives in device memory)", r->callee);
+		tr_note(r, c->line, r->ccol,
+			"%s: fp8cc keeps offloaded tensors on the GPU (its saved state "
+			"lives in device memory)",
+			r->callee);
 	}
 	return tr_tensor(r, a[0]);
 }
@@ -912,7 +928,11 @@ lower_shallow(Reader *r, const Expr *c, Op op)
 	return tr_tensor(r, a[0]);
 }
 
-static const struct { const char *name; Lower fn; Op op; } known[] = {
+static const struct {
+	const char *name;
+	Lower fn;
+	Op op;
+} known[] = {
 	{ "prims.stride_order", lower_identity, OP_COUNT },
 	{ "prims.device_put", lower_identity, OP_COUNT },
 	{ "prims.view", lower_treshape, OP_COUNT },
@@ -973,16 +993,32 @@ static const char *const why[] = {
 	[U_CONV] = "'%s' (a convolution) is not supported",
 };
 
-static const struct { const char *name; int why; } unsupported[] = {
-	{ "prims._grouped_mm", U_GEMM }, { "prims.convolution", U_CONV },
-	{ "prims.uniform", U_RANDOM }, { "prims.uniform_philox", U_RANDOM }, { "prims.randn", U_RANDOM },
-	{ "prims.randint", U_RANDOM }, { "prims.multinomial", U_RANDOM }, { "prims.get_and_update_rng_state", U_RANDOM },
-	{ "torch.rand", U_RANDOM }, { "torch.randn", U_RANDOM }, { "torch.randint", U_RANDOM },
-	{ "torch.nn.functional.dropout", U_RANDOM }, { "ltorch.dropout", U_RANDOM },
-	{ "torch_all_gather_prim_impl", U_COLLECTIVE }, { "torch_reduce_scatter_prim_impl", U_COLLECTIVE },
-	{ "torch_all_reduce_prim_impl", U_COLLECTIVE }, { "torch_wait_prim_impl", U_COLLECTIVE },
-	{ "prims.all_gather", U_COLLECTIVE }, { "prims.reduce_scatter", U_COLLECTIVE },
-	{ "prims.all_reduce", U_COLLECTIVE }, { "prims.wait", U_COLLECTIVE }, { "prims.synchronize", U_COLLECTIVE },
+static const struct {
+	const char *name;
+	int why;
+} unsupported[] = {
+	{ "prims._grouped_mm", U_GEMM },
+	{ "prims.convolution", U_CONV },
+	{ "prims.uniform", U_RANDOM },
+	{ "prims.uniform_philox", U_RANDOM },
+	{ "prims.randn", U_RANDOM },
+	{ "prims.randint", U_RANDOM },
+	{ "prims.multinomial", U_RANDOM },
+	{ "prims.get_and_update_rng_state", U_RANDOM },
+	{ "torch.rand", U_RANDOM },
+	{ "torch.randn", U_RANDOM },
+	{ "torch.randint", U_RANDOM },
+	{ "torch.nn.functional.dropout", U_RANDOM },
+	{ "ltorch.dropout", U_RANDOM },
+	{ "torch_all_gather_prim_impl", U_COLLECTIVE },
+	{ "torch_reduce_scatter_prim_impl", U_COLLECTIVE },
+	{ "torch_all_reduce_prim_impl", U_COLLECTIVE },
+	{ "torch_wait_prim_impl", U_COLLECTIVE },
+	{ "prims.all_gather", U_COLLECTIVE },
+	{ "prims.reduce_scatter", U_COLLECTIVE },
+	{ "prims.all_reduce", U_COLLECTIVE },
+	{ "prims.wait", U_COLLECTIVE },
+	{ "prims.synchronize", U_COLLECTIVE },
 	{ "prims.broadcast", U_COLLECTIVE },
 };
 

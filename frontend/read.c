@@ -80,7 +80,8 @@ header_line(Reader *r)
 		parse_def(r);
 		return;
 	}
-	tr_errat(r, r->lineno, i + 1, "expected the trace's 'def' line (a Thunder trace starts with imports, decorators and 'def computation(...):')");
+	tr_errat(r, r->lineno, i + 1,
+		"expected the trace's 'def' line (a Thunder trace starts with imports, decorators and 'def computation(...):')");
 }
 
 static void close_open(Reader *r, int depth);
@@ -115,8 +116,9 @@ type_line(Reader *r, uint32_t at)
 		if (strlen(r->params[i].s) != ty.nlen || memcmp(r->params[i].s, ty.name, ty.nlen) != 0)
 			continue;
 		if (r->ptypes[i].present)
-			tr_errat(r, r->lineno, at + 1, "second type comment for parameter '%s' (the first is at line %u)",
-				r->params[i].s, r->ptypeline[i]);
+			tr_errat(r, r->lineno, at + 1,
+				"second type comment for parameter '%s' (the first is at line %u)", r->params[i].s,
+				r->ptypeline[i]);
 		r->ptypes[i] = ty;
 		r->ptypeline[i] = r->lineno;
 		return;
@@ -236,7 +238,7 @@ body_line(Reader *r)
 	if (depth > 0 && (r->nopen == 0 || depth > r->stmts[r->open[r->nopen - 1]].depth + 1))
 		tr_errat(r, r->lineno, ind + 1,
 			r->nopen == 0 ? "subsymbol line with no statement above it"
-			: "subsymbol line is nested deeper than the line above it");
+				      : "subsymbol line is nested deeper than the line above it");
 	close_open(r, depth);
 	at = depth > 0 ? ind + 2 : ind;
 	r->pend_depth = depth;
@@ -319,7 +321,7 @@ read_line(Reader *r)
 		else
 			body_line(r);
 	} else if (r->state == L_HEADER || !stmt) {
-		longjmp(r->abort, 1);   /* no def line: nothing to go on with */
+		longjmp(r->abort, 1); /* no def line: nothing to go on with */
 	} else {
 		failed_line(r);
 	}
@@ -344,7 +346,7 @@ read_lines(Reader *r)
 				r->lastlen = r->llen;
 				break;
 			}
-		if (r->skipping)   /* the rest of a statement that had an error */
+		if (r->skipping) /* the rest of a statement that had an error */
 			r->skipping = continues(r->lp, r->llen);
 		else
 			read_line(r);
@@ -440,14 +442,15 @@ fe_read_program(Arena *a, const Source *srcs, int n, const FeSig *sig)
 	}
 	link.forward = true;
 	fwd = fe_read_trace_linked(a, &srcs[0], &link);
-	if (!link.saved)   /* the forward gave nothing to go on with */
+	if (!link.saved) /* the forward gave nothing to go on with */
 		return NULL;
 	link.forward = false;
-	link.fwd = link.partial;   /* the backward's errors are worth reading too */
+	link.fwd = link.partial; /* the backward's errors are worth reading too */
 	if (!(bwd = fe_read_trace_linked(a, &srcs[1], &link)) || !fwd)
 		return NULL;
 	if (!link.read_saved) {
-		fe_error(&srcs[1], 0, 0, "this is not a backward trace: it takes no saved_for_backward collection "
+		fe_error(&srcs[1], 0, 0,
+			"this is not a backward trace: it takes no saved_for_backward collection "
 			"(def backward_fn(saved_for_backward, cotangents):)");
 		return NULL;
 	}

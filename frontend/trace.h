@@ -26,8 +26,8 @@
 #include "dims.h"
 #include "fe.h"
 
-#define MAXDEPTH 64           /* brackets and unary minus in one expression */
-#define NOSTMT UINT32_MAX
+#define MAXDEPTH 64 /* brackets and unary minus in one expression */
+#define NOSTMT   UINT32_MAX
 
 /* ---- tokens, expressions, statements ---- */
 
@@ -35,20 +35,19 @@ typedef enum { T_EOF, T_NAME, T_INT, T_FLOAT, T_STR, T_PUNCT, T_COMMENT } TokKin
 
 typedef struct {
 	TokKind kind;
-	const char *p;        /* spelling; T_STR: the contents, without quotes */
+	const char *p; /* spelling; T_STR: the contents, without quotes */
 	uint32_t len;
-	uint32_t line, col;   /* where its first byte is; columns count from 1 */
-	int64_t i;            /* T_INT */
-	double f;             /* T_FLOAT */
+	uint32_t line, col; /* where its first byte is; columns count from 1 */
+	int64_t i;          /* T_INT */
+	double f;           /* T_FLOAT */
 } Tok;
 
-typedef enum { E_NAME, E_INT, E_FLOAT, E_STR, E_NONE, E_BOOL, E_TUPLE, E_LIST,
-	E_DICT, E_CALL } ExprKind;
+typedef enum { E_NAME, E_INT, E_FLOAT, E_STR, E_NONE, E_BOOL, E_TUPLE, E_LIST, E_DICT, E_CALL } ExprKind;
 
 typedef struct Expr Expr;
 
 typedef struct {
-	const char *kw;       /* keyword, NULL if positional */
+	const char *kw; /* keyword, NULL if positional */
 	uint32_t kwcol;
 	Expr *e;
 } Arg;
@@ -56,30 +55,30 @@ typedef struct {
 struct Expr {
 	ExprKind kind;
 	uint32_t line, col;
-	const char *s;        /* E_NAME: dotted name; E_STR: contents */
-	int64_t i;            /* E_INT, E_BOOL */
-	double f;             /* E_FLOAT */
-	Expr **elts;          /* E_TUPLE, E_LIST; E_DICT: key, value, key, ... */
+	const char *s; /* E_NAME: dotted name; E_STR: contents */
+	int64_t i;     /* E_INT, E_BOOL */
+	double f;      /* E_FLOAT */
+	Expr **elts;   /* E_TUPLE, E_LIST; E_DICT: key, value, key, ... */
 	uint32_t n, cap;
-	Expr *fn;             /* E_CALL: the callee, an E_NAME */
-	Arg *args;            /* E_CALL */
+	Expr *fn;  /* E_CALL: the callee, an E_NAME */
+	Arg *args; /* E_CALL */
 	uint32_t nargs, capargs;
 };
 
 /* a type comment: "# NAME: \"cuda:0 f32[16, 32]\"" */
 typedef struct {
 	bool present;
-	const char *name;     /* the name it types */
+	const char *name; /* the name it types */
 	uint32_t nlen, ncol;
-	const char *text;     /* between the quotes */
+	const char *text; /* between the quotes */
 	uint32_t len;
-	uint32_t col;         /* column of text */
+	uint32_t col; /* column of text */
 } TypeCmt;
 
 typedef struct {
-	const char *s;        /* "_" for an unused output */
+	const char *s; /* "_" for an unused output */
 	uint32_t col;
-	bool star;            /* a def parameter *NAME */
+	bool star; /* a def parameter *NAME */
 } Name;
 
 /* S_UNPACK: targets = NAME; S_TYPE: a type comment on a line of its own;
@@ -88,14 +87,14 @@ typedef enum { S_CALL, S_DEL, S_RETURN, S_UNPACK, S_TYPE, S_ERROR } StmtKind;
 
 typedef struct {
 	StmtKind kind;
-	uint32_t line, col;   /* the first token */
-	int depth;            /* 0: the body; d > 0: a subsymbol, indented 2*(d+1) */
-	uint32_t end;         /* index of the first statement after its subsymbols */
-	Name *names;          /* S_CALL, S_UNPACK: the left side, flattened; S_DEL: the names deleted */
+	uint32_t line, col; /* the first token */
+	int depth;          /* 0: the body; d > 0: a subsymbol, indented 2*(d+1) */
+	uint32_t end;       /* index of the first statement after its subsymbols */
+	Name *names;        /* S_CALL, S_UNPACK: the left side, flattened; S_DEL: the names deleted */
 	uint32_t nnames, capnames;
-	bool tuple;           /* the left side is a tuple: "a, = x", "(a, b) = f(...)" */
-	bool broken;          /* one of its subsymbol lines had an error */
-	Expr *e;              /* S_CALL: the call; S_RETURN: the value; S_UNPACK: the collection's name */
+	bool tuple;  /* the left side is a tuple: "a, = x", "(a, b) = f(...)" */
+	bool broken; /* one of its subsymbol lines had an error */
+	Expr *e;     /* S_CALL: the call; S_RETURN: the value; S_UNPACK: the collection's name */
 	TypeCmt ty;
 } Stmt;
 
@@ -104,8 +103,18 @@ typedef struct {
 /* SYM_NUM: a Python number, known (val IR_NONE) or a rank-0 value; SYM_COLL:
  * a collection to unpack; SYM_UNTYPED: unpacked without a type; SYM_PYNONE:
  * None unpacked; SYM_ERR: left undefined by an error */
-typedef enum { SYM_NONE, SYM_VAL, SYM_OBJ, SYM_DEL, SYM_LOCAL, SYM_NUM, SYM_COLL, SYM_UNTYPED,
-	SYM_PYNONE, SYM_ERR } SymKind;
+typedef enum {
+	SYM_NONE,
+	SYM_VAL,
+	SYM_OBJ,
+	SYM_DEL,
+	SYM_LOCAL,
+	SYM_NUM,
+	SYM_COLL,
+	SYM_UNTYPED,
+	SYM_PYNONE,
+	SYM_ERR
+} SymKind;
 
 /* a tensor handed to a constructor, under the name it was passed as */
 typedef struct {
@@ -116,31 +125,31 @@ typedef struct {
 typedef struct {
 	const char *name;
 	SymKind kind;
-	uint32_t val;         /* SYM_VAL: the value id; SYM_NUM: the value, or IR_NONE for a constant */
-	double num;           /* SYM_NUM: the constant */
-	char numkind;         /* SYM_NUM: 'f' float, 'i' int, 'b' bool */
-	const PyObj *coll;    /* SYM_COLL: its members, NULL if unknown */
-	bool top;             /* SYM_COLL: a parameter (members match --signature by position too) */
-	uint32_t line;        /* SYM_DEL: the del; SYM_LOCAL, SYM_OBJ, SYM_UNTYPED: the defining statement */
-	const char *owner;    /* SYM_LOCAL: callee whose subsymbols defined it; SYM_OBJ: constructor;
+	uint32_t val;      /* SYM_VAL: the value id; SYM_NUM: the value, or IR_NONE for a constant */
+	double num;        /* SYM_NUM: the constant */
+	char numkind;      /* SYM_NUM: 'f' float, 'i' int, 'b' bool */
+	const PyObj *coll; /* SYM_COLL: its members, NULL if unknown */
+	bool top;          /* SYM_COLL: a parameter (members match --signature by position too) */
+	uint32_t line;     /* SYM_DEL: the del; SYM_LOCAL, SYM_OBJ, SYM_UNTYPED: the defining statement */
+	const char *owner; /* SYM_LOCAL: callee whose subsymbols defined it; SYM_OBJ: constructor;
 	                         SYM_UNTYPED, SYM_PYNONE: the collection */
-	Saved *objv;          /* SYM_OBJ: tensors passed to the constructor */
+	Saved *objv;       /* SYM_OBJ: tensors passed to the constructor */
 	uint32_t nobjv;
-	uint64_t stamp;       /* when it was last (re)defined */
-	bool keep;            /* scratch: an output of the frame being closed */
+	uint64_t stamp; /* when it was last (re)defined */
+	bool keep;      /* scratch: an output of the frame being closed */
 } Sym;
 
 typedef struct {
 	uint32_t sym;
-	Sym old;              /* the symbol before this definition */
+	Sym old; /* the symbol before this definition */
 } LogEnt;
 
 /* a statement whose subsymbols are being lowered (NOSTMT: the body) */
 typedef struct {
 	uint32_t stmt;
-	uint32_t next;        /* the next subsymbol to lower */
-	uint32_t logmark;     /* r->nlog when it began */
-	uint64_t stamp;       /* stamps from here on were defined inside */
+	uint32_t next;    /* the next subsymbol to lower */
+	uint32_t logmark; /* r->nlog when it began */
+	uint64_t stamp;   /* stamps from here on were defined inside */
 } Frame;
 
 typedef struct {
@@ -166,69 +175,68 @@ enum { L_HEADER, L_BODY };
 typedef struct {
 	Arena *a;
 	const Source *src;
-	jmp_buf abort;        /* too many errors, or nothing to go on with */
-	jmp_buf *jb;          /* where an error goes on: the line, the statement */
+	jmp_buf abort; /* too many errors, or nothing to go on with */
+	jmp_buf *jb;   /* where an error goes on: the line, the statement */
 	int nerrors;
 	Diag *diags;
 	uint32_t ndiags, capdiags;
-	bool quiet;           /* errors unwind but are not said (a second look at a bad line) */
+	bool quiet; /* errors unwind but are not said (a second look at a bad line) */
 	bool cpu_noted;
-	bool offload_noted;   /* offload_to_cpu / load_to_gpu said they stay on the GPU */
-	FeLink *link;         /* the program this trace is part of, or NULL */
+	bool offload_noted; /* offload_to_cpu / load_to_gpu said they stay on the GPU */
+	FeLink *link;       /* the program this trace is part of, or NULL */
 	Func *fn;
 
 	/* pass 1 */
-	int state;            /* L_HEADER, L_BODY */
-	uint32_t lineno;      /* the line being read */
-	const char *lp;       /* its text */
+	int state;       /* L_HEADER, L_BODY */
+	uint32_t lineno; /* the line being read */
+	const char *lp;  /* its text */
 	uint32_t llen;
-	uint32_t lastline, lastlen;   /* the last non-blank line */
-	Tok *toks;            /* its tokens, ending in T_EOF */
+	uint32_t lastline, lastlen; /* the last non-blank line */
+	Tok *toks;                  /* its tokens, ending in T_EOF */
 	uint32_t ntoks, captoks, pos;
-	int depth;            /* expression nesting while parsing */
+	int depth; /* expression nesting while parsing */
 	const char *fname;
 	Name *params;
 	uint32_t nparams, capparams, defline;
-	TypeCmt *ptypes;      /* one per parameter */
+	TypeCmt *ptypes; /* one per parameter */
 	uint32_t *ptypeline;
 	Stmt *stmts;
 	uint32_t nstmts, capstmts;
-	uint32_t *open;       /* statements whose subsymbols may still follow */
+	uint32_t *open; /* statements whose subsymbols may still follow */
 	uint32_t nopen, capopen;
 	bool returned;
-	bool pending;         /* the statement's line ended in a backslash */
-	bool skipping;        /* the rest of a statement that had an error */
-	int pend_depth;       /* the depth and first line of the statement being read */
+	bool pending;   /* the statement's line ended in a backslash */
+	bool skipping;  /* the rest of a statement that had an error */
+	int pend_depth; /* the depth and first line of the statement being read */
 	uint32_t pend_line;
 
 	/* pass 2 */
 	Sym *syms;
 	uint32_t nsyms, capsyms;
-	Map symmap;           /* name -> index in syms */
-	Map vnames;           /* value names in use */
+	Map symmap; /* name -> index in syms */
+	Map vnames; /* value names in use */
 	LogEnt *log;
 	uint32_t nlog, caplog;
 	uint64_t stamp;
 	Frame *frames;
 	uint32_t nframes, capframes;
-	uint32_t top;         /* the statement of the body being lowered */
-	const Stmt *cur;      /* the statement being lowered */
-	const char *callee;   /* its callee */
-	uint32_t ccol;        /* its callee's column */
-	Sym *num;             /* a lowering whose result is a Python number sets it here */
-	uint32_t multi[4];    /* a lowering with several results sets them here */
+	uint32_t top;       /* the statement of the body being lowered */
+	const Stmt *cur;    /* the statement being lowered */
+	const char *callee; /* its callee */
+	uint32_t ccol;      /* its callee's column */
+	Sym *num;           /* a lowering whose result is a Python number sets it here */
+	uint32_t multi[4];  /* a lowering with several results sets them here */
 	int nmulti;
-	Update *updates;      /* inputs updated in place, in order */
+	Update *updates; /* inputs updated in place, in order */
 	uint32_t nupdates, capupdates;
-	Map reported;         /* callees that could not be lowered, said once */
-	Map externs;          /* callees that became externs, said once */
-	bool backward;        /* the trace takes collections (saved_for_backward, cotangents) */
-	uint32_t ncoll;       /* collection parameters so far */
-	bool lost;            /* an output was left undefined by an error */
+	Map reported;   /* callees that could not be lowered, said once */
+	Map externs;    /* callees that became externs, said once */
+	bool backward;  /* the trace takes collections (saved_for_backward, cotangents) */
+	uint32_t ncoll; /* collection parameters so far */
+	bool lost;      /* an output was left undefined by an error */
 } Reader;
 
-#define GROW(r, arr, cap, need) \
-	arena_grow((r)->a, (void **)&(arr), &(cap), (need), sizeof *(arr))
+#define GROW(r, arr, cap, need) arena_grow((r)->a, (void **)&(arr), &(cap), (need), sizeof *(arr))
 
 /* an operand of an elementwise op: a tensor, a Python number written or
  * known (e), or a Python number known at run time (num: v is its rank-0 value) */
@@ -254,10 +262,26 @@ typedef struct {
 
 typedef uint32_t (*Lower)(Reader *r, const Expr *c, Op op);
 
-static inline bool isname0(int c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_'; }
-static inline bool isdig(int c) { return c >= '0' && c <= '9'; }
-static inline bool isname1(int c) { return isname0(c) || isdig(c); }
-static inline bool ispunct_(const Tok *t, char c) { return t->kind == T_PUNCT && t->p[0] == c; }
+static inline bool
+isname0(int c)
+{
+	return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_';
+}
+static inline bool
+isdig(int c)
+{
+	return c >= '0' && c <= '9';
+}
+static inline bool
+isname1(int c)
+{
+	return isname0(c) || isdig(c);
+}
+static inline bool
+ispunct_(const Tok *t, char c)
+{
+	return t->kind == T_PUNCT && t->p[0] == c;
+}
 
 /* ---- lex.c ---- */
 noreturn void tr_errat(Reader *r, uint32_t line, uint32_t col, const char *fmt, ...);
@@ -327,18 +351,18 @@ Lower tr_find_known(const char *name, Op *op);
 const char *tr_unsupported_why(const char *callee);
 
 /* ---- lower.c ---- */
-noreturn void tr_refuse(Reader *r, const Stmt *s, const char *what);   /* once per callee, with its count */
+noreturn void tr_refuse(Reader *r, const Stmt *s, const char *what); /* once per callee, with its count */
 
 /* ---- externs.c ---- */
-bool tr_extern_callee(const char *callee);     /* may be an extern call (not prims.X, not refused) */
+bool tr_extern_callee(const char *callee); /* may be an extern call (not prims.X, not refused) */
 /* an extern call's results: tensors, Python ints, None (an executor op's
  * meta gives these when the trace does not type them) */
 #define EXT_MAXRES 16
 typedef struct {
 	int n;
-	char kind[EXT_MAXRES];      /* 't' tensor, 'i' int, 'n' None */
-	uint32_t v[EXT_MAXRES];     /* 't': the value */
-	int64_t i[EXT_MAXRES];      /* 'i': the number */
+	char kind[EXT_MAXRES];  /* 't' tensor, 'i' int, 'n' None */
+	uint32_t v[EXT_MAXRES]; /* 't': the value */
+	int64_t i[EXT_MAXRES];  /* 'i': the number */
 } ExtRes;
 void tr_lower_extern(Reader *r, const Stmt *s, ExtRes *res);
 

@@ -79,10 +79,12 @@ bool
 op_elementwise(Op op)
 {
 	switch (ir_ops[op].cls) {
-	case OC_CONVERT: case OC_UNARY: case OC_BINARY: case OC_COMPARE: case OC_WHERE:
-		return true;
-	default:
-		return false;
+	case OC_CONVERT:
+	case OC_UNARY:
+	case OC_BINARY:
+	case OC_COMPARE:
+	case OC_WHERE:   return true;
+	default:         return false;
 	}
 }
 

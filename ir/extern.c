@@ -18,7 +18,7 @@
 
 typedef struct {
 	const char *s, *p;
-	uint32_t nops, nat;   /* operands; @ seen so far */
+	uint32_t nops, nat; /* operands; @ seen so far */
 	char *err;
 	size_t errlen;
 } Args;
@@ -119,7 +119,7 @@ value(Args *a, int depth)
 		a->p++;
 		return true;
 	}
-	if (ident(a)) {   /* True, False, None, a dotted name */
+	if (ident(a)) { /* True, False, None, a dotted name */
 		while (*a->p == '.') {
 			a->p++;
 			if (!ident(a))
@@ -138,7 +138,7 @@ ext_args_check(const char *s, uint32_t nops, char *err, size_t errlen)
 	while (*a.p) {
 		const char *q = a.p;
 
-		if (ident(&a) && *a.p == '=')   /* KEY= */
+		if (ident(&a) && *a.p == '=') /* KEY= */
 			a.p++;
 		else
 			a.p = q;
@@ -166,7 +166,7 @@ ext_args_print(FILE *f, Func *fn, const char *s, const uint32_t *ops)
 	bool quoted = false;
 
 	for (const char *p = s; *p; p++) {
-		if (quoted) {   /* inside a string: \\ and \' are two characters */
+		if (quoted) { /* inside a string: \\ and \' are two characters */
 			fputc(*p, f);
 			if (*p == '\\' && p[1])
 				fputc(*++p, f);

@@ -6,8 +6,7 @@
 
 #include "ir.h"
 
-#define GROW(fn, arr, n, cap, need) \
-	arena_grow((fn)->arena, (void **)&(fn)->arr, &(fn)->cap, (need), sizeof *(fn)->arr)
+#define GROW(fn, arr, n, cap, need) arena_grow((fn)->arena, (void **)&(fn)->arr, &(fn)->cap, (need), sizeof *(fn)->arr)
 
 Func *
 ir_func_new(Arena *a, const char *name)
@@ -103,8 +102,8 @@ ir_set_ret_slot(Func *fn, uint32_t i, int32_t slot)
 }
 
 uint32_t
-ir_instr(Func *fn, Op op, const uint32_t *args, int nargs,
-	const int64_t *attr, int nattr, DType t, int rank, const int64_t *dims)
+ir_instr(Func *fn, Op op, const uint32_t *args, int nargs, const int64_t *attr, int nattr, DType t, int rank,
+	const int64_t *dims)
 {
 	Instr *in;
 	uint32_t idx = fn->nins;
@@ -211,8 +210,7 @@ ir_same_shape(Func *fn, uint32_t a, uint32_t b)
 {
 	const Value *va = &fn->vals[a], *vb = &fn->vals[b];
 
-	return va->rank == vb->rank &&
-		memcmp(ir_dims(fn, a), ir_dims(fn, b), va->rank * sizeof(int64_t)) == 0;
+	return va->rank == vb->rank && memcmp(ir_dims(fn, a), ir_dims(fn, b), va->rank * sizeof(int64_t)) == 0;
 }
 
 const char *
@@ -273,8 +271,8 @@ ir_copy_instr(Func *dst, Func *src, const Instr *in, uint32_t *map)
 		if (args[i] == IR_NONE)
 			die("operand %u of instruction %u has no mapping", i, v->def);
 	}
-	r = ir_instr(dst, (Op)in->op, args, (int)in->nargs, ir_attr(src, in), (int)in->nattr,
-		(DType)v->dtype, v->rank, ir_dims(src, in->res));
+	r = ir_instr(dst, (Op)in->op, args, (int)in->nargs, ir_attr(src, in), (int)in->nattr, (DType)v->dtype, v->rank,
+		ir_dims(src, in->res));
 	out = &dst->ins[dst->nins - 1];
 	out->fval = in->fval;
 	out->flags = in->flags;

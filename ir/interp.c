@@ -63,99 +63,125 @@ erfinv(double y)
 }
 
 /* unary and binary float ops, one body for float and double (T) */
-#define UNARY_BODY(T, x) \
-	switch (op) { \
-	case OP_ABS: return fabs(x); \
-	case OP_NEG: return -(x); \
-	case OP_RECIPROCAL: return (T)1 / (x); \
-	case OP_EXP: return exp(x); \
-	case OP_EXP2: return exp2(x); \
-	case OP_LOG: return log(x); \
-	case OP_LOG1P: return log1p(x); \
-	case OP_LOG2: return log2(x); \
-	case OP_SQRT: return sqrt(x); \
-	case OP_RSQRT: return (T)1 / sqrt(x); \
-	case OP_TANH: return tanh(x); \
-	case OP_ERF: return erf(x); \
-	case OP_SIN: return sin(x); \
-	case OP_COS: return cos(x); \
-	case OP_SIGN: return (T)(((x) > 0) - ((x) < 0)); /* NaN → 0, as PyTorch */ \
-	case OP_FLOOR: return floor(x); \
-	case OP_CEIL: return ceil(x); \
-	case OP_ROUND: return nearbyint(x); \
-	case OP_TRUNC: return trunc(x); \
-	case OP_ISFINITE: return isfinite(x); \
-	case OP_ACOS: return acos(x); \
-	case OP_ACOSH: return acosh(x); \
-	case OP_ASIN: return asin(x); \
-	case OP_ASINH: return asinh(x); \
-	case OP_ATAN: return atan(x); \
-	case OP_ATANH: return atanh(x); \
-	case OP_COSH: return cosh(x); \
-	case OP_SINH: return sinh(x); \
-	case OP_TAN: return tan(x); \
-	case OP_ERFC: return erfc(x); \
-	case OP_ERFINV: return erfinv(x); \
-	case OP_EXPM1: return expm1(x); \
-	case OP_LOG10: return log10(x); \
-	case OP_LGAMMA: return lgamma(x); \
-	case OP_SIGNBIT: return signbit(x) != 0; \
-	default: unreachable(); \
+#define UNARY_BODY(T, x)                                                                 \
+	switch (op) {                                                                    \
+	case OP_ABS:        return fabs(x);                                              \
+	case OP_NEG:        return -(x);                                                 \
+	case OP_RECIPROCAL: return (T)1 / (x);                                           \
+	case OP_EXP:        return exp(x);                                               \
+	case OP_EXP2:       return exp2(x);                                              \
+	case OP_LOG:        return log(x);                                               \
+	case OP_LOG1P:      return log1p(x);                                             \
+	case OP_LOG2:       return log2(x);                                              \
+	case OP_SQRT:       return sqrt(x);                                              \
+	case OP_RSQRT:      return (T)1 / sqrt(x);                                       \
+	case OP_TANH:       return tanh(x);                                              \
+	case OP_ERF:        return erf(x);                                               \
+	case OP_SIN:        return sin(x);                                               \
+	case OP_COS:        return cos(x);                                               \
+	case OP_SIGN:       return (T)(((x) > 0) - ((x) < 0)); /* NaN → 0, as PyTorch */ \
+	case OP_FLOOR:      return floor(x);                                             \
+	case OP_CEIL:       return ceil(x);                                              \
+	case OP_ROUND:      return nearbyint(x);                                         \
+	case OP_TRUNC:      return trunc(x);                                             \
+	case OP_ISFINITE:   return isfinite(x);                                          \
+	case OP_ACOS:       return acos(x);                                              \
+	case OP_ACOSH:      return acosh(x);                                             \
+	case OP_ASIN:       return asin(x);                                              \
+	case OP_ASINH:      return asinh(x);                                             \
+	case OP_ATAN:       return atan(x);                                              \
+	case OP_ATANH:      return atanh(x);                                             \
+	case OP_COSH:       return cosh(x);                                              \
+	case OP_SINH:       return sinh(x);                                              \
+	case OP_TAN:        return tan(x);                                               \
+	case OP_ERFC:       return erfc(x);                                              \
+	case OP_ERFINV:     return erfinv(x);                                            \
+	case OP_EXPM1:      return expm1(x);                                             \
+	case OP_LOG10:      return log10(x);                                             \
+	case OP_LGAMMA:     return lgamma(x);                                            \
+	case OP_SIGNBIT:    return signbit(x) != 0;                                      \
+	default:            unreachable();                                                          \
 	}
 
-#define BINARY_BODY(T, x, y) \
-	T m_; \
-	switch (op) { \
-	case OP_ADD: return (x) + (y); \
-	case OP_SUB: return (x) - (y); \
-	case OP_MUL: return (x) * (y); \
-	case OP_DIV: return (x) / (y); \
-	case OP_POW: return pow(x, y); \
-	case OP_MAXIMUM: return isnan(x) ? (x) : isnan(y) ? (y) : \
-		((x) == (y) ? ((signbit(x) ? (y) : (x))) : (x) > (y) ? (x) : (y)); \
-	case OP_MINIMUM: return isnan(x) ? (x) : isnan(y) ? (y) : \
-		((x) == (y) ? ((signbit(x) ? (x) : (y))) : (x) < (y) ? (x) : (y)); \
-	case OP_FMOD: return fmod(x, y); \
-	case OP_ATAN2: return atan2(x, y); \
+#define BINARY_BODY(T, x, y)                                                                                         \
+	T m_;                                                                                                        \
+	switch (op) {                                                                                                \
+	case OP_ADD: return (x) + (y);                                                                               \
+	case OP_SUB: return (x) - (y);                                                                               \
+	case OP_MUL: return (x) * (y);                                                                               \
+	case OP_DIV: return (x) / (y);                                                                               \
+	case OP_POW: return pow(x, y);                                                                               \
+	case OP_MAXIMUM:                                                                                             \
+		return isnan(x)    ? (x)                                                                             \
+			: isnan(y) ? (y)                                                                             \
+				   : ((x) == (y) ? ((signbit(x) ? (y) : (x)))                                        \
+						     : (x) > (y) ? (x)                                               \
+								 : (y));                                             \
+	case OP_MINIMUM:                                                                                             \
+		return isnan(x)    ? (x)                                                                             \
+			: isnan(y) ? (y)                                                                             \
+				   : ((x) == (y) ? ((signbit(x) ? (x) : (y)))                                        \
+						     : (x) < (y) ? (x)                                               \
+								 : (y));                                             \
+	case OP_FMOD:      return fmod(x, y);                                                                        \
+	case OP_ATAN2:     return atan2(x, y);                                                                       \
 	case OP_NEXTAFTER: return sizeof(T) == sizeof(float) ? nextafterf((float)(x), (float)(y)) : nextafter(x, y); \
-	case OP_REMAINDER: \
-		m_ = fmod(x, y); \
-		return m_ != 0 && ((y) < 0) != (m_ < 0) ? m_ + (y) : m_; \
-	default: unreachable(); \
+	case OP_REMAINDER: m_ = fmod(x, y); return m_ != 0 && ((y) < 0) != (m_ < 0) ? m_ + (y) : m_;                 \
+	default:           unreachable();                                                                                      \
 	}
 
-static float unary_f(Op op, float x) { UNARY_BODY(float, x) }
-static double unary_d(Op op, double x) { UNARY_BODY(double, x) }
-static float binary_f(Op op, float x, float y) { BINARY_BODY(float, x, y) }
-static double binary_d(Op op, double x, double y) { BINARY_BODY(double, x, y) }
+static float
+unary_f(Op op, float x)
+{
+	UNARY_BODY(float, x)
+}
+static double
+unary_d(Op op, double x)
+{
+	UNARY_BODY(double, x)
+}
+static float
+binary_f(Op op, float x, float y)
+{
+	BINARY_BODY(float, x, y)
+}
+static double
+binary_d(Op op, double x, double y){ BINARY_BODY(double, x, y) }
 
 /* comparisons: IEEE for floats (NaN compares false but for ne), plain for integers */
-#define COMPARE_BODY(x, y) \
-	switch (op) { \
+#define COMPARE_BODY(x, y)             \
+	switch (op) {                  \
 	case OP_EQ: return (x) == (y); \
 	case OP_NE: return (x) != (y); \
-	case OP_LT: return (x) < (y); \
+	case OP_LT: return (x) < (y);  \
 	case OP_LE: return (x) <= (y); \
-	case OP_GT: return (x) > (y); \
+	case OP_GT: return (x) > (y);  \
 	case OP_GE: return (x) >= (y); \
-	default: unreachable(); \
+	default:    unreachable();        \
 	}
 
-static bool compare(Op op, double x, double y) { COMPARE_BODY(x, y) }
-static bool compare_i(Op op, int64_t x, int64_t y) { COMPARE_BODY(x, y) }
+static bool compare(Op op, double x, double y)
+{
+	COMPARE_BODY(x, y)
+}
+static bool
+compare_i(Op op, int64_t x, int64_t y)
+{
+	COMPARE_BODY(x, y)
+}
 
 static int64_t
 unary_i(Op op, int64_t x, DType t)
 {
 	switch (op) {
-	case OP_ABS: return x < 0 ? (int64_t)(0 - (uint64_t)x) : x;
-	case OP_NEG: return (int64_t)(0 - (uint64_t)x);
-	case OP_SIGN: return (x > 0) - (x < 0);
-	case OP_ISFINITE: return 1;
+	case OP_ABS:         return x < 0 ? (int64_t)(0 - (uint64_t)x) : x;
+	case OP_NEG:         return (int64_t)(0 - (uint64_t)x);
+	case OP_SIGN:        return (x > 0) - (x < 0);
+	case OP_ISFINITE:    return 1;
 	case OP_BITWISE_NOT: return t == DT_B8 ? !x : ~x;
 	case OP_LOGICAL_NOT: return !x;
-	case OP_SIGNBIT: return x < 0;
-	default: unreachable();
+	case OP_SIGNBIT:     return x < 0;
+	default:             unreachable();
 	}
 }
 
@@ -180,21 +206,20 @@ binary_i(Op op, int64_t x, int64_t y, DType t)
 	int64_t m;
 
 	switch (op) {
-	case OP_BITWISE_LEFT_SHIFT: case OP_BITWISE_RIGHT_SHIFT: return shift(op, x, y, t);
-	case OP_ADD: return (int64_t)((uint64_t)x + (uint64_t)y);
-	case OP_SUB: return (int64_t)((uint64_t)x - (uint64_t)y);
-	case OP_MUL: return (int64_t)((uint64_t)x * (uint64_t)y);
-	case OP_DIV: return y == 0 ? -1 : (y == -1 ? (int64_t)(0 - (uint64_t)x) : x / y);
-	case OP_MAXIMUM: return x > y ? x : y;
-	case OP_MINIMUM: return x < y ? x : y;
-	case OP_FMOD: return y == 0 || y == -1 ? 0 : x % y;
-	case OP_REMAINDER:
-		m = y == 0 || y == -1 ? 0 : x % y;
-		return m != 0 && ((y < 0) != (m < 0)) ? m + y : m;
-	case OP_BITWISE_AND: return x & y;
-	case OP_BITWISE_OR: return x | y;
-	case OP_BITWISE_XOR: return x ^ y;
-	default: unreachable();
+	case OP_BITWISE_LEFT_SHIFT:
+	case OP_BITWISE_RIGHT_SHIFT: return shift(op, x, y, t);
+	case OP_ADD:                 return (int64_t)((uint64_t)x + (uint64_t)y);
+	case OP_SUB:                 return (int64_t)((uint64_t)x - (uint64_t)y);
+	case OP_MUL:                 return (int64_t)((uint64_t)x * (uint64_t)y);
+	case OP_DIV:                 return y == 0 ? -1 : (y == -1 ? (int64_t)(0 - (uint64_t)x) : x / y);
+	case OP_MAXIMUM:             return x > y ? x : y;
+	case OP_MINIMUM:             return x < y ? x : y;
+	case OP_FMOD:                return y == 0 || y == -1 ? 0 : x % y;
+	case OP_REMAINDER:           m = y == 0 || y == -1 ? 0 : x % y; return m != 0 && ((y < 0) != (m < 0)) ? m + y : m;
+	case OP_BITWISE_AND:         return x & y;
+	case OP_BITWISE_OR:          return x | y;
+	case OP_BITWISE_XOR:         return x ^ y;
+	default:                     unreachable();
 	}
 }
 
@@ -238,11 +263,11 @@ eval_unary(Op op, Tensor *r, const Tensor *a, int64_t n)
 {
 	DType t = a->dtype;
 
-	for (int64_t i = 0; i < n; i++) {   /* a rank-0 operand broadcasts */
+	for (int64_t i = 0; i < n; i++) { /* a rank-0 operand broadcasts */
 		if (t == DT_F64)
 			tensor_setf(r, i, unary_d(op, tensor_getf(a, AT(a, i))));
 		else if (op == OP_SIGNBIT && t == DT_F16 && isnan(tensor_getf(a, AT(a, i))))
-			tensor_setf(r, i, 0);   /* torch on CUDA: f16 NaNs widen to f32's canonical (positive) NaN */
+			tensor_setf(r, i, 0); /* torch on CUDA: f16 NaNs widen to f32's canonical (positive) NaN */
 		else if (dt_isfloat(t))
 			tensor_setf(r, i, unary_f(op, (float)tensor_getf(a, AT(a, i))));
 		else
@@ -332,8 +357,14 @@ acc_add(Op op, Acc *acc, const Tensor *a, int64_t j)
 	int64_t y = fl ? 0 : tensor_geti(a, j);
 
 	switch (op) {
-	case OP_SUM: acc->f += x; acc->i = (int64_t)((uint64_t)acc->i + (uint64_t)y); break;
-	case OP_PROD: acc->f *= x; acc->i = (int64_t)((uint64_t)acc->i * (uint64_t)y); break;
+	case OP_SUM:
+		acc->f += x;
+		acc->i = (int64_t)((uint64_t)acc->i + (uint64_t)y);
+		break;
+	case OP_PROD:
+		acc->f *= x;
+		acc->i = (int64_t)((uint64_t)acc->i * (uint64_t)y);
+		break;
 	case OP_AMAX:
 		if (!acc->any || isnan(x) || (!isnan(acc->f) && (x > acc->f || (x == acc->f && !signbit(x)))))
 			acc->f = x;
@@ -575,7 +606,7 @@ eval_scaled_mm(Func *fn, const Instr *in, Tensor *r, Tensor **vals)
 
 	if (!af || !bt)
 		fatal("out of memory");
-	for (int64_t k = 0; k < K; k++)      /* B transposed: rows of K */
+	for (int64_t k = 0; k < K; k++) /* B transposed: rows of K */
 		for (int64_t j = 0; j < N; j++)
 			bt[j * K + k] = (float)tensor_getf(B, k * N + j);
 	for (int64_t i = 0; i < M; i++) {
@@ -646,13 +677,14 @@ eval_matmul(Func *fn, const Instr *in, Tensor *r, Tensor **vals)
 					if (dbl)
 						dacc = fma(mat_at(A, b, i, k, ta), mat_at(B, b, k, j, tb), dacc);
 					else
-						facc = fmaf((float)mat_at(A, b, i, k, ta), (float)mat_at(B, b, k, j, tb), facc);
+						facc = fmaf((float)mat_at(A, b, i, k, ta),
+							(float)mat_at(B, b, k, j, tb), facc);
 				}
 				if (bias && dbl)
 					dacc += tensor_getf(bias, j);
 				else if (bias)
 					facc += (float)tensor_getf(bias, j);
-				if (epi == EPI_RELU)   /* NaN stays NaN, as cuBLASLt's and torch.relu */
+				if (epi == EPI_RELU) /* NaN stays NaN, as cuBLASLt's and torch.relu */
 					facc = facc < 0 ? 0 : facc, dacc = dacc < 0 ? 0 : dacc;
 				else if (epi == EPI_GELU)
 					facc = gelu_tanh(facc), dacc = gelu_tanh64(dacc);
@@ -680,12 +712,13 @@ eval_op(Func *fn, const Instr *in, Tensor **vals, Tensor *r, Tensor *x, int64_t 
 
 	switch (ir_ops[in->op].cls) {
 	case OC_CONVERT: eval_convert(r, x, n); return;
-	case OC_UNARY: eval_unary((Op)in->op, r, x, n); return;
-	case OC_BINARY: case OC_COMPARE: eval_binary((Op)in->op, r, x, vals[a[1]], n); return;
-	case OC_WHERE: eval_where(r, x, vals[a[1]], vals[a[2]], n); return;
-	case OC_REDUCE: eval_reduce(fn, in, r, x); return;
-	case OC_CAT: eval_cat(fn, in, r, vals); return;
-	case OC_FULL: eval_full(in, r); return;
+	case OC_UNARY:   eval_unary((Op)in->op, r, x, n); return;
+	case OC_BINARY:
+	case OC_COMPARE: eval_binary((Op)in->op, r, x, vals[a[1]], n); return;
+	case OC_WHERE:   eval_where(r, x, vals[a[1]], vals[a[2]], n); return;
+	case OC_REDUCE:  eval_reduce(fn, in, r, x); return;
+	case OC_CAT:     eval_cat(fn, in, r, vals); return;
+	case OC_FULL:    eval_full(in, r); return;
 	case OC_GEMM:
 		if (in->op == OP_MATMUL)
 			eval_matmul(fn, in, r, vals);
@@ -694,15 +727,16 @@ eval_op(Func *fn, const Instr *in, Tensor **vals, Tensor *r, Tensor *x, int64_t 
 		return;
 	case OC_CLONE: memcpy(r->data, x->data, tensor_bytes(r)); return;
 	case OC_SHAPE: break;
-	default: unreachable();
+	default:       unreachable();
 	}
 	switch (in->op) {
 	case OP_BROADCAST: eval_broadcast(fn, in, r, x); return;
 	case OP_TRANSPOSE: eval_transpose(fn, in, r, x); return;
-	case OP_SLICE: eval_slice(fn, in, r, x); return;
-	case OP_FLIP: eval_flip(fn, in, r, x); return;
-	case OP_RESHAPE: case OP_SQUEEZE: memcpy(r->data, x->data, tensor_bytes(r)); return;
-	default: unreachable();
+	case OP_SLICE:     eval_slice(fn, in, r, x); return;
+	case OP_FLIP:      eval_flip(fn, in, r, x); return;
+	case OP_RESHAPE:
+	case OP_SQUEEZE:   memcpy(r->data, x->data, tensor_bytes(r)); return;
+	default:           unreachable();
 	}
 }
 
@@ -714,11 +748,11 @@ eval(Func *fn, const Instr *in, Tensor **vals, char *err, size_t errlen)
 	int64_t n = tensor_numel(r);
 
 	switch (ir_ops[in->op].cls) {
-	case OC_GATHER: return eval_gather(fn, in, r, x, vals[a[1]], err, errlen);
-	case OC_PAD: eval_pad(fn, in, r, x, vals[a[1]]); return true;
+	case OC_GATHER:  return eval_gather(fn, in, r, x, vals[a[1]], err, errlen);
+	case OC_PAD:     eval_pad(fn, in, r, x, vals[a[1]]); return true;
 	case OC_BITCAST: memcpy(r->data, x->data, tensor_bytes(r)); return true;
-	case OC_IOTA: eval_iota(fn, in, r); return true;
-	default: break;
+	case OC_IOTA:    eval_iota(fn, in, r); return true;
+	default:         break;
 	}
 	eval_op(fn, in, vals, r, x, n);
 	return true;
@@ -772,8 +806,10 @@ eval_extern(Func *fn, uint32_t i, Tensor **vals, char *err, size_t errlen)
 		}
 		return false;
 	}
-	snprintf(err, errlen, "extern '%s': the interpreter has no host implementation of it "
-		"(the application supplies it at run time)", e->name);
+	snprintf(err, errlen,
+		"extern '%s': the interpreter has no host implementation of it "
+		"(the application supplies it at run time)",
+		e->name);
 	return false;
 }
 
@@ -784,7 +820,7 @@ check_input(Func *fn, uint32_t p, const Tensor *t, char *err, size_t errlen)
 	char nb[16];
 
 	if (t->dtype != v->dtype || t->rank != v->rank ||
-	    memcmp(t->dims, ir_dims(fn, fn->params[p]), (size_t)v->rank * sizeof(int64_t)) != 0) {
+		memcmp(t->dims, ir_dims(fn, fn->params[p]), (size_t)v->rank * sizeof(int64_t)) != 0) {
 		snprintf(err, errlen, "input '%s' must be %s with %d dims as the function declares",
 			ir_name(fn, fn->params[p], nb), ir_dtypes[v->dtype].name, v->rank);
 		return false;
@@ -798,8 +834,7 @@ alloc_value(Func *fn, uint32_t v, const char *name)
 {
 	char nb[16];
 
-	return tensor_new(name ? name : ir_name(fn, v, nb), (DType)fn->vals[v].dtype,
-		fn->vals[v].rank, ir_dims(fn, v));
+	return tensor_new(name ? name : ir_name(fn, v, nb), (DType)fn->vals[v].dtype, fn->vals[v].rank, ir_dims(fn, v));
 }
 
 bool
@@ -821,13 +856,15 @@ ir_interpret(Func *fn, Tensor **inputs, Tensor **outs, char *err, size_t errlen)
 		uint32_t nres = in->op == OP_EXTERN ? in->ext->nres : 1;
 
 		if (in->op == OP_EXTERN && ir_attr(fn, in)[0] > 0)
-			goto computed;   /* with its result 0 */
+			goto computed; /* with its result 0 */
 		for (uint32_t k = 0; ok && k < nres; k++)
 			if (!(vals[in[k].res] = alloc_value(fn, in[k].res, NULL))) {
 				snprintf(err, errlen, "out of memory for %%%s", ir_name(fn, in[k].res, nb));
 				ok = false;
 			}
-		if (!ok || !(in->op == OP_EXTERN ? eval_extern(fn, i, vals, err, errlen) : eval(fn, in, vals, err, errlen))) {
+		if (!ok ||
+			!(in->op == OP_EXTERN ? eval_extern(fn, i, vals, err, errlen)
+					      : eval(fn, in, vals, err, errlen))) {
 			ok = false;
 			break;
 		}

@@ -18,7 +18,7 @@
 #include <string.h>
 
 #define IR_MAXRANK 8
-#define IR_NONE UINT32_MAX
+#define IR_NONE    UINT32_MAX
 
 /* ---- util.c ---- */
 
@@ -28,16 +28,16 @@ void env_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 noreturn void fatal(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* a bug: the place in the source, then abort */
 noreturn void die_(const char *file, int line, const char *fmt, ...);
-#define die(...) die_(__FILE__, __LINE__, __VA_ARGS__)
+#define die(...)      die_(__FILE__, __LINE__, __VA_ARGS__)
 #define unreachable() die("unreachable")
-#define NELEM(a) (sizeof(a) / sizeof((a)[0]))
+#define NELEM(a)      (sizeof(a) / sizeof((a)[0]))
 
-double now_ms(void);                  /* a monotonic clock, for --time */
+double now_ms(void); /* a monotonic clock, for --time */
 
 typedef struct Arena Arena;
 Arena *arena_new(void);
 void arena_free(Arena *a);
-void *arena_alloc(Arena *a, size_t n);            /* zeroed, 16-byte aligned */
+void *arena_alloc(Arena *a, size_t n); /* zeroed, 16-byte aligned */
 char *arena_strndup(Arena *a, const char *s, size_t n);
 char *arena_printf(Arena *a, const char *fmt, ...);
 /* grow *p (elements of size sz, capacity *cap) to hold need elements */
@@ -50,8 +50,12 @@ typedef struct {
 	uint32_t *vals;
 	uint32_t cap, n;
 } Map;
-uint32_t *map_getn(const Map *m, const char *s, size_t n);   /* the value of s[0..n), or NULL */
-static inline uint32_t *map_get(const Map *m, const char *s) { return map_getn(m, s, strlen(s)); }
+uint32_t *map_getn(const Map *m, const char *s, size_t n); /* the value of s[0..n), or NULL */
+static inline uint32_t *
+map_get(const Map *m, const char *s)
+{
+	return map_getn(m, s, strlen(s));
+}
 void map_put(Arena *a, Map *m, const char *key, uint32_t v);
 
 /* ---- dtype.c ---- */
@@ -66,26 +70,42 @@ typedef enum {
 } DType;
 
 typedef struct {
-	const char *name;     /* IR text: f8e4m3fn */
-	const char *thunder;  /* type comments: f8_e4m3fn */
+	const char *name;         /* IR text: f8e4m3fn */
+	const char *thunder;      /* type comments: f8_e4m3fn */
 	const char *thunder_long; /* dtypes.float8_e4m3fn */
-	const char *torch;    /* torch.float8_e4m3fn */
-	const char *st;       /* safetensors: F8_E4M3 */
+	const char *torch;        /* torch.float8_e4m3fn */
+	const char *st;           /* safetensors: F8_E4M3 */
 	int bits;
 	DKind kind;
 } DTypeInfo;
 
 extern const DTypeInfo ir_dtypes[DT_COUNT];
-int dt_size(DType t);                 /* bytes per element */
-bool dt_isfloat(DType t);             /* f16 bf16 f32 f64 (not fp8) */
+int dt_size(DType t);     /* bytes per element */
+bool dt_isfloat(DType t); /* f16 bf16 f32 f64 (not fp8) */
 bool dt_isfp8(DType t);
-bool dt_isint(DType t);               /* integer, not bool */
+bool dt_isint(DType t);                            /* integer, not bool */
 int dt_lookup(const char *s, size_t n, int which); /* which: 0 ir, 1 thunder, 2 long, 3 torch, 4 st; -1 if none */
 
 /* ---- ops ---- */
 
-typedef enum { OC_CONVERT, OC_UNARY, OC_BINARY, OC_COMPARE, OC_WHERE, OC_REDUCE,
-	OC_SHAPE, OC_CAT, OC_CLONE, OC_FULL, OC_GEMM, OC_GATHER, OC_PAD, OC_BITCAST, OC_IOTA, OC_EXTERN } OpClass;
+typedef enum {
+	OC_CONVERT,
+	OC_UNARY,
+	OC_BINARY,
+	OC_COMPARE,
+	OC_WHERE,
+	OC_REDUCE,
+	OC_SHAPE,
+	OC_CAT,
+	OC_CLONE,
+	OC_FULL,
+	OC_GEMM,
+	OC_GATHER,
+	OC_PAD,
+	OC_BITCAST,
+	OC_IOTA,
+	OC_EXTERN
+} OpClass;
 typedef enum { TC_FLOAT, TC_NUM, TC_INT, TC_ANY, TC_BOOL } TypeClass;
 
 typedef enum {
@@ -96,32 +116,32 @@ typedef enum {
 } Op;
 
 typedef struct {
-	const char *name;     /* IR text */
+	const char *name; /* IR text */
 	int minargs, maxargs;
 	OpClass cls;
 	TypeClass tc;
-	const char *prim;     /* Thunder prims.X spelling, "" if none */
+	const char *prim;      /* Thunder prims.X spelling, "" if none */
 	const char *libdevice; /* __nv_X / __nv_Xf computes it, "" if none */
 } OpInfo;
 
 extern const OpInfo ir_ops[OP_COUNT];
-int op_lookup(const char *s, size_t n);   /* by IR name; -1 if none */
-bool op_elementwise(Op op);               /* convert, unary, binary, compare, where */
-bool op_gemm(Op op);                      /* a GEMM */
-bool op_step(Op op);                      /* a GEMM or an extern: a plan step of its own, in no kernel */
+int op_lookup(const char *s, size_t n); /* by IR name; -1 if none */
+bool op_elementwise(Op op);             /* convert, unary, binary, compare, where */
+bool op_gemm(Op op);                    /* a GEMM */
+bool op_step(Op op);                    /* a GEMM or an extern: a plan step of its own, in no kernel */
 
 /* ---- func.c: SSA functions and the builder ---- */
 
 enum { IF_FAST_ACCUM = 1, IF_NO_FIXUP = 2, IF_TRANS_A = 4, IF_TRANS_B = 8 };
-enum { EPI_NONE, EPI_RELU, EPI_GELU };   /* matmul's epilogue attribute */
+enum { EPI_NONE, EPI_RELU, EPI_GELU }; /* matmul's epilogue attribute */
 
 typedef struct {
-	uint8_t dtype;        /* DType */
+	uint8_t dtype; /* DType */
 	uint8_t rank;
-	uint32_t shape;       /* fn->ints[shape .. shape+rank): dims */
-	uint32_t layout;      /* fn->ints[layout ..]: memory order, outermost first; IR_NONE = row-major */
-	uint32_t def;         /* defining instruction, IR_NONE for a parameter */
-	const char *name;     /* source name, or NULL */
+	uint32_t shape;   /* fn->ints[shape .. shape+rank): dims */
+	uint32_t layout;  /* fn->ints[layout ..]: memory order, outermost first; IR_NONE = row-major */
+	uint32_t def;     /* defining instruction, IR_NONE for a parameter */
+	const char *name; /* source name, or NULL */
 } Value;
 
 /* An extern call: an op fp8cc does not compile, which the application
@@ -130,8 +150,8 @@ typedef struct {
  * `args` is the argument list as the trace wrote it, in the canonical form
  * of docs/ir.md ("Externs"): @N stands for tensor operand N. */
 typedef struct {
-	const char *name;     /* the callee: apex_xentropy_backward */
-	const char *args;     /* @0, @1, 0.0, reduction='mean' */
+	const char *name; /* the callee: apex_xentropy_backward */
+	const char *args; /* @0, @1, 0.0, reduction='mean' */
 	uint32_t nres;
 } Extern;
 
@@ -157,16 +177,23 @@ typedef struct {
 typedef struct Func {
 	Arena *arena;
 	const char *name;
-	Value *vals;   uint32_t nvals, capvals;
-	Instr *ins;    uint32_t nins, capins;
-	uint32_t *argv; uint32_t nargv, capargv;   /* operand and id lists */
-	int64_t *ints; uint32_t nints, capints;    /* shapes, layouts, attributes */
-	uint32_t *params; uint32_t nparams, capparams;
-	uint32_t *rets; uint32_t nrets, caprets;
-	const char **retnames;                      /* output names; NULL: the value's own */
-	int32_t *pslot, *rslot;                     /* per parameter, output: the state slot it reads,
+	Value *vals;
+	uint32_t nvals, capvals;
+	Instr *ins;
+	uint32_t nins, capins;
+	uint32_t *argv;
+	uint32_t nargv, capargv; /* operand and id lists */
+	int64_t *ints;
+	uint32_t nints, capints; /* shapes, layouts, attributes */
+	uint32_t *params;
+	uint32_t nparams, capparams;
+	uint32_t *rets;
+	uint32_t nrets, caprets;
+	const char **retnames;  /* output names; NULL: the value's own */
+	int32_t *pslot, *rslot; /* per parameter, output: the state slot it reads,
 	                                               writes; -1: an input, output of the call */
-	Kernel *kernels; uint32_t nkernels, capkernels;
+	Kernel *kernels;
+	uint32_t nkernels, capkernels;
 } Func;
 
 /* A program: functions called one after another (a training step's forward,
@@ -174,7 +201,8 @@ typedef struct Func {
  * function whose rslot is k and read by the parameters whose pslot is k. */
 typedef struct {
 	Arena *arena;
-	Func **fns; uint32_t nfns, capfns;
+	Func **fns;
+	uint32_t nfns, capfns;
 	uint32_t nslots;
 } Program;
 
@@ -184,13 +212,13 @@ void ir_program_add(Program *p, Func *fn);
 Func *ir_func_new(Arena *a, const char *name);
 uint32_t ir_param(Func *fn, const char *name, DType t, int rank, const int64_t *dims);
 /* append an instruction; its result has dtype t and shape dims */
-uint32_t ir_instr(Func *fn, Op op, const uint32_t *args, int nargs,
-	const int64_t *attr, int nattr, DType t, int rank, const int64_t *dims);
+uint32_t ir_instr(Func *fn, Op op, const uint32_t *args, int nargs, const int64_t *attr, int nattr, DType t, int rank,
+	const int64_t *dims);
 uint32_t ir_full(Func *fn, double v, DType t, int rank, const int64_t *dims);
 /* append the nres instructions of an extern call (results' types in
  * dts[i], ranks[i], dims[i]); returns the first result (the others follow) */
-uint32_t ir_extern(Func *fn, const Extern *ext, const uint32_t *ops, int nops, const DType *dts,
-	const int *ranks, const int64_t (*dims)[IR_MAXRANK]);
+uint32_t ir_extern(Func *fn, const Extern *ext, const uint32_t *ops, int nops, const DType *dts, const int *ranks,
+	const int64_t (*dims)[IR_MAXRANK]);
 /* append an output; name NULL: it is named after the value. A name an
  * earlier output has gets a suffix: NAME_1, NAME_2, ... */
 void ir_return(Func *fn, uint32_t v, const char *name);
@@ -200,10 +228,26 @@ void ir_set_ret_slot(Func *fn, uint32_t i, int32_t slot);
 uint32_t ir_push_ints(Func *fn, const int64_t *v, int n);
 uint32_t ir_push_ids(Func *fn, const uint32_t *v, int n);
 
-static inline Value *ir_val(Func *fn, uint32_t v) { return &fn->vals[v]; }
-static inline const int64_t *ir_dims(Func *fn, uint32_t v) { return &fn->ints[fn->vals[v].shape]; }
-static inline const uint32_t *ir_args(Func *fn, const Instr *in) { return &fn->argv[in->args]; }
-static inline const int64_t *ir_attr(Func *fn, const Instr *in) { return &fn->ints[in->attr]; }
+static inline Value *
+ir_val(Func *fn, uint32_t v)
+{
+	return &fn->vals[v];
+}
+static inline const int64_t *
+ir_dims(Func *fn, uint32_t v)
+{
+	return &fn->ints[fn->vals[v].shape];
+}
+static inline const uint32_t *
+ir_args(Func *fn, const Instr *in)
+{
+	return &fn->argv[in->args];
+}
+static inline const int64_t *
+ir_attr(Func *fn, const Instr *in)
+{
+	return &fn->ints[in->attr];
+}
 int64_t ir_numel(Func *fn, uint32_t v);
 bool ir_same_shape(Func *fn, uint32_t a, uint32_t b);
 /* the name a value prints under: its own, else its id */
@@ -213,7 +257,7 @@ uint32_t *ir_uses(Func *fn);
 bool ir_is_rowmajor(Func *fn, uint32_t v);
 /* a scaled_mm with row-wise scales (scale_a (M,1), scale_b (1,N)), not one f32 each */
 bool ir_rowwise_scales(Func *fn, const Instr *in);
-const Instr *ir_def(Func *fn, uint32_t v);   /* NULL for a parameter */
+const Instr *ir_def(Func *fn, uint32_t v);      /* NULL for a parameter */
 bool ir_const(Func *fn, uint32_t v, double *c); /* v is a full constant: its value */
 
 /* Rewriting: a pass walks src and builds dst. map[old value] = new value
@@ -252,17 +296,33 @@ uint8_t f32_to_e4m3fn(float x);
 uint8_t f32_to_e5m2(float x);
 float e4m3fn_to_f32(uint8_t b);
 float e5m2_to_f32(uint8_t b);
-uint16_t f32_to_bf16(float x);        /* round to nearest even, NaN stays NaN */
+uint16_t f32_to_bf16(float x); /* round to nearest even, NaN stays NaN */
 float bf16_to_f32(uint16_t b);
-uint16_t f32_to_f16(float x);         /* IEEE binary16, round to nearest even */
+uint16_t f32_to_f16(float x); /* IEEE binary16, round to nearest even */
 float f16_to_f32(uint16_t b);
-static inline uint32_t f32_bits(float x) { union { float f; uint32_t u; } c = { x }; return c.u; }
-static inline float bits_f32(uint32_t u) { union { uint32_t u; float f; } c = { u }; return c.f; }
+static inline uint32_t
+f32_bits(float x)
+{
+	union {
+		float f;
+		uint32_t u;
+	} c = { x };
+	return c.u;
+}
+static inline float
+bits_f32(uint32_t u)
+{
+	union {
+		uint32_t u;
+		float f;
+	} c = { u };
+	return c.f;
+}
 /* conversion of one element through double, the rules of convert_element_type */
 double ir_convert_scalar(double v, DType from, DType to);
 /* float → integer dtype as PyTorch's CUDA casts (numeric.c says how) */
 int64_t ir_float_to_int(double v, DType from, DType to);
-int64_t ir_wrap_int(int64_t v, DType t);          /* an int64 wrapped to the width of t */
+int64_t ir_wrap_int(int64_t v, DType t); /* an int64 wrapped to the width of t */
 
 /* ---- tensor.c: host tensors ---- */
 
@@ -270,8 +330,8 @@ typedef struct {
 	DType dtype;
 	int rank;
 	int64_t dims[IR_MAXRANK];
-	void *data;           /* row-major, contiguous, malloc'd */
-	char *name;           /* malloc'd, or NULL */
+	void *data; /* row-major, contiguous, malloc'd */
+	char *name; /* malloc'd, or NULL */
 } Tensor;
 
 int64_t tensor_numel(const Tensor *t);

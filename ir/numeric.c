@@ -24,10 +24,11 @@
  * rounds to 448. w < 2^-6 (0x3C800000): add 2^14 (141 << 23) so the float adder
  * rounds to the 2^-9 grid, then take the low bits. Else rebias the exponent by
  * 7 - 127 and round the 20 dropped mantissa bits to even. */
-uint8_t f32_to_e4m3fn(float x)
+uint8_t
+f32_to_e4m3fn(float x)
 {
-	const uint32_t fp8_max = UINT32_C(1087) << 20;     /* 480.0f */
-	const uint32_t denorm_mask = UINT32_C(141) << 23;  /* 2^14 */
+	const uint32_t fp8_max = UINT32_C(1087) << 20;    /* 480.0f */
+	const uint32_t denorm_mask = UINT32_C(141) << 23; /* 2^14 */
 	uint32_t w = f32_bits(x);
 	uint32_t sign = w & UINT32_C(0x80000000);
 	uint8_t r;
@@ -40,7 +41,7 @@ uint8_t f32_to_e4m3fn(float x)
 		r = (uint8_t)(w - denorm_mask);
 	} else {
 		uint32_t odd = (w >> 20) & 1;
-		w += UINT32_C(0xC407FFFF) + odd;  /* (7 - 127) << 23, + 0x7FFFF */
+		w += UINT32_C(0xC407FFFF) + odd; /* (7 - 127) << 23, + 0x7FFFF */
 		r = (uint8_t)(w >> 20);
 	}
 	return (uint8_t)(r | (sign >> 24));
@@ -51,11 +52,12 @@ uint8_t f32_to_e4m3fn(float x)
  * round up to 0x7C on the normal path, so |x| >= 61440 gives inf.
  * w < 2^-14 (113 << 23): add 2^7 (134 << 23) to round to the 2^-16 grid. Else
  * rebias by 15 - 127 and round the 21 dropped mantissa bits to even. */
-uint8_t f32_to_e5m2(float x)
+uint8_t
+f32_to_e5m2(float x)
 {
 	const uint32_t fp32_inf = UINT32_C(255) << 23;
-	const uint32_t fp8_max = UINT32_C(143) << 23;      /* 65536.0f */
-	const uint32_t denorm_mask = UINT32_C(134) << 23;  /* 2^7 */
+	const uint32_t fp8_max = UINT32_C(143) << 23;     /* 65536.0f */
+	const uint32_t denorm_mask = UINT32_C(134) << 23; /* 2^7 */
 	uint32_t w = f32_bits(x);
 	uint32_t sign = w & UINT32_C(0x80000000);
 	uint8_t r;
@@ -68,7 +70,7 @@ uint8_t f32_to_e5m2(float x)
 		r = (uint8_t)(w - denorm_mask);
 	} else {
 		uint32_t odd = (w >> 21) & 1;
-		w += UINT32_C(0xC80FFFFF) + odd;  /* (15 - 127) << 23, + 0xFFFFF */
+		w += UINT32_C(0xC80FFFFF) + odd; /* (15 - 127) << 23, + 0xFFFFF */
 		r = (uint8_t)(w >> 21);
 	}
 	return (uint8_t)(r | (sign >> 24));
@@ -77,7 +79,8 @@ uint8_t f32_to_e5m2(float x)
 /* e4m3fn -> float32, exact: s eeee mmm, bias 7, no infinities, 0x7F/0xFF
  * are NaN (decoded to sign | 0x7FF00000 as c10 does), exponent 0 is
  * subnormal m * 2^-9. */
-float e4m3fn_to_f32(uint8_t b)
+float
+e4m3fn_to_f32(uint8_t b)
 {
 	uint32_t sign = (uint32_t)(b & 0x80) << 24;
 	uint32_t e = (b >> 3) & 15, m = b & 7;
@@ -94,7 +97,8 @@ float e4m3fn_to_f32(uint8_t b)
 
 /* e5m2 -> float32, exact: e5m2 is the top byte of a float16 (c10 does the
  * same), so exponent 31 is inf (mantissa 0) or NaN. */
-float e5m2_to_f32(uint8_t b)
+float
+e5m2_to_f32(uint8_t b)
 {
 	return f16_to_f32((uint16_t)(b << 8));
 }
@@ -104,7 +108,8 @@ float e5m2_to_f32(uint8_t b)
  * Any NaN gives 0x7FC0: c10 drops the NaN's sign here. (In CUDA code for
  * sm_80+, c10 uses __float2bfloat16 instead: same rounding, but its NaN bits
  * may differ; docs/design.md sets NaN payloads aside.) */
-uint16_t f32_to_bf16(float x)
+uint16_t
+f32_to_bf16(float x)
 {
 	uint32_t u = f32_bits(x);
 
@@ -114,7 +119,8 @@ uint16_t f32_to_bf16(float x)
 }
 
 /* bfloat16 -> float32, exact: the top half of the float's bits. */
-float bf16_to_f32(uint16_t b)
+float
+bf16_to_f32(uint16_t b)
 {
 	return bits_f32((uint32_t)b << 16);
 }
@@ -125,10 +131,11 @@ float bf16_to_f32(uint16_t b)
  * chosen so that exactly 10 mantissa bits remain (the binary16 subnormal grid
  * for tiny inputs); the sum's exponent and mantissa bits are the result.
  * NaN gives sign | 0x7E00; overflow (|x| >= 65520) gives inf. */
-uint16_t f32_to_f16(float x)
+uint16_t
+f32_to_f16(float x)
 {
-	const float scale_to_inf = bits_f32(UINT32_C(239) << 23);   /* 2^112 */
-	const float scale_to_zero = bits_f32(UINT32_C(17) << 23);   /* 2^-110 */
+	const float scale_to_inf = bits_f32(UINT32_C(239) << 23); /* 2^112 */
+	const float scale_to_zero = bits_f32(UINT32_C(17) << 23); /* 2^-110 */
 	uint32_t w = f32_bits(x);
 	uint32_t shl1_w = w + w;
 	uint32_t sign = w & UINT32_C(0x80000000);
@@ -150,12 +157,13 @@ uint16_t f32_to_f16(float x)
  * NaN: move exponent and mantissa into place with the exponent offset by
  * 0xE0, then multiply by 2^-112 (inf and NaN stay so). Subnormal and zero:
  * put the mantissa under the exponent of 0.5 and subtract 0.5. */
-float f16_to_f32(uint16_t b)
+float
+f16_to_f32(uint16_t b)
 {
 	const uint32_t w = (uint32_t)b << 16;
 	const uint32_t sign = w & UINT32_C(0x80000000);
 	const uint32_t two_w = w + w;
-	const float exp_scale = bits_f32(UINT32_C(15) << 23);      /* 2^-112 */
+	const float exp_scale = bits_f32(UINT32_C(15) << 23); /* 2^-112 */
 	float normal = bits_f32((two_w >> 4) + (UINT32_C(0xE0) << 23)) * exp_scale;
 	float denormal = bits_f32((two_w >> 17) | (UINT32_C(126) << 23)) - 0.5f;
 	float mag = two_w < (UINT32_C(1) << 27) ? denormal : normal;
@@ -172,12 +180,12 @@ ir_wrap_int(int64_t v, DType t)
 	uint64_t u = (uint64_t)v;
 
 	switch (t) {
-	case DT_B8: return v != 0;
-	case DT_U8: return (uint8_t)u;
-	case DT_I8: return (int8_t)(uint8_t)u;
+	case DT_B8:  return v != 0;
+	case DT_U8:  return (uint8_t)u;
+	case DT_I8:  return (int8_t)(uint8_t)u;
 	case DT_I16: return (int16_t)(uint16_t)u;
 	case DT_I32: return (int32_t)(uint32_t)u;
-	default: return v;
+	default:     return v;
 	}
 }
 
@@ -198,8 +206,10 @@ ir_float_to_int(double v, DType from, DType to)
 		else
 			r = v >= 9223372036854775808.0 ? INT64_MAX : (int64_t)v;
 	} else {
-		r = isnan(v) ? (from == DT_F64 ? INT32_MIN : 0) :
-			v >= 2147483647.0 ? INT32_MAX : v <= -2147483648.0 ? INT32_MIN : (int64_t)v;
+		r = isnan(v)                 ? (from == DT_F64 ? INT32_MIN : 0)
+			: v >= 2147483647.0  ? INT32_MAX
+			: v <= -2147483648.0 ? INT32_MIN
+					     : (int64_t)v;
 	}
 	return ir_wrap_int(r, to);
 }
@@ -210,13 +220,13 @@ ir_convert_scalar(double v, DType from, DType to)
 	float f = (float)v;
 
 	switch (to) {
-	case DT_F64: return v;
-	case DT_F32: return f;
-	case DT_BF16: return bf16_to_f32(f32_to_bf16(f));
-	case DT_F16: return f16_to_f32(f32_to_f16(f));
+	case DT_F64:      return v;
+	case DT_F32:      return f;
+	case DT_BF16:     return bf16_to_f32(f32_to_bf16(f));
+	case DT_F16:      return f16_to_f32(f32_to_f16(f));
 	case DT_F8E4M3FN: return e4m3fn_to_f32(f32_to_e4m3fn(f));
-	case DT_F8E5M2: return e5m2_to_f32(f32_to_e5m2(f));
-	case DT_B8: return v != 0;
-	default: return (double)ir_float_to_int(v, from, to);
+	case DT_F8E5M2:   return e5m2_to_f32(f32_to_e5m2(f));
+	case DT_B8:       return v != 0;
+	default:          return (double)ir_float_to_int(v, from, to);
 	}
 }

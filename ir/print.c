@@ -93,8 +93,7 @@ print_instr(FILE *f, Func *fn, const Instr *in, const char *indent)
 		fputc(' ', f);
 		ir_print_double(f, in->fval);
 	}
-	if (in->nattr || ir_ops[in->op].cls == OC_REDUCE || in->op == OP_BROADCAST ||
-	    in->op == OP_SQUEEZE) {
+	if (in->nattr || ir_ops[in->op].cls == OC_REDUCE || in->op == OP_BROADCAST || in->op == OP_SQUEEZE) {
 		fputc(' ', f);
 		print_ints(f, ir_attr(fn, in), in->nattr);
 	}
@@ -168,7 +167,7 @@ ir_print(FILE *f, Func *fn)
 			i = k->first + k->count - 1;
 			continue;
 		}
-		if (fn->ins[i].op == OP_EXTERN) {   /* its results are consecutive, result 0 first */
+		if (fn->ins[i].op == OP_EXTERN) { /* its results are consecutive, result 0 first */
 			print_extern(f, fn, &fn->ins[i], "  ");
 			i += fn->ins[i].ext->nres - 1;
 			continue;

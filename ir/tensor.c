@@ -69,13 +69,13 @@ tensor_getf(const Tensor *t, int64_t i)
 	double d;
 
 	switch (t->dtype) {
-	case DT_F32: memcpy(&f, p + 4 * i, 4); return f;
-	case DT_F64: memcpy(&d, p + 8 * i, 8); return d;
-	case DT_BF16: memcpy(&h, p + 2 * i, 2); return bf16_to_f32(h);
-	case DT_F16: memcpy(&h, p + 2 * i, 2); return f16_to_f32(h);
+	case DT_F32:      memcpy(&f, p + 4 * i, 4); return f;
+	case DT_F64:      memcpy(&d, p + 8 * i, 8); return d;
+	case DT_BF16:     memcpy(&h, p + 2 * i, 2); return bf16_to_f32(h);
+	case DT_F16:      memcpy(&h, p + 2 * i, 2); return f16_to_f32(h);
 	case DT_F8E4M3FN: return e4m3fn_to_f32(p[i]);
-	case DT_F8E5M2: return e5m2_to_f32(p[i]);
-	default: return (double)tensor_geti(t, i);
+	case DT_F8E5M2:   return e5m2_to_f32(p[i]);
+	default:          return (double)tensor_geti(t, i);
 	}
 }
 
@@ -83,16 +83,19 @@ int64_t
 tensor_geti(const Tensor *t, int64_t i)
 {
 	const unsigned char *p = (const unsigned char *)t->data;
-	int8_t i8; int16_t i16; int32_t i32; int64_t i64;
+	int8_t i8;
+	int16_t i16;
+	int32_t i32;
+	int64_t i64;
 
 	switch (t->dtype) {
-	case DT_B8: return p[i] != 0;
-	case DT_U8: return p[i];
-	case DT_I8: memcpy(&i8, p + i, 1); return i8;
+	case DT_B8:  return p[i] != 0;
+	case DT_U8:  return p[i];
+	case DT_I8:  memcpy(&i8, p + i, 1); return i8;
 	case DT_I16: memcpy(&i16, p + 2 * i, 2); return i16;
 	case DT_I32: memcpy(&i32, p + 4 * i, 4); return i32;
 	case DT_I64: memcpy(&i64, p + 8 * i, 8); return i64;
-	default: return ir_float_to_int(tensor_getf(t, i), t->dtype, DT_I64);
+	default:     return ir_float_to_int(tensor_getf(t, i), t->dtype, DT_I64);
 	}
 }
 
@@ -101,18 +104,24 @@ static void
 setf_from(Tensor *t, int64_t i, double v, DType from)
 {
 	unsigned char *p = (unsigned char *)t->data;
-	float f = (float)v;   /* every narrow float goes through f32, as c10 does */
+	float f = (float)v; /* every narrow float goes through f32, as c10 does */
 	uint16_t h;
 
 	switch (t->dtype) {
 	case DT_F32: memcpy(p + 4 * i, &f, 4); return;
 	case DT_F64: memcpy(p + 8 * i, &v, 8); return;
-	case DT_BF16: h = f32_to_bf16(f); memcpy(p + 2 * i, &h, 2); return;
-	case DT_F16: h = f32_to_f16(f); memcpy(p + 2 * i, &h, 2); return;
+	case DT_BF16:
+		h = f32_to_bf16(f);
+		memcpy(p + 2 * i, &h, 2);
+		return;
+	case DT_F16:
+		h = f32_to_f16(f);
+		memcpy(p + 2 * i, &h, 2);
+		return;
 	case DT_F8E4M3FN: p[i] = f32_to_e4m3fn(f); return;
-	case DT_F8E5M2: p[i] = f32_to_e5m2(f); return;
-	case DT_B8: p[i] = v != 0; return;   /* NaN is true */
-	default: tensor_seti(t, i, ir_float_to_int(v, from, t->dtype)); return;
+	case DT_F8E5M2:   p[i] = f32_to_e5m2(f); return;
+	case DT_B8:       p[i] = v != 0; return; /* NaN is true */
+	default:          tensor_seti(t, i, ir_float_to_int(v, from, t->dtype)); return;
 	}
 }
 
@@ -136,15 +145,20 @@ tensor_seti(Tensor *t, int64_t i, int64_t v)
 	int32_t i32 = (int32_t)(uint32_t)(uint64_t)v;
 
 	switch (t->dtype) {
-	case DT_B8: p[i] = v != 0; return;
-	case DT_U8: case DT_I8: p[i] = (unsigned char)(uint64_t)v; return;
+	case DT_B8:  p[i] = v != 0; return;
+	case DT_U8:
+	case DT_I8:  p[i] = (unsigned char)(uint64_t)v; return;
 	case DT_I16: memcpy(p + 2 * i, &i16, 2); return;
 	case DT_I32: memcpy(p + 4 * i, &i32, 4); return;
 	case DT_I64: memcpy(p + 8 * i, &v, 8); return;
-	case DT_F32: case DT_BF16: case DT_F16: case DT_F8E4M3FN: case DT_F8E5M2:
-		tensor_setf(t, i, (double)(float)v);   /* int → f32 first, as c10 does */
+	case DT_F32:
+	case DT_BF16:
+	case DT_F16:
+	case DT_F8E4M3FN:
+	case DT_F8E5M2:
+		tensor_setf(t, i, (double)(float)v); /* int → f32 first, as c10 does */
 		return;
-	case DT_F64: tensor_setf(t, i, (double)v); return;
+	case DT_F64:   tensor_setf(t, i, (double)v); return;
 	case DT_COUNT: break;
 	}
 	unreachable();
@@ -185,9 +199,36 @@ tensor_randn(Tensor *t, uint64_t seed)
 /* values that break careless kernels: NaN of both signs, infinities, signed
  * zeros, subnormals, the fp8 rounding and overflow boundaries, huge values */
 static const double specials[] = {
-	NAN, -NAN, INFINITY, -INFINITY, 0.0, -0.0, 1.401298464324817e-45, -1.401298464324817e-45,
-	1e-40, -1e-40, 1.1754942e-38, 448, -448, 464, -464, 465, 480, -480, 57344, 61440, -61440,
-	65504, 1e30, -1e30, 3.4028234663852886e38, 1.0 / 1024, -0.0009765625, 0.5, 1.5, -2.5,
+	NAN,
+	-NAN,
+	INFINITY,
+	-INFINITY,
+	0.0,
+	-0.0,
+	1.401298464324817e-45,
+	-1.401298464324817e-45,
+	1e-40,
+	-1e-40,
+	1.1754942e-38,
+	448,
+	-448,
+	464,
+	-464,
+	465,
+	480,
+	-480,
+	57344,
+	61440,
+	-61440,
+	65504,
+	1e30,
+	-1e30,
+	3.4028234663852886e38,
+	1.0 / 1024,
+	-0.0009765625,
+	0.5,
+	1.5,
+	-2.5,
 };
 
 void

@@ -79,17 +79,17 @@ check_elementwise(Check *c, const uint32_t *a, DType rt)
 		return fail(c, "condition must be b8, not %s", ir_dtypes[fn->vals[a[0]].dtype].name);
 	for (uint32_t i = first; i < in->nargs; i++)
 		if (fn->vals[a[i]].dtype != t)
-			return fail(c, "operands must have one dtype (%s and %s)",
-				ir_dtypes[t].name, ir_dtypes[fn->vals[a[i]].dtype].name);
+			return fail(c, "operands must have one dtype (%s and %s)", ir_dtypes[t].name,
+				ir_dtypes[fn->vals[a[i]].dtype].name);
 	if (!class_ok(oi->tc, t, oi->cls))
 		return fail(c, "does not take %s operands", ir_dtypes[t].name);
 	if ((oi->cls != OC_WHERE && dt_isfp8(t)) ||
-	    ((in->op == OP_BITWISE_LEFT_SHIFT || in->op == OP_BITWISE_RIGHT_SHIFT) && t == DT_B8))
+		((in->op == OP_BITWISE_LEFT_SHIFT || in->op == OP_BITWISE_RIGHT_SHIFT) && t == DT_B8))
 		return fail(c, "does not take %s operands", ir_dtypes[t].name);
 	for (uint32_t i = 0; i < in->nargs; i++)
 		if (!fits(fn, a[i], in->res))
-			return fail(c, "operand %s does not match result %s",
-				tystr(fn, a[i], b1, sizeof b1), tystr(fn, in->res, b2, sizeof b2));
+			return fail(c, "operand %s does not match result %s", tystr(fn, a[i], b1, sizeof b1),
+				tystr(fn, in->res, b2, sizeof b2));
 	if (oi->cls == OC_COMPARE || in->op == OP_ISFINITE || in->op == OP_SIGNBIT)
 		t = DT_B8;
 	if (rt != t)
@@ -149,8 +149,8 @@ check_broadcast(Check *c, const uint32_t *a)
 		return fail(c, "broadcast dims must be increasing and below the result rank %d", rrank);
 	for (int i = 0; i < rank; i++)
 		if (sd[i] != 1 && sd[i] != rd[bd[i]])
-			return fail(c, "operand dim %d (%lld) cannot broadcast to %lld", i,
-				(long long)sd[i], (long long)rd[bd[i]]);
+			return fail(c, "operand dim %d (%lld) cannot broadcast to %lld", i, (long long)sd[i],
+				(long long)rd[bd[i]]);
 	return true;
 }
 
@@ -210,9 +210,9 @@ check_slice(Check *c, const uint32_t *a)
 		int64_t lo = s[i], hi = s[rank + i], st = s[2 * rank + i];
 
 		if (lo < 0 || hi < lo || hi > sd[i] || st < 1)
-			return fail(c, "dim %d: slice [%lld:%lld:%lld] out of range for size %lld", i,
-				(long long)lo, (long long)hi, (long long)st, (long long)sd[i]);
-		int64_t n = hi == lo ? 0 : (hi - lo - 1) / st + 1;   /* no overflow for huge strides */
+			return fail(c, "dim %d: slice [%lld:%lld:%lld] out of range for size %lld", i, (long long)lo,
+				(long long)hi, (long long)st, (long long)sd[i]);
+		int64_t n = hi == lo ? 0 : (hi - lo - 1) / st + 1; /* no overflow for huge strides */
 
 		if (rd[i] != n)
 			return fail(c, "result dim %d must be %lld", i, (long long)n);
@@ -237,7 +237,8 @@ check_cat(Check *c, const uint32_t *a)
 			return fail(c, "operand %u has another dtype or rank", i);
 		for (int j = 0; j < rank; j++)
 			if (j != dim && d[j] != rd[j])
-				return fail(c, "operand %u: dim %d is %lld, not %lld", i, j, (long long)d[j], (long long)rd[j]);
+				return fail(c, "operand %u: dim %d is %lld, not %lld", i, j, (long long)d[j],
+					(long long)rd[j]);
 		total += d[dim];
 	}
 	if (rd[dim] != total)
@@ -276,7 +277,8 @@ check_gather(Check *c, const uint32_t *a)
 			return fail(c, "indices must have rank 0 or 1");
 		for (int i = 0; i < x->rank; i++)
 			if (rd[i] != (i == dim ? (ix->rank ? id[0] : 1) : xd[i]))
-				return fail(c, "result dim %d must be %lld", i, (long long)(i == dim ? (ix->rank ? id[0] : 1) : xd[i]));
+				return fail(c, "result dim %d must be %lld", i,
+					(long long)(i == dim ? (ix->rank ? id[0] : 1) : xd[i]));
 		return true;
 	}
 	if (ix->rank != x->rank)
@@ -285,7 +287,8 @@ check_gather(Check *c, const uint32_t *a)
 		if (rd[i] != id[i])
 			return fail(c, "result must have the shape of the indices");
 		if (i != dim && id[i] > xd[i])
-			return fail(c, "indices dim %d (%lld) exceeds the operand's (%lld)", i, (long long)id[i], (long long)xd[i]);
+			return fail(c, "indices dim %d (%lld) exceeds the operand's (%lld)", i, (long long)id[i],
+				(long long)xd[i]);
 	}
 	return true;
 }
@@ -300,13 +303,13 @@ check_pad(Check *c, const uint32_t *a)
 	if (fn->vals[a[1]].rank != 0 || fn->vals[a[1]].dtype != fn->vals[a[0]].dtype)
 		return fail(c, "the padding value must be a %s scalar", ir_dtypes[fn->vals[a[0]].dtype].name);
 	if ((int)c->in->nattr != 3 * rank || fn->vals[c->in->res].rank != rank ||
-	    fn->vals[c->in->res].dtype != fn->vals[a[0]].dtype)
+		fn->vals[c->in->res].dtype != fn->vals[a[0]].dtype)
 		return fail(c, "needs low, high and interior padding for each of %d dims", rank);
 	for (int i = 0; i < rank; i++) {
 		int64_t lo = p[i], hi = p[rank + i], in = p[2 * rank + i], n;
 
 		if (in < 0 || in > (INT64_C(1) << 32) || lo < -(INT64_C(1) << 40) || lo > (INT64_C(1) << 40) ||
-		    hi < -(INT64_C(1) << 40) || hi > (INT64_C(1) << 40))
+			hi < -(INT64_C(1) << 40) || hi > (INT64_C(1) << 40))
 			return fail(c, "dim %d: padding out of range", i);
 		n = xd[i] + (xd[i] > 0 ? (xd[i] - 1) * in : 0) + lo + hi;
 		if (n < 0 || rd[i] != n)
@@ -358,9 +361,10 @@ check_gemm(Check *c, const uint32_t *a)
 	 * (M,1) and scale_b (1,N) (row-wise) */
 	if (fn->vals[a[2]].dtype != DT_F32 || fn->vals[a[3]].dtype != DT_F32)
 		return fail(c, "scales must be f32");
-	if (fn->vals[a[2]].rank == 0 ? fn->vals[a[3]].rank != 0 :
-			fn->vals[a[2]].rank != 2 || fn->vals[a[3]].rank != 2 || ir_dims(fn, a[2])[0] != da[0] ||
-			ir_dims(fn, a[2])[1] != 1 || ir_dims(fn, a[3])[0] != 1 || ir_dims(fn, a[3])[1] != db[1])
+	if (fn->vals[a[2]].rank == 0
+			? fn->vals[a[3]].rank != 0
+			: fn->vals[a[2]].rank != 2 || fn->vals[a[3]].rank != 2 || ir_dims(fn, a[2])[0] != da[0] ||
+				ir_dims(fn, a[2])[1] != 1 || ir_dims(fn, a[3])[0] != 1 || ir_dims(fn, a[3])[1] != db[1])
 		return fail(c, "scales must be f32[] and f32[] (tensor-wise) or f32[%lld,1] and f32[1,%lld] (row-wise)",
 			(long long)da[0], (long long)db[1]);
 	if (vr->dtype != DT_BF16 && vr->dtype != DT_F16 && vr->dtype != DT_F32)
@@ -368,7 +372,8 @@ check_gemm(Check *c, const uint32_t *a)
 	if (vr->rank != 2 || dr[0] != da[0] || dr[1] != db[1])
 		return fail(c, "result must be (%lld,%lld)", (long long)da[0], (long long)db[1]);
 	/* cuBLASLt's FP8 rule (gemm_rules.h) */
-	if (c->in->nargs == 5 && (fn->vals[a[4]].rank != 1 || ir_dims(fn, a[4])[0] != db[1] ||
+	if (c->in->nargs == 5 &&
+		(fn->vals[a[4]].rank != 1 || ir_dims(fn, a[4])[0] != db[1] ||
 			fn->vals[a[4]].dtype != fp8_gemm_bias_row(vr->dtype)))
 		return fail(c, "bias must be a %s vector of %lld for a %s result",
 			ir_dtypes[fp8_gemm_bias_row(vr->dtype)].name, (long long)db[1], ir_dtypes[vr->dtype].name);
@@ -410,10 +415,12 @@ check_matmul(Check *c, const uint32_t *a)
 	for (int i = 0; i < 2; i++) {
 		const Value *v = &fn->vals[a[i]];
 
-		if (v->rank != 2 && (v->rank != vr->rank || memcmp(ir_dims(fn, a[i]), dr, (size_t)(vr->rank - 2) * sizeof *dr)))
+		if (v->rank != 2 &&
+			(v->rank != vr->rank || memcmp(ir_dims(fn, a[i]), dr, (size_t)(vr->rank - 2) * sizeof *dr)))
 			return fail(c, "operand %d must be 2-d or have the result's batch dims", i);
 	}
-	if (in->nargs == 3 && (fn->vals[a[2]].dtype != va->dtype || fn->vals[a[2]].rank != 1 || ir_dims(fn, a[2])[0] != n))
+	if (in->nargs == 3 &&
+		(fn->vals[a[2]].dtype != va->dtype || fn->vals[a[2]].rank != 1 || ir_dims(fn, a[2])[0] != n))
 		return fail(c, "bias must be a %s vector of %lld", ir_dtypes[va->dtype].name, (long long)n);
 	return true;
 }
@@ -448,10 +455,11 @@ check_calls(Func *fn, char *err, size_t errlen, uint32_t *pos)
 		for (uint32_t k = 1; k < in->ext->nres; k++) {
 			const Instr *m = i + k < fn->nins ? &fn->ins[i + k] : NULL;
 
-			if (!m || m->op != OP_EXTERN || m->ext != in->ext || ir_attr(fn, m)[0] != k || m->nargs != in->nargs ||
-			    memcmp(ir_args(fn, m), ir_args(fn, in), in->nargs * sizeof(uint32_t))) {
-				snprintf(err, errlen, "instruction %u: result %u of extern '%s' does not follow it", i, k,
-					in->ext->name);
+			if (!m || m->op != OP_EXTERN || m->ext != in->ext || ir_attr(fn, m)[0] != k ||
+				m->nargs != in->nargs ||
+				memcmp(ir_args(fn, m), ir_args(fn, in), in->nargs * sizeof(uint32_t))) {
+				snprintf(err, errlen, "instruction %u: result %u of extern '%s' does not follow it", i,
+					k, in->ext->name);
 				if (pos)
 					*pos = i;
 				return false;
@@ -461,7 +469,7 @@ check_calls(Func *fn, char *err, size_t errlen, uint32_t *pos)
 	}
 	for (uint32_t i = 0; i < fn->nins; i++)
 		if (fn->ins[i].op == OP_EXTERN && ir_attr(fn, &fn->ins[i])[0] != 0 &&
-		    (i == 0 || fn->ins[i - 1].op != OP_EXTERN || fn->ins[i - 1].ext != fn->ins[i].ext)) {
+			(i == 0 || fn->ins[i - 1].op != OP_EXTERN || fn->ins[i - 1].ext != fn->ins[i].ext)) {
 			snprintf(err, errlen, "instruction %u: result %lld of extern '%s' without its result 0", i,
 				(long long)ir_attr(fn, &fn->ins[i])[0], fn->ins[i].ext->name);
 			if (pos)
@@ -491,18 +499,19 @@ ir_check_instr(Func *fn, const Instr *in, char *err, size_t errlen)
 	if (ir_numel(fn, in->res) > INT64_MAX / 64)
 		return fail(&c, "shape has too many elements");
 	if (oi->cls != OC_REDUCE && oi->cls != OC_SHAPE && oi->cls != OC_CAT && oi->cls != OC_GEMM &&
-	    oi->cls != OC_FULL && oi->cls != OC_GATHER && oi->cls != OC_PAD && oi->cls != OC_IOTA &&
-	    oi->cls != OC_EXTERN && in->nattr != 0)
+		oi->cls != OC_FULL && oi->cls != OC_GATHER && oi->cls != OC_PAD && oi->cls != OC_IOTA &&
+		oi->cls != OC_EXTERN && in->nattr != 0)
 		return fail(&c, "takes no attributes");
 	switch (oi->cls) {
-	case OC_UNARY: case OC_BINARY: case OC_COMPARE: case OC_WHERE:
-		return check_elementwise(&c, a, r->dtype);
+	case OC_UNARY:
+	case OC_BINARY:
+	case OC_COMPARE:
+	case OC_WHERE:   return check_elementwise(&c, a, r->dtype);
 	case OC_CONVERT:
 		if (!ir_same_shape(fn, a[0], in->res))
 			return fail(&c, "result shape must be the operand's (%s)", tystr(fn, a[0], b1, sizeof b1));
 		return true;
-	case OC_REDUCE:
-		return check_reduce(&c, a);
+	case OC_REDUCE: return check_reduce(&c, a);
 	case OC_CLONE:
 	case OC_SHAPE:
 		if (fn->vals[a[0]].dtype != r->dtype)
@@ -510,9 +519,9 @@ ir_check_instr(Func *fn, const Instr *in, char *err, size_t errlen)
 		switch (in->op) {
 		case OP_BROADCAST: return check_broadcast(&c, a);
 		case OP_TRANSPOSE: return check_transpose(&c, a);
-		case OP_SQUEEZE: return check_squeeze(&c, a);
-		case OP_SLICE: return check_slice(&c, a);
-		case OP_FLIP: return check_flip(&c, a);
+		case OP_SQUEEZE:   return check_squeeze(&c, a);
+		case OP_SLICE:     return check_slice(&c, a);
+		case OP_FLIP:      return check_flip(&c, a);
 		case OP_RESHAPE:
 			if (ir_numel(fn, a[0]) != ir_numel(fn, in->res))
 				return fail(&c, "cannot reshape %s to %s", tystr(fn, a[0], b1, sizeof b1),
@@ -523,24 +532,17 @@ ir_check_instr(Func *fn, const Instr *in, char *err, size_t errlen)
 				return fail(&c, "result must be %s", tystr(fn, a[0], b1, sizeof b1));
 			return true;
 		}
-	case OC_CAT:
-		return check_cat(&c, a);
-	case OC_FULL:
-		return in->nattr == 0 || fail(&c, "takes no attributes");
+	case OC_CAT:  return check_cat(&c, a);
+	case OC_FULL: return in->nattr == 0 || fail(&c, "takes no attributes");
 	case OC_GEMM:
 		if (in->op == OP_MATMUL)
 			return check_matmul(&c, a);
 		return in->nattr == 0 ? check_gemm(&c, a) : fail(&c, "takes no attributes");
-	case OC_GATHER:
-		return check_gather(&c, a);
-	case OC_PAD:
-		return check_pad(&c, a);
-	case OC_BITCAST:
-		return check_bitcast(&c, a);
-	case OC_IOTA:
-		return check_iota(&c);
-	case OC_EXTERN:
-		return check_extern(&c, in);
+	case OC_GATHER:  return check_gather(&c, a);
+	case OC_PAD:     return check_pad(&c, a);
+	case OC_BITCAST: return check_bitcast(&c, a);
+	case OC_IOTA:    return check_iota(&c);
+	case OC_EXTERN:  return check_extern(&c, in);
 	}
 	unreachable();
 }
@@ -549,8 +551,7 @@ ir_check_instr(Func *fn, const Instr *in, char *err, size_t errlen)
  * values it defines that are used outside or returned. cnt and mark are
  * zeroed scratch of one entry per value; they are left zeroed. */
 static bool
-check_kernel_io(Func *fn, const Kernel *k, const uint32_t *uses, uint32_t *cnt, uint8_t *mark,
-	char *err, size_t errlen)
+check_kernel_io(Func *fn, const Kernel *k, const uint32_t *uses, uint32_t *cnt, uint8_t *mark, char *err, size_t errlen)
 {
 	uint32_t last = k->first + k->count, nin = 0, nout = 0;
 	const char *bad = NULL;
@@ -571,7 +572,7 @@ check_kernel_io(Func *fn, const Kernel *k, const uint32_t *uses, uint32_t *cnt, 
 			uint32_t a = ir_args(fn, in)[j], def = fn->vals[a].def;
 
 			if ((def == IR_NONE || def < k->first || def >= last) && !(mark[a] & 4)) {
-				mark[a] |= 4;   /* counted once */
+				mark[a] |= 4; /* counted once */
 				nin++;
 				if (!(mark[a] & 1) && !bad)
 					bad = "reads %%%s but does not list it as an input", badv = a;

@@ -14,7 +14,7 @@
 typedef struct {
 	Func *src, *dst;
 	uint32_t *map;
-	uint32_t *table;      /* CSE: dst instruction index + 1, open addressing */
+	uint32_t *table; /* CSE: dst instruction index + 1, open addressing */
 	uint32_t cap;
 } Canon;
 
@@ -84,11 +84,15 @@ fold(Canon *c, const Instr *in, const uint32_t *a, double *out)
 	if (op_elementwise((Op)in->op))
 		return fold_elementwise(c, in, a, out);
 	switch (in->op) {
-	case OP_BROADCAST: case OP_RESHAPE: case OP_TRANSPOSE: case OP_SQUEEZE: case OP_SLICE:
-	case OP_CLONE: case OP_AMAX: case OP_AMIN:
-		return ir_numel(d, a[0]) > 0 && ir_const(d, a[0], out);
-	default:
-		return false;
+	case OP_BROADCAST:
+	case OP_RESHAPE:
+	case OP_TRANSPOSE:
+	case OP_SQUEEZE:
+	case OP_SLICE:
+	case OP_CLONE:
+	case OP_AMAX:
+	case OP_AMIN:      return ir_numel(d, a[0]) > 0 && ir_const(d, a[0], out);
+	default:           return false;
 	}
 }
 
@@ -150,21 +154,16 @@ identity(Canon *c, const Instr *in, const uint32_t *a, Op *newop, uint32_t *na)
 	const Instr *inner;
 
 	switch (in->op) {
-	case OP_CONVERT:
-		return d->vals[a[0]].dtype == c->src->vals[in->res].dtype ? a[0] : IR_NONE;
+	case OP_CONVERT: return d->vals[a[0]].dtype == c->src->vals[in->res].dtype ? a[0] : IR_NONE;
 	case OP_MUL:
 		if (is_const(d, a[1], 1) && shape_is_result(c, a[0], in))
 			return a[0];
 		return is_const(d, a[0], 1) && shape_is_result(c, a[1], in) ? a[1] : IR_NONE;
-	case OP_DIV:
-		return is_const(d, a[1], 1) && shape_is_result(c, a[0], in) ? a[0] : IR_NONE;
-	case OP_ADD:
-		return is_const(d, a[1], -0.0) && shape_is_result(c, a[0], in) ? a[0] : IR_NONE;
-	case OP_SUB:
-		return is_const(d, a[1], 0.0) && shape_is_result(c, a[0], in) ? a[0] : IR_NONE;
+	case OP_DIV:         return is_const(d, a[1], 1) && shape_is_result(c, a[0], in) ? a[0] : IR_NONE;
+	case OP_ADD:         return is_const(d, a[1], -0.0) && shape_is_result(c, a[0], in) ? a[0] : IR_NONE;
+	case OP_SUB:         return is_const(d, a[1], 0.0) && shape_is_result(c, a[0], in) ? a[0] : IR_NONE;
 	case OP_NEG:
-	case OP_LOGICAL_NOT:
-		return (inner = def_op(d, a[0], (Op)in->op)) ? ir_args(d, inner)[0] : IR_NONE;
+	case OP_LOGICAL_NOT: return (inner = def_op(d, a[0], (Op)in->op)) ? ir_args(d, inner)[0] : IR_NONE;
 	case OP_ABS:
 		if (def_op(d, a[0], OP_ABS))
 			return a[0];
@@ -173,15 +172,14 @@ identity(Canon *c, const Instr *in, const uint32_t *a, Op *newop, uint32_t *na)
 			na[0] = ir_args(d, inner)[0];
 		}
 		return IR_NONE;
-	case OP_MAXIMUM: case OP_MINIMUM:
-		return a[0] == a[1] ? a[0] : IR_NONE;
+	case OP_MAXIMUM:
+	case OP_MINIMUM: return a[0] == a[1] ? a[0] : IR_NONE;
 	case OP_WHERE:
 		if (a[1] == a[2] && shape_is_result(c, a[1], in))
 			return a[1];
-		*newop = clamp_pattern(d, a, &na[0], &na[1]);   /* OP_COUNT if none */
+		*newop = clamp_pattern(d, a, &na[0], &na[1]); /* OP_COUNT if none */
 		return IR_NONE;
-	default:
-		return IR_NONE;
+	default: return IR_NONE;
 	}
 }
 
@@ -205,8 +203,8 @@ hash_instr(Func *d, const Instr *in)
 static bool
 same_instr(Func *d, const Instr *x, const Instr *y)
 {
-	return x->op == y->op && x->ext == y->ext && x->nargs == y->nargs && x->nattr == y->nattr && x->flags == y->flags &&
-		memcmp(&x->fval, &y->fval, sizeof x->fval) == 0 &&
+	return x->op == y->op && x->ext == y->ext && x->nargs == y->nargs && x->nattr == y->nattr &&
+		x->flags == y->flags && memcmp(&x->fval, &y->fval, sizeof x->fval) == 0 &&
 		d->vals[x->res].dtype == d->vals[y->res].dtype && ir_same_shape(d, x->res, y->res) &&
 		ir_is_rowmajor(d, x->res) == ir_is_rowmajor(d, y->res) &&
 		memcmp(ir_args(d, x), ir_args(d, y), x->nargs * sizeof(uint32_t)) == 0 &&
@@ -253,8 +251,8 @@ canon_instr(Canon *c, const Instr *in)
 		c->map[in->res] = r;
 		return;
 	} else if (newop != OP_COUNT) {
-		r = ir_instr(c->dst, newop, na, newop == OP_ABS ? 1 : 2, NULL, 0, (DType)v->dtype,
-			v->rank, ir_dims(c->src, in->res));
+		r = ir_instr(c->dst, newop, na, newop == OP_ABS ? 1 : 2, NULL, 0, (DType)v->dtype, v->rank,
+			ir_dims(c->src, in->res));
 		c->dst->vals[r].name = v->name;
 	} else {
 		r = ir_copy_instr(c->dst, c->src, in, c->map);

@@ -24,11 +24,11 @@
 
 /* the parameters of the kernel being filled, as instructions join it */
 typedef struct {
-	uint32_t *last;       /* per value: the place of its last use (UINT32_MAX: returned) */
-	uint32_t *defined;    /* per value: the kernel that defines it, + 1 */
-	uint32_t *read;       /* per value: the kernel that reads it from outside, + 1 */
-	uint32_t id;          /* the kernel being filled, + 1 */
-	uint32_t nin, nout;   /* its inputs; its values used after the place reached */
+	uint32_t *last;     /* per value: the place of its last use (UINT32_MAX: returned) */
+	uint32_t *defined;  /* per value: the kernel that defines it, + 1 */
+	uint32_t *read;     /* per value: the kernel that reads it from outside, + 1 */
+	uint32_t id;        /* the kernel being filled, + 1 */
+	uint32_t nin, nout; /* its inputs; its values used after the place reached */
 } Params;
 
 static uint32_t *
@@ -70,7 +70,7 @@ depths(Func *fn)
 				placed[a] = true;
 			}
 			if (def && def->op == OP_BROADCAST && (!sink[a] || want + 1 < sink[a]))
-				sink[a] = want + 1;   /* + 1: 0 is "no user yet" */
+				sink[a] = want + 1; /* + 1: 0 is "no user yet" */
 		}
 	}
 	return dep;
@@ -96,7 +96,7 @@ kernel_io(Func *fn, uint32_t k, const uint32_t *uses, uint32_t *inside)
 			if (def != IR_NONE && def >= kn->first && def < last) {
 				inside[a]++;
 			} else if (!inside[a]) {
-				inside[a] = UINT32_MAX / 2;   /* marks an input already listed */
+				inside[a] = UINT32_MAX / 2; /* marks an input already listed */
 				ir_push_ids(fn, &a, 1);
 				kn->nins++;
 			}
@@ -107,7 +107,7 @@ kernel_io(Func *fn, uint32_t k, const uint32_t *uses, uint32_t *inside)
 	for (uint32_t i = kn->first; i < last; i++) {
 		uint32_t r = fn->ins[i].res;
 
-		if (uses[r] > inside[r]) {   /* used outside the kernel or returned */
+		if (uses[r] > inside[r]) { /* used outside the kernel or returned */
 			ir_push_ids(fn, &r, 1);
 			kn->nouts++;
 		}
@@ -208,7 +208,7 @@ params_with(Func *fn, const Params *p, const Instr *in, uint32_t j)
 		if (seen_before(fn, in, k))
 			continue;
 		if (p->defined[a] == p->id)
-			n -= p->last[a] == j;   /* its last use: not needed after the kernel */
+			n -= p->last[a] == j; /* its last use: not needed after the kernel */
 		else
 			n += p->read[a] != p->id;
 	}
@@ -262,7 +262,7 @@ pass_fuse(Func *fn, int opt)
 			const Instr *in = &fn->ins[order[j]];
 
 			if (opt >= 2 && d->nins > first && params_with(fn, &p, in, j) > MAXPARAMS) {
-				add_kernel(d, first);   /* full: the level goes on in a new kernel */
+				add_kernel(d, first); /* full: the level goes on in a new kernel */
 				first = d->nins;
 				next_kernel(&p);
 			}

@@ -41,21 +41,17 @@ noop(Func *src, Func *d, const Instr *in, const uint32_t *a)
 	same = d->vals[a[0]].rank == rank &&
 		memcmp(ir_dims(d, a[0]), ir_dims(src, in->res), (size_t)rank * sizeof(int64_t)) == 0;
 	switch (in->op) {
-	case OP_CLONE:
-		return ir_is_rowmajor(src, in->res) ? a[0] : IR_NONE;
-	case OP_TRANSPOSE:
-		return identity_perm(at, rank) ? a[0] : IR_NONE;
-	case OP_RESHAPE: case OP_SQUEEZE:
-		return same ? a[0] : IR_NONE;
-	case OP_BROADCAST:
-		return same && identity_perm(at, rank) ? a[0] : IR_NONE;
+	case OP_CLONE:     return ir_is_rowmajor(src, in->res) ? a[0] : IR_NONE;
+	case OP_TRANSPOSE: return identity_perm(at, rank) ? a[0] : IR_NONE;
+	case OP_RESHAPE:
+	case OP_SQUEEZE:   return same ? a[0] : IR_NONE;
+	case OP_BROADCAST: return same && identity_perm(at, rank) ? a[0] : IR_NONE;
 	case OP_SLICE:
 		for (int i = 0; i < rank; i++)
 			if (at[2 * rank + i] != 1)
 				return IR_NONE;
 		return same ? a[0] : IR_NONE;
-	default:
-		return IR_NONE;
+	default: return IR_NONE;
 	}
 }
 
@@ -118,15 +114,15 @@ rewrite_instr(Func *src, Func *d, const Instr *in, uint32_t *map)
 			comp[i] = p[q[i]];
 		if (identity_perm(comp, v->rank))
 			return ir_args(d, inner)[0];
-		r = ir_instr(d, OP_TRANSPOSE, ir_args(d, inner), 1, comp, v->rank, (DType)v->dtype,
-			v->rank, ir_dims(src, in->res));
+		r = ir_instr(d, OP_TRANSPOSE, ir_args(d, inner), 1, comp, v->rank, (DType)v->dtype, v->rank,
+			ir_dims(src, in->res));
 		d->vals[r].name = v->name;
 		return r;
 	}
 	if ((in->op == OP_RESHAPE || in->op == OP_SQUEEZE) && inner &&
-	    (inner->op == OP_RESHAPE || inner->op == OP_SQUEEZE)) {
-		r = ir_instr(d, OP_RESHAPE, ir_args(d, inner), 1, NULL, 0, (DType)v->dtype, v->rank,
-			ir_dims(src, in->res));
+		(inner->op == OP_RESHAPE || inner->op == OP_SQUEEZE)) {
+		r = ir_instr(
+			d, OP_RESHAPE, ir_args(d, inner), 1, NULL, 0, (DType)v->dtype, v->rank, ir_dims(src, in->res));
 		d->vals[r].name = v->name;
 		return r;
 	}
@@ -152,8 +148,7 @@ static const int64_t colmajor[2] = { 1, 0 };
 static bool
 has_layout(Func *fn, uint32_t v, const int64_t *want)
 {
-	return fn->vals[v].layout != IR_NONE &&
-		memcmp(&fn->ints[fn->vals[v].layout], want, 2 * sizeof *want) == 0;
+	return fn->vals[v].layout != IR_NONE && memcmp(&fn->ints[fn->vals[v].layout], want, 2 * sizeof *want) == 0;
 }
 
 /* per value: true if every use of it is as a GEMM's b operand, and it is no
@@ -182,8 +177,9 @@ copy_of(Func *d, uint32_t v, uint32_t nv, const int64_t *layout, uint32_t *copy)
 {
 	if (!copy[v]) {
 		copy[v] = ir_instr(d, OP_CLONE, &nv, 1, NULL, 0, (DType)d->vals[nv].dtype, d->vals[nv].rank,
-			ir_dims(d, nv)) + 1;
-		if (layout)   /* {1,0}: a 2-d scaled_mm operand */
+				  ir_dims(d, nv)) +
+			1;
+		if (layout) /* {1,0}: a 2-d scaled_mm operand */
 			d->vals[copy[v] - 1].layout = ir_push_ints(d, layout, 2);
 	}
 	return copy[v] - 1;
@@ -234,15 +230,14 @@ legal_rowwise(Func *fn, Func *d, const Instr *in, uint32_t *map, uint32_t na, ui
 }
 
 static void
-legal_gemm(Func *fn, Func *d, const Instr *in, uint32_t *map, const bool *only_b, uint32_t *copy_a,
-	uint32_t *copy_b)
+legal_gemm(Func *fn, Func *d, const Instr *in, uint32_t *map, const bool *only_b, uint32_t *copy_a, uint32_t *copy_b)
 {
 	uint32_t a = ir_args(fn, in)[0], b = ir_args(fn, in)[1], na = map[a], nb = map[b], r;
 
 	if (!has_layout(d, nb, colmajor)) {
 		if (only_b[b])
 			d->vals[nb].layout = ir_push_ints(d, colmajor, 2);
-		else   /* only the b operand reads the copy */
+		else /* only the b operand reads the copy */
 			nb = copy_of(d, b, nb, colmajor, copy_b);
 	}
 	if (!ir_is_rowmajor(d, na))

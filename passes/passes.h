@@ -6,11 +6,11 @@
 #include "ir.h"
 
 typedef struct {
-	int opt;                  /* -O level: pipeline.c says what each runs */
-	bool print_after_all;     /* dump IR to stderr after each pass */
-	const char *print_after;  /* dump IR after the pass of this name */
-	bool verify;              /* run the verifier between passes */
-	const char *only;         /* run just these passes, comma-separated ("" runs none) */
+	int opt;                 /* -O level: pipeline.c says what each runs */
+	bool print_after_all;    /* dump IR to stderr after each pass */
+	const char *print_after; /* dump IR after the pass of this name */
+	bool verify;             /* run the verifier between passes */
+	const char *only;        /* run just these passes, comma-separated ("" runs none) */
 } PassOptions;
 
 /* ---- passes ---- */

@@ -14,15 +14,39 @@
 #include "passes.h"
 
 /* the passes, each once: its name (--passes, --print-after) and how to run it */
-static Func *canonicalize(Func *fn, int opt) { (void)opt; return pass_canonicalize(fn); }
-static Func *transposes(Func *fn, int opt) { (void)opt; return pass_transposes(fn); }
-static Func *layouts(Func *fn, int opt) { (void)opt; return pass_layouts(fn); }
-static Func *ranges(Func *fn, int opt) { (void)opt; return pass_ranges(fn); }
-static Func *fuse(Func *fn, int opt) { return pass_fuse(fn, opt); }
+static Func *
+canonicalize(Func *fn, int opt)
+{
+	(void)opt;
+	return pass_canonicalize(fn);
+}
+static Func *
+transposes(Func *fn, int opt)
+{
+	(void)opt;
+	return pass_transposes(fn);
+}
+static Func *
+layouts(Func *fn, int opt)
+{
+	(void)opt;
+	return pass_layouts(fn);
+}
+static Func *
+ranges(Func *fn, int opt)
+{
+	(void)opt;
+	return pass_ranges(fn);
+}
+static Func *
+fuse(Func *fn, int opt)
+{
+	return pass_fuse(fn, opt);
+}
 
-#define PASSES(X) X(canonicalize) X(transposes) X(layouts) X(ranges) X(fuse)
+#define PASSES(X)  X(canonicalize) X(transposes) X(layouts) X(ranges) X(fuse)
 #define AS_NAME(n) #n,
-#define AS_FN(n) n,
+#define AS_FN(n)   n,
 #define AS_ENUM(n) P_##n,
 enum { PASSES(AS_ENUM) NPASSES };
 const char *const pass_names[] = { PASSES(AS_NAME) NULL };
@@ -36,7 +60,7 @@ static const struct {
 	{ P_transposes, 1 },
 	{ P_canonicalize, 2 },
 	{ P_ranges, 1 },
-	{ P_layouts, 0 },   /* GEMM operand layouts are what cuBLASLt accepts: needed at every level */
+	{ P_layouts, 0 }, /* GEMM operand layouts are what cuBLASLt accepts: needed at every level */
 	{ P_fuse, 0 },
 };
 
@@ -120,10 +144,11 @@ not_lowered(Func *fn, const Instr *in)
 		return ir_is_rowmajor(fn, in->res) ? NULL : "has a result that is not row-major";
 	}
 	if (in->op == OP_MATMUL)
-		return !ir_is_rowmajor(fn, a[0]) || !ir_is_rowmajor(fn, a[1]) || !ir_is_rowmajor(fn, in->res) ?
-			"has an operand or result that is not row-major (the layouts pass makes them so)" : NULL;
+		return !ir_is_rowmajor(fn, a[0]) || !ir_is_rowmajor(fn, a[1]) || !ir_is_rowmajor(fn, in->res)
+			? "has an operand or result that is not row-major (the layouts pass makes them so)"
+			: NULL;
 	if (fn->vals[a[1]].layout == IR_NONE ||
-	    memcmp(&fn->ints[fn->vals[a[1]].layout], colmajor, sizeof colmajor) != 0)
+		memcmp(&fn->ints[fn->vals[a[1]].layout], colmajor, sizeof colmajor) != 0)
 		return "has a b operand not in layout {1,0} (the layouts pass gives it one)";
 	if (!ir_is_rowmajor(fn, a[0]) || !ir_is_rowmajor(fn, in->res))
 		return "has an a operand or result that is not row-major (the layouts pass makes them so)";

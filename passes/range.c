@@ -54,22 +54,30 @@ range_of(Func *fn, const Instr *in, const Range *r)
 	case OP_FULL: return isnan(in->fval) ? everything : span(in->fval, in->fval);
 	case OP_CONVERT:
 		/* rounding is monotonic; integer targets wrap, so only floats keep the range */
-		return dt_isfloat((DType)fn->vals[in->res].dtype) || dt_isfp8((DType)fn->vals[in->res].dtype) ? x : everything;
-	case OP_ABS:
-		return x.lo >= 0 ? x : x.hi <= 0 ? span(-x.hi, -x.lo) : span(0, fmax(-x.lo, x.hi));
-	case OP_NEG: return span(-x.hi, -x.lo);
-	case OP_MAXIMUM: return span(fmax(x.lo, y.lo), fmax(x.hi, y.hi));
-	case OP_MINIMUM: return span(fmin(x.lo, y.lo), fmin(x.hi, y.hi));
-	case OP_MUL: return mul(x, y);
-	case OP_ADD: return span(x.lo + y.lo, x.hi + y.hi);
-	case OP_WHERE: return join(r[a[1]], r[a[2]]);
-	case OP_AMAX: case OP_AMIN: case OP_BROADCAST: case OP_RESHAPE: case OP_TRANSPOSE:
-	case OP_SQUEEZE: case OP_SLICE: case OP_CLONE:
-		return x;
-	case OP_SIGN: return span(-1, 1);
-	case OP_TANH: case OP_SIN: case OP_COS: case OP_ERF: return span(-1, 1);
-	default:
-		return everything;
+		return dt_isfloat((DType)fn->vals[in->res].dtype) || dt_isfp8((DType)fn->vals[in->res].dtype)
+			? x
+			: everything;
+	case OP_ABS:       return x.lo >= 0 ? x : x.hi <= 0 ? span(-x.hi, -x.lo) : span(0, fmax(-x.lo, x.hi));
+	case OP_NEG:       return span(-x.hi, -x.lo);
+	case OP_MAXIMUM:   return span(fmax(x.lo, y.lo), fmax(x.hi, y.hi));
+	case OP_MINIMUM:   return span(fmin(x.lo, y.lo), fmin(x.hi, y.hi));
+	case OP_MUL:       return mul(x, y);
+	case OP_ADD:       return span(x.lo + y.lo, x.hi + y.hi);
+	case OP_WHERE:     return join(r[a[1]], r[a[2]]);
+	case OP_AMAX:
+	case OP_AMIN:
+	case OP_BROADCAST:
+	case OP_RESHAPE:
+	case OP_TRANSPOSE:
+	case OP_SQUEEZE:
+	case OP_SLICE:
+	case OP_CLONE:     return x;
+	case OP_SIGN:      return span(-1, 1);
+	case OP_TANH:
+	case OP_SIN:
+	case OP_COS:
+	case OP_ERF:       return span(-1, 1);
+	default:           return everything;
 	}
 }
 

@@ -24,93 +24,98 @@ static fp8rt_status init_status;
 static char init_err[512];
 
 #define STR_(x) #x
-#define STR(x) STR_(x)
+#define STR(x)  STR_(x)
 
 /* Names for the errors seen before the driver can describe them itself. */
-static const char *known_error(CUresult r)
+static const char *
+known_error(CUresult r)
 {
-    switch (r) {
-    case CUDA_ERROR_NO_DEVICE: return "CUDA_ERROR_NO_DEVICE: no CUDA-capable device is detected";
-    case CUDA_ERROR_STUB_LIBRARY:
-        return "CUDA_ERROR_STUB_LIBRARY: the CUDA driver library is the toolkit's stub, not a real driver";
-    case CUDA_ERROR_SYSTEM_DRIVER_MISMATCH:
-        return "CUDA_ERROR_SYSTEM_DRIVER_MISMATCH: the driver library does not match the kernel driver";
-    case CUDA_ERROR_NOT_INITIALIZED: return "CUDA_ERROR_NOT_INITIALIZED: cuInit has not been called";
-    default: return NULL;
-    }
+	switch (r) {
+	case CUDA_ERROR_NO_DEVICE: return "CUDA_ERROR_NO_DEVICE: no CUDA-capable device is detected";
+	case CUDA_ERROR_STUB_LIBRARY:
+		return "CUDA_ERROR_STUB_LIBRARY: the CUDA driver library is the toolkit's stub, not a real driver";
+	case CUDA_ERROR_SYSTEM_DRIVER_MISMATCH:
+		return "CUDA_ERROR_SYSTEM_DRIVER_MISMATCH: the driver library does not match the kernel driver";
+	case CUDA_ERROR_NOT_INITIALIZED: return "CUDA_ERROR_NOT_INITIALIZED: cuInit has not been called";
+	default:                         return NULL;
+	}
 }
 
-void rt_cu_describe(CUresult r, char *buf, size_t n)
+void
+rt_cu_describe(CUresult r, char *buf, size_t n)
 {
-    const char *name = NULL, *str = NULL;
-    if (drv.cuGetErrorName && drv.cuGetErrorName(r, &name) != CUDA_SUCCESS)
-        name = NULL;
-    if (drv.cuGetErrorString && drv.cuGetErrorString(r, &str) != CUDA_SUCCESS)
-        str = NULL;
-    if (name && str)
-        snprintf(buf, n, "%s: %s", name, str);
-    else if (known_error(r))
-        snprintf(buf, n, "%s", known_error(r));
-    else
-        snprintf(buf, n, "CUDA error %d", (int)r);
+	const char *name = NULL, *str = NULL;
+	if (drv.cuGetErrorName && drv.cuGetErrorName(r, &name) != CUDA_SUCCESS)
+		name = NULL;
+	if (drv.cuGetErrorString && drv.cuGetErrorString(r, &str) != CUDA_SUCCESS)
+		str = NULL;
+	if (name && str)
+		snprintf(buf, n, "%s: %s", name, str);
+	else if (known_error(r))
+		snprintf(buf, n, "%s", known_error(r));
+	else
+		snprintf(buf, n, "CUDA error %d", (int)r);
 }
 
-static fp8rt_status load_symbols(void *lib, const char *path)
+static fp8rt_status
+load_symbols(void *lib, const char *path)
 {
 #define LOAD(f)                                                                                      \
-    if (!(*(void **)&drv.f = dlsym(lib, STR(f)))) {                                                  \
-        snprintf(init_err, sizeof init_err, "%s has no %s (driver too old?)", path, STR(f));           \
-        return FP8RT_NO_DRIVER;                                                                      \
-    }
-    RT_DRIVER_FUNCS(LOAD)
+	if (!(*(void **)&drv.f = dlsym(lib, STR(f)))) {                                              \
+		snprintf(init_err, sizeof init_err, "%s has no %s (driver too old?)", path, STR(f)); \
+		return FP8RT_NO_DRIVER;                                                              \
+	}
+	RT_DRIVER_FUNCS(LOAD)
 #undef LOAD
-    *(void **)&drv.cuFuncGetParamInfo = dlsym(lib, "cuFuncGetParamInfo");
-    *(void **)&drv.cuFuncGetParamCount = dlsym(lib, "cuFuncGetParamCount");
-    return FP8RT_OK;
+	*(void **)&drv.cuFuncGetParamInfo = dlsym(lib, "cuFuncGetParamInfo");
+	*(void **)&drv.cuFuncGetParamCount = dlsym(lib, "cuFuncGetParamCount");
+	return FP8RT_OK;
 }
 
-static void init_once(void)
+static void
+init_once(void)
 {
-    const char *path = getenv("FP8RT_LIBCUDA");
-    if (!path || !*path)
-        path = "libcuda.so.1";
-    void *lib = dlopen(path, RTLD_NOW | RTLD_LOCAL);
-    if (!lib) {
-        const char *why = dlerror();
-        snprintf(init_err, sizeof init_err, "cannot load the CUDA driver library %s: %s", path,
-                 why ? why : "unknown error");
-        init_status = FP8RT_NO_DRIVER;
-        return;
-    }
-    if ((init_status = load_symbols(lib, path)) != FP8RT_OK) {
-        memset(&drv, 0, sizeof drv);
-        return;
-    }
-    CUresult r = drv.cuInit(0);
-    if (r != CUDA_SUCCESS) {
-        char what[256];
-        rt_cu_describe(r, what, sizeof what);
-        snprintf(init_err, sizeof init_err, "cuInit(0) with %s failed: %s", path, what);
-        init_status = r == CUDA_ERROR_NO_DEVICE ? FP8RT_NO_DEVICE : FP8RT_NO_DRIVER;
-        return;
-    }
-    int version = 0;
-    if ((r = drv.cuDriverGetVersion(&version)) != CUDA_SUCCESS) {
-        char what[256];
-        rt_cu_describe(r, what, sizeof what);
-        snprintf(init_err, sizeof init_err, "cuDriverGetVersion with %s failed: %s", path, what);
-        init_status = FP8RT_NO_DRIVER;
-    } else if (version < 12000) {
-        snprintf(init_err, sizeof init_err, "the CUDA driver is version %d.%d; libfp8rt needs 12.0 or newer",
-                 version / 1000, version % 1000 / 10);
-        init_status = FP8RT_NO_DRIVER;
-    }
+	const char *path = getenv("FP8RT_LIBCUDA");
+	if (!path || !*path)
+		path = "libcuda.so.1";
+	void *lib = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+	if (!lib) {
+		const char *why = dlerror();
+		snprintf(init_err, sizeof init_err, "cannot load the CUDA driver library %s: %s", path,
+			why ? why : "unknown error");
+		init_status = FP8RT_NO_DRIVER;
+		return;
+	}
+	if ((init_status = load_symbols(lib, path)) != FP8RT_OK) {
+		memset(&drv, 0, sizeof drv);
+		return;
+	}
+	CUresult r = drv.cuInit(0);
+	if (r != CUDA_SUCCESS) {
+		char what[256];
+		rt_cu_describe(r, what, sizeof what);
+		snprintf(init_err, sizeof init_err, "cuInit(0) with %s failed: %s", path, what);
+		init_status = r == CUDA_ERROR_NO_DEVICE ? FP8RT_NO_DEVICE : FP8RT_NO_DRIVER;
+		return;
+	}
+	int version = 0;
+	if ((r = drv.cuDriverGetVersion(&version)) != CUDA_SUCCESS) {
+		char what[256];
+		rt_cu_describe(r, what, sizeof what);
+		snprintf(init_err, sizeof init_err, "cuDriverGetVersion with %s failed: %s", path, what);
+		init_status = FP8RT_NO_DRIVER;
+	} else if (version < 12000) {
+		snprintf(init_err, sizeof init_err, "the CUDA driver is version %d.%d; libfp8rt needs 12.0 or newer",
+			version / 1000, version % 1000 / 10);
+		init_status = FP8RT_NO_DRIVER;
+	}
 }
 
-fp8rt_status rt_driver_init(char *err, size_t errlen)
+fp8rt_status
+rt_driver_init(char *err, size_t errlen)
 {
-    pthread_once(&once, init_once);
-    if (init_status != FP8RT_OK)
-        snprintf(err, errlen, "%s", init_err);
-    return init_status;
+	pthread_once(&once, init_once);
+	if (init_status != FP8RT_OK)
+		snprintf(err, errlen, "%s", init_err);
+	return init_status;
 }

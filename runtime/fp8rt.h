@@ -47,40 +47,40 @@ extern "C" {
 #define FP8RT_VERSION_MAJOR 0
 #define FP8RT_VERSION_MINOR 4
 #define FP8RT_VERSION_PATCH 0
-#define FP8RT_VERSION (FP8RT_VERSION_MAJOR * 10000 + FP8RT_VERSION_MINOR * 100 + FP8RT_VERSION_PATCH)
+#define FP8RT_VERSION       (FP8RT_VERSION_MAJOR * 10000 + FP8RT_VERSION_MINOR * 100 + FP8RT_VERSION_PATCH)
 
 #define FP8RT_MAX_RANK 8
 
 typedef enum fp8rt_status {
-    FP8RT_OK = 0,
-    FP8RT_INVALID_ARGUMENT, /* a caller's argument is wrong: null, dtype, shape, strides, alignment */
-    FP8RT_NO_DEVICE,        /* driver present but no such CUDA device */
-    FP8RT_NO_DRIVER,        /* libcuda.so.1 missing, or only the toolkit's stub, or too old */
-    FP8RT_CUDA_ERROR,       /* a CUDA Driver API call failed */
-    FP8RT_CUBLAS_ERROR,     /* a cuBLASLt call failed */
-    FP8RT_BAD_PROGRAM,      /* not an fp8cc PTX, bad plan, PTX that does not JIT, missing kernel */
-    FP8RT_UNSUPPORTED,      /* valid, but not on this device / library (e.g. e5m2 x e5m2 GEMM) */
-    FP8RT_OUT_OF_MEMORY,    /* host or device allocation failed */
-    FP8RT_IO_ERROR,         /* a file could not be read */
+	FP8RT_OK = 0,
+	FP8RT_INVALID_ARGUMENT, /* a caller's argument is wrong: null, dtype, shape, strides, alignment */
+	FP8RT_NO_DEVICE,        /* driver present but no such CUDA device */
+	FP8RT_NO_DRIVER,        /* libcuda.so.1 missing, or only the toolkit's stub, or too old */
+	FP8RT_CUDA_ERROR,       /* a CUDA Driver API call failed */
+	FP8RT_CUBLAS_ERROR,     /* a cuBLASLt call failed */
+	FP8RT_BAD_PROGRAM,      /* not an fp8cc PTX, bad plan, PTX that does not JIT, missing kernel */
+	FP8RT_UNSUPPORTED,      /* valid, but not on this device / library (e.g. e5m2 x e5m2 GEMM) */
+	FP8RT_OUT_OF_MEMORY,    /* host or device allocation failed */
+	FP8RT_IO_ERROR,         /* a file could not be read */
 } fp8rt_status;
 
 /* Element types. The plan spells them b8 u8 i8 i16 i32 i64 f16 bf16 f32 f64
  * f8e4m3fn f8e5m2 (fp8rt_dtype_name). */
 typedef enum fp8rt_dtype {
-    FP8RT_DTYPE_NONE = 0,
-    FP8RT_BOOL,
-    FP8RT_U8,
-    FP8RT_I8,
-    FP8RT_I16,
-    FP8RT_I32,
-    FP8RT_I64,
-    FP8RT_F16,
-    FP8RT_BF16,
-    FP8RT_F32,
-    FP8RT_F64,
-    FP8RT_F8E4M3FN,
-    FP8RT_F8E5M2,
-    FP8RT_NUM_DTYPES
+	FP8RT_DTYPE_NONE = 0,
+	FP8RT_BOOL,
+	FP8RT_U8,
+	FP8RT_I8,
+	FP8RT_I16,
+	FP8RT_I32,
+	FP8RT_I64,
+	FP8RT_F16,
+	FP8RT_BF16,
+	FP8RT_F32,
+	FP8RT_F64,
+	FP8RT_F8E4M3FN,
+	FP8RT_F8E5M2,
+	FP8RT_NUM_DTYPES
 } fp8rt_dtype;
 
 typedef struct fp8rt_context fp8rt_context;
@@ -95,27 +95,27 @@ typedef struct fp8rt_state fp8rt_state;
  * valid). data must be 16-byte aligned (kernels use 16-byte vector accesses,
  * cuBLASLt needs it); it may be NULL only for a tensor of no elements. */
 typedef struct fp8rt_tensor {
-    void *data;                       /* device pointer */
-    fp8rt_dtype dtype;
-    int rank;                         /* 0 for a scalar */
-    int64_t dims[FP8RT_MAX_RANK];
-    int64_t strides[FP8RT_MAX_RANK];  /* in elements */
+	void *data; /* device pointer */
+	fp8rt_dtype dtype;
+	int rank; /* 0 for a scalar */
+	int64_t dims[FP8RT_MAX_RANK];
+	int64_t strides[FP8RT_MAX_RANK]; /* in elements */
 } fp8rt_tensor;
 
 /* The signature of one program input or output, as the plan declares it. */
 typedef struct fp8rt_tensor_info {
-    const char *name;                 /* the trace's name; valid while the program lives */
-    fp8rt_dtype dtype;
-    int rank;
-    int64_t dims[FP8RT_MAX_RANK];
+	const char *name; /* the trace's name; valid while the program lives */
+	fp8rt_dtype dtype;
+	int rank;
+	int64_t dims[FP8RT_MAX_RANK];
 } fp8rt_tensor_info;
 
 typedef struct fp8rt_device_props {
-    char name[256];
-    int cc_major, cc_minor;           /* compute capability, 9.0 on H100/H200 */
-    int sm_count;
-    int cooperative_launch;           /* 1 when cuLaunchCooperativeKernel is supported */
-    size_t total_memory;              /* bytes */
+	char name[256];
+	int cc_major, cc_minor; /* compute capability, 9.0 on H100/H200 */
+	int sm_count;
+	int cooperative_launch; /* 1 when cuLaunchCooperativeKernel is supported */
+	size_t total_memory;    /* bytes */
 } fp8rt_device_props;
 
 /* ---- versions ------------------------------------------------------------ */
@@ -133,9 +133,9 @@ FP8RT_API void fp8rt_plan_versions(int *min, int *max);
  * failure on the calling thread (any context, or none). "" when none. The
  * string stays valid until the next call that fails. */
 FP8RT_API const char *fp8rt_last_error(const fp8rt_context *ctx);
-FP8RT_API const char *fp8rt_status_name(fp8rt_status s);   /* "FP8RT_BAD_PROGRAM" */
-FP8RT_API const char *fp8rt_dtype_name(fp8rt_dtype dt);    /* plan spelling: "bf16"; "?" if invalid */
-FP8RT_API size_t fp8rt_dtype_size(fp8rt_dtype dt);         /* bytes per element; 0 if invalid */
+FP8RT_API const char *fp8rt_status_name(fp8rt_status s); /* "FP8RT_BAD_PROGRAM" */
+FP8RT_API const char *fp8rt_dtype_name(fp8rt_dtype dt);  /* plan spelling: "bf16"; "?" if invalid */
+FP8RT_API size_t fp8rt_dtype_size(fp8rt_dtype dt);       /* bytes per element; 0 if invalid */
 /* A dense row-major tensor descriptor: strides filled in from dims. */
 FP8RT_API fp8rt_tensor fp8rt_tensor_dense(void *data, fp8rt_dtype dtype, int rank, const int64_t *dims);
 
@@ -159,8 +159,8 @@ FP8RT_API fp8rt_status fp8rt_device_properties(fp8rt_context *ctx, fp8rt_device_
  * Copies and memset are synchronous, on the legacy default stream:
  * synchronize other streams first. */
 
-FP8RT_API fp8rt_status fp8rt_malloc(fp8rt_context *ctx, size_t bytes, void **dptr);  /* 256-byte aligned */
-FP8RT_API fp8rt_status fp8rt_free(fp8rt_context *ctx, void *dptr);                    /* NULL is a no-op */
+FP8RT_API fp8rt_status fp8rt_malloc(fp8rt_context *ctx, size_t bytes, void **dptr); /* 256-byte aligned */
+FP8RT_API fp8rt_status fp8rt_free(fp8rt_context *ctx, void *dptr);                  /* NULL is a no-op */
 FP8RT_API fp8rt_status fp8rt_memcpy_htod(fp8rt_context *ctx, void *dst, const void *src, size_t bytes);
 FP8RT_API fp8rt_status fp8rt_memcpy_dtoh(fp8rt_context *ctx, void *dst, const void *src, size_t bytes);
 FP8RT_API fp8rt_status fp8rt_memset(fp8rt_context *ctx, void *dst, int byte, size_t bytes);
@@ -176,8 +176,8 @@ FP8RT_API fp8rt_status fp8rt_synchronize(fp8rt_context *ctx, void *stream);
 FP8RT_API fp8rt_status fp8rt_program_load_file(fp8rt_context *ctx, const char *path, fp8rt_program **out);
 /* The same from memory: `len` bytes of PTX text (need not be NUL-terminated);
  * `name` is used in messages (NULL: "<memory>"). The data is copied. */
-FP8RT_API fp8rt_status fp8rt_program_load_data(fp8rt_context *ctx, const void *data, size_t len,
-                                               const char *name, fp8rt_program **out);
+FP8RT_API fp8rt_status fp8rt_program_load_data(
+	fp8rt_context *ctx, const void *data, size_t len, const char *name, fp8rt_program **out);
 /* Parse and check a program's plan without a device (for tools and tests):
  * the same checks and messages as loading, up to the point where the device
  * is needed. Messages go to fp8rt_last_error(NULL). */
@@ -189,7 +189,7 @@ FP8RT_API fp8rt_status fp8rt_program_check(const void *data, size_t len, const c
  * FP8RT_INVALID_ARGUMENT. Free it with fp8rt_program_destroy. `name` is
  * used in messages (NULL: "<memory>"), which go to fp8rt_last_error(NULL). */
 FP8RT_API fp8rt_status fp8rt_program_read(const void *data, size_t len, const char *name, fp8rt_program **out);
-FP8RT_API fp8rt_status fp8rt_program_destroy(fp8rt_program *prog);  /* NULL is a no-op */
+FP8RT_API fp8rt_status fp8rt_program_destroy(fp8rt_program *prog); /* NULL is a no-op */
 
 /* The signature of the program's first function (its only one, for a
  * program compiled from one trace): fp8rt_function_io_count(prog, 0, ...). */
@@ -215,12 +215,11 @@ FP8RT_API fp8rt_status fp8rt_program_set_graphs(fp8rt_program *prog, int enable)
 /* Run the program's first function with the default state:
  * fp8rt_run_function(prog, 0, NULL, ...). */
 FP8RT_API fp8rt_status fp8rt_run(fp8rt_program *prog, const fp8rt_tensor *inputs, int ninputs,
-                                 const fp8rt_tensor *outputs, int noutputs, void *stream);
+	const fp8rt_tensor *outputs, int noutputs, void *stream);
 
 /* fp8rt_time_function(prog, 0, NULL, ...) */
 FP8RT_API fp8rt_status fp8rt_time_runs(fp8rt_program *prog, const fp8rt_tensor *inputs, int ninputs,
-                                       const fp8rt_tensor *outputs, int noutputs, void *stream,
-                                       int warmup, int iters, float *us);
+	const fp8rt_tensor *outputs, int noutputs, void *stream, int warmup, int iters, float *us);
 
 /* ---- functions and state ---------------------------------------------------
  * A program compiled from a forward and a backward trace has two functions,
@@ -234,7 +233,7 @@ FP8RT_API fp8rt_status fp8rt_time_runs(fp8rt_program *prog, const fp8rt_tensor *
  * is an error (FP8RT_INVALID_ARGUMENT naming the slot and its function).
  * Functions are numbered from 0 in the plan's order. */
 
-FP8RT_API int fp8rt_program_function_count(const fp8rt_program *prog);          /* 0 for NULL */
+FP8RT_API int fp8rt_program_function_count(const fp8rt_program *prog); /* 0 for NULL */
 /* "forward"; NULL when f is out of range. Valid while the program lives. */
 FP8RT_API const char *fp8rt_program_function_name(const fp8rt_program *prog, int f);
 /* The number of the function called `name`; FP8RT_INVALID_ARGUMENT if none. */
@@ -243,17 +242,16 @@ FP8RT_API fp8rt_status fp8rt_function_io_count(const fp8rt_program *prog, int f,
 FP8RT_API fp8rt_status fp8rt_function_input(const fp8rt_program *prog, int f, int i, fp8rt_tensor_info *out);
 FP8RT_API fp8rt_status fp8rt_function_output(const fp8rt_program *prog, int f, int i, fp8rt_tensor_info *out);
 
-FP8RT_API int fp8rt_program_state_count(const fp8rt_program *prog);             /* 0 for NULL */
+FP8RT_API int fp8rt_program_state_count(const fp8rt_program *prog); /* 0 for NULL */
 /* State slot i: its name (the trace's), type, and the function that writes
  * it (from may be NULL). */
-FP8RT_API fp8rt_status fp8rt_program_state_info(const fp8rt_program *prog, int i, fp8rt_tensor_info *out,
-                                                int *from);
+FP8RT_API fp8rt_status fp8rt_program_state_info(const fp8rt_program *prog, int i, fp8rt_tensor_info *out, int *from);
 
 /* A new state for prog: every slot zeroed and unwritten. States belong to
  * their program and are freed with it; fp8rt_state_destroy frees one before
  * (after the work that uses it is done). */
 FP8RT_API fp8rt_status fp8rt_state_create(fp8rt_program *prog, fp8rt_state **out);
-FP8RT_API fp8rt_status fp8rt_state_destroy(fp8rt_state *state);                 /* NULL is a no-op */
+FP8RT_API fp8rt_status fp8rt_state_destroy(fp8rt_state *state); /* NULL is a no-op */
 /* The program's default state (NULL for a program without state slots). */
 FP8RT_API fp8rt_state *fp8rt_program_default_state(fp8rt_program *prog);
 /* Slot i of a state as a device tensor (dense row-major), to read or set it
@@ -268,9 +266,8 @@ FP8RT_API fp8rt_status fp8rt_state_mark_written(fp8rt_state *state, int i);
  * row-major. Everything is checked before anything is enqueued. The call is
  * asynchronous: results are ready after the stream is synchronized; the
  * slots it writes count as written once it is enqueued. */
-FP8RT_API fp8rt_status fp8rt_run_function(fp8rt_program *prog, int f, fp8rt_state *state,
-                                          const fp8rt_tensor *inputs, int ninputs, const fp8rt_tensor *outputs,
-                                          int noutputs, void *stream);
+FP8RT_API fp8rt_status fp8rt_run_function(fp8rt_program *prog, int f, fp8rt_state *state, const fp8rt_tensor *inputs,
+	int ninputs, const fp8rt_tensor *outputs, int noutputs, void *stream);
 
 /* Function f's workspace: the device memory its intermediates live in,
  * one allocation the library makes at load. An application with its own
@@ -291,9 +288,8 @@ FP8RT_API fp8rt_status fp8rt_function_set_workspace(fp8rt_program *prog, int f, 
 /* Time `iters` runs of function f (after `warmup` untimed ones) with CUDA
  * events, one event pair around each run, and synchronize; us[i] gets run
  * i's time in microseconds. */
-FP8RT_API fp8rt_status fp8rt_time_function(fp8rt_program *prog, int f, fp8rt_state *state,
-                                           const fp8rt_tensor *inputs, int ninputs, const fp8rt_tensor *outputs,
-                                           int noutputs, void *stream, int warmup, int iters, float *us);
+FP8RT_API fp8rt_status fp8rt_time_function(fp8rt_program *prog, int f, fp8rt_state *state, const fp8rt_tensor *inputs,
+	int ninputs, const fp8rt_tensor *outputs, int noutputs, void *stream, int warmup, int iters, float *us);
 
 /* ---- the FP8 GEMM -------------------------------------------------------- */
 
@@ -314,29 +310,29 @@ FP8RT_API fp8rt_status fp8rt_time_function(fp8rt_program *prog, int f, fp8rt_sta
  * FP8RT_UNSUPPORTED. Needs compute capability 8.9 or newer. Asynchronous on
  * `stream`. */
 typedef struct fp8rt_scaled_mm_args {
-    int64_t m, n, k;
-    const void *a;
-    fp8rt_dtype a_dtype;
-    int64_t lda;
-    const void *b;
-    fp8rt_dtype b_dtype;
-    int64_t ldb;
-    const float *scale_a;
-    const float *scale_b;
-    const void *bias;
-    fp8rt_dtype bias_dtype;
-    void *d;
-    fp8rt_dtype d_dtype;
-    int64_t ldd;
-    int fast_accum;
+	int64_t m, n, k;
+	const void *a;
+	fp8rt_dtype a_dtype;
+	int64_t lda;
+	const void *b;
+	fp8rt_dtype b_dtype;
+	int64_t ldb;
+	const float *scale_a;
+	const float *scale_b;
+	const void *bias;
+	fp8rt_dtype bias_dtype;
+	void *d;
+	fp8rt_dtype d_dtype;
+	int64_t ldd;
+	int fast_accum;
 } fp8rt_scaled_mm_args;
 
 FP8RT_API fp8rt_status fp8rt_scaled_mm(fp8rt_context *ctx, const fp8rt_scaled_mm_args *args, void *stream);
 
 /* How an FP8 GEMM's scales apply (torch._scaled_mm's two cuBLASLt forms). */
 typedef enum fp8rt_scale_mode {
-    FP8RT_SCALE_TENSOR = 0,   /* scale_a, scale_b: one f32 each */
-    FP8RT_SCALE_ROW,          /* scale_a: m f32, one per row of a; scale_b: n f32,
+	FP8RT_SCALE_TENSOR = 0, /* scale_a, scale_b: one f32 each */
+	FP8RT_SCALE_ROW,        /* scale_a: m f32, one per row of a; scale_b: n f32,
                                  one per column of b (torch's (m,1) and (1,n):
                                  torchao's row-wise recipe); D(i,j) is scaled by
                                  scale_a[i] * scale_b[j] */
@@ -348,9 +344,9 @@ typedef enum fp8rt_scale_mode {
  * scaling for these dtypes on this device: where the installed cuBLASLt has
  * no algorithm for it, FP8RT_UNSUPPORTED, saying so. */
 typedef struct fp8rt_scaled_mm_ex_args {
-    size_t size;
-    fp8rt_scaled_mm_args mm;
-    fp8rt_scale_mode scale_mode;
+	size_t size;
+	fp8rt_scaled_mm_args mm;
+	fp8rt_scale_mode scale_mode;
 } fp8rt_scaled_mm_ex_args;
 
 FP8RT_API fp8rt_status fp8rt_scaled_mm_ex(fp8rt_context *ctx, const fp8rt_scaled_mm_ex_args *args, void *stream);
@@ -358,9 +354,9 @@ FP8RT_API fp8rt_status fp8rt_scaled_mm_ex(fp8rt_context *ctx, const fp8rt_scaled
 /* ---- GEMMs on float operands ---------------------------------------------- */
 
 typedef enum fp8rt_epilogue {
-    FP8RT_EPILOGUE_NONE = 0,
-    FP8RT_EPILOGUE_RELU,      /* max(x, 0) */
-    FP8RT_EPILOGUE_GELU,      /* GELU, tanh form (cuBLASLt's) */
+	FP8RT_EPILOGUE_NONE = 0,
+	FP8RT_EPILOGUE_RELU, /* max(x, 0) */
+	FP8RT_EPILOGUE_GELU, /* GELU, tanh form (cuBLASLt's) */
 } fp8rt_epilogue;
 
 /* For each of `batch` problems p:
@@ -380,19 +376,19 @@ typedef enum fp8rt_epilogue {
  * caller was built with (runtime/README.md, "ABI"). Asynchronous on
  * `stream`. */
 typedef struct fp8rt_matmul_args {
-    size_t size;
-    int64_t m, n, k, batch;         /* batch 0 means 1 */
-    fp8rt_dtype dtype;
-    const void *a;
-    int64_t lda, stride_a;
-    int trans_a;
-    const void *b;
-    int64_t ldb, stride_b;
-    int trans_b;
-    const void *bias;
-    void *d;
-    int64_t ldd, stride_d;
-    fp8rt_epilogue epilogue;
+	size_t size;
+	int64_t m, n, k, batch; /* batch 0 means 1 */
+	fp8rt_dtype dtype;
+	const void *a;
+	int64_t lda, stride_a;
+	int trans_a;
+	const void *b;
+	int64_t ldb, stride_b;
+	int trans_b;
+	const void *bias;
+	void *d;
+	int64_t ldd, stride_d;
+	fp8rt_epilogue epilogue;
 } fp8rt_matmul_args;
 
 FP8RT_API fp8rt_status fp8rt_matmul(fp8rt_context *ctx, const fp8rt_matmul_args *args, void *stream);
@@ -419,36 +415,36 @@ FP8RT_API fp8rt_status fp8rt_matmul(fp8rt_context *ctx, const fp8rt_matmul_args 
  * call it then run step by step. */
 
 typedef enum fp8rt_arg_kind {
-    FP8RT_ARG_TENSOR,     /* inputs[i] of the call */
-    FP8RT_ARG_INT,        /* i */
-    FP8RT_ARG_FLOAT,      /* f (inf, -inf, nan too) */
-    FP8RT_ARG_BOOL,       /* i: 0 or 1 */
-    FP8RT_ARG_NONE,
-    FP8RT_ARG_STRING,     /* s, NUL-terminated */
-    FP8RT_ARG_NAME,       /* s: a dotted name as the trace wrote it (torch.float32) */
-    FP8RT_ARG_TUPLE,      /* i: how many elements; they follow it in the array */
+	FP8RT_ARG_TENSOR, /* inputs[i] of the call */
+	FP8RT_ARG_INT,    /* i */
+	FP8RT_ARG_FLOAT,  /* f (inf, -inf, nan too) */
+	FP8RT_ARG_BOOL,   /* i: 0 or 1 */
+	FP8RT_ARG_NONE,
+	FP8RT_ARG_STRING, /* s, NUL-terminated */
+	FP8RT_ARG_NAME,   /* s: a dotted name as the trace wrote it (torch.float32) */
+	FP8RT_ARG_TUPLE,  /* i: how many elements; they follow it in the array */
 } fp8rt_arg_kind;
 
 /* One argument, in the trace's order; a tuple's elements follow it
  * (preorder), so args[] holds every argument at every depth. */
 typedef struct fp8rt_arg {
-    fp8rt_arg_kind kind;
-    const char *key;      /* the keyword (key=value), or NULL for a positional argument */
-    int64_t i;
-    double f;
-    const char *s;
+	fp8rt_arg_kind kind;
+	const char *key; /* the keyword (key=value), or NULL for a positional argument */
+	int64_t i;
+	double f;
+	const char *s;
 } fp8rt_arg;
 
 typedef struct fp8rt_extern_call {
-    const char *name;
-    const fp8rt_arg *args;
-    int nargs;            /* entries of args, nested ones included */
-    const fp8rt_tensor *inputs;
-    int ninputs;
-    const fp8rt_tensor *outputs;   /* to write; the plan's types */
-    int noutputs;
-    void *stream;         /* a CUstream; possibly one being captured */
-    fp8rt_context *ctx;
+	const char *name;
+	const fp8rt_arg *args;
+	int nargs; /* entries of args, nested ones included */
+	const fp8rt_tensor *inputs;
+	int ninputs;
+	const fp8rt_tensor *outputs; /* to write; the plan's types */
+	int noutputs;
+	void *stream; /* a CUstream; possibly one being captured */
+	fp8rt_context *ctx;
 } fp8rt_extern_call;
 
 typedef fp8rt_status (*fp8rt_extern_fn)(void *user, const fp8rt_extern_call *call, char *err, size_t errlen);
@@ -458,8 +454,8 @@ enum { FP8RT_EXTERN_NO_GRAPH = 1 };
 /* Register fn (with user, passed back) as the extern `name` for programs
  * loaded into ctx from now on; again with the same name replaces it for
  * them. flags: 0 or FP8RT_EXTERN_NO_GRAPH. */
-FP8RT_API fp8rt_status fp8rt_register_extern(fp8rt_context *ctx, const char *name, fp8rt_extern_fn fn,
-                                             void *user, unsigned flags);
+FP8RT_API fp8rt_status fp8rt_register_extern(
+	fp8rt_context *ctx, const char *name, fp8rt_extern_fn fn, void *user, unsigned flags);
 
 #ifdef __cplusplus
 }

@@ -15,7 +15,7 @@
 
 #include "fp8rt.h"
 
-#define RT_PLAN_VERSION_MIN 1   /* the plan versions this parser reads */
+#define RT_PLAN_VERSION_MIN 1 /* the plan versions this parser reads */
 #define RT_PLAN_VERSION_MAX 3
 
 typedef struct RtArena RtArena;
@@ -24,44 +24,44 @@ typedef enum { REF_IN, REF_OUT, REF_BUF, REF_STATE } RtRefKind;
 
 /* in:N, out:N, buf:N (of the function), st:N (of the program) */
 typedef struct {
-    RtRefKind kind;
-    int index;
+	RtRefKind kind;
+	int index;
 } RtRef;
 
 /* DTYPE[d0,d1,...] */
 typedef struct {
-    fp8rt_dtype dtype;
-    int rank;
-    int64_t dims[FP8RT_MAX_RANK];
+	fp8rt_dtype dtype;
+	int rank;
+	int64_t dims[FP8RT_MAX_RANK];
 } RtType;
 
 /* input N NAME TYPE / output N NAME TYPE / state N NAME TYPE from=FUNCTION */
 typedef struct {
-    char *name;
-    RtType type;
-    int line;
-    int from;               /* state: the function that writes it */
-    int64_t offset;         /* state: where it lives in a state's allocation */
+	char *name;
+	RtType type;
+	int line;
+	int from;       /* state: the function that writes it */
+	int64_t offset; /* state: where it lives in a state's allocation */
 } RtPort;
 
 /* buffer N TYPE [layout=[...]] offset=O bytes=B [zero] */
 typedef struct {
-    RtType type;
-    int layout[FP8RT_MAX_RANK]; /* memory order, outermost first; identity when not given */
-    int64_t offset, bytes;
-    int zero;
-    int line;
+	RtType type;
+	int layout[FP8RT_MAX_RANK]; /* memory order, outermost first; identity when not given */
+	int64_t offset, bytes;
+	int zero;
+	int line;
 } RtBuffer;
 
 typedef enum { STEP_LAUNCH, STEP_GEMM, STEP_COPY, STEP_CALL } RtStepKind;
 
 /* launch KERNEL grid=G block=B smem=S coop=C args=R,R,... */
 typedef struct {
-    char *kernel;
-    int64_t grid;           /* 0: persistent, occupancy x SMs */
-    int block, smem, coop;
-    int nargs;
-    RtRef *args;
+	char *kernel;
+	int64_t grid; /* 0: persistent, occupancy x SMs */
+	int block, smem, coop;
+	int nargs;
+	RtRef *args;
 } RtLaunch;
 
 typedef enum { RT_EPI_NONE, RT_EPI_RELU, RT_EPI_GELU } RtEpilogue;
@@ -75,67 +75,67 @@ typedef enum { RT_EPI_NONE, RT_EPI_RELU, RT_EPI_GELU } RtEpilogue;
  * scale_mode=tensor|row, optional, for fp8 gemms only (tensor when absent):
  * row scales are a vector of m (scale_a) and one of n (scale_b). */
 typedef struct {
-    RtRef d, a, b, scale_a, scale_b, bias;
-    int has_bias, scaled;
-    int64_t m, n, k;
-    int64_t batch, stride_a, stride_b, stride_d;   /* elements between batch entries; 0: shared */
-    int trans_a, trans_b;                          /* a stored (K,M) / b stored (N,K), row-major */
-    RtEpilogue epilogue;
-    fp8rt_dtype atype, btype, dtype, bias_dtype;
-    int fast_accum;
-    fp8rt_scale_mode scale_mode;
+	RtRef d, a, b, scale_a, scale_b, bias;
+	int has_bias, scaled;
+	int64_t m, n, k;
+	int64_t batch, stride_a, stride_b, stride_d; /* elements between batch entries; 0: shared */
+	int trans_a, trans_b;                        /* a stored (K,M) / b stored (N,K), row-major */
+	RtEpilogue epilogue;
+	fp8rt_dtype atype, btype, dtype, bias_dtype;
+	int fast_accum;
+	fp8rt_scale_mode scale_mode;
 } RtGemm;
 
 /* copy dst=R src=R bytes=B */
 typedef struct {
-    RtRef dst, src;
-    int64_t bytes;
+	RtRef dst, src;
+	int64_t bytes;
 } RtCopy;
 
 /* call NAME ins=R,... outs=R,... args=TEXT   (version 2) */
 typedef struct {
-    char *name;
-    int nins, nouts, nargs;
-    RtRef *ins, *outs;
-    fp8rt_arg *args;        /* decoded: strings and names in the arena */
+	char *name;
+	int nins, nouts, nargs;
+	RtRef *ins, *outs;
+	fp8rt_arg *args; /* decoded: strings and names in the arena */
 } RtCall;
 
 typedef struct {
-    RtStepKind kind;
-    int line;
-    union {
-        RtLaunch launch;
-        RtGemm gemm;
-        RtCopy copy;
-        RtCall call;
-    } u;
+	RtStepKind kind;
+	int line;
+	union {
+		RtLaunch launch;
+		RtGemm gemm;
+		RtCopy copy;
+		RtCall call;
+	} u;
 } RtStep;
 
 /* function NAME, and the lines after it up to the next function: what one
  * call runs. A version 1 plan is one function, "main". */
 typedef struct {
-    char *name;
-    int line;
-    int nin, nout, nbuf, nstep;
-    RtPort *in, *out;
-    RtBuffer *buf;
-    RtStep *step;
-    int64_t workspace;
-    int nreads;
-    int *reads;             /* the state slots it reads that another function writes */
+	char *name;
+	int line;
+	int nin, nout, nbuf, nstep;
+	RtPort *in, *out;
+	RtBuffer *buf;
+	RtStep *step;
+	int64_t workspace;
+	int nreads;
+	int *reads; /* the state slots it reads that another function writes */
 } RtFunc;
 
 typedef struct {
-    int version;
-    char target[16];        /* "sm_90a" */
-    int sm;                 /* 90 */
-    char sm_suffix;         /* 'a', 'f' or 0 */
-    int nstate, nfunc;
-    RtPort *state;
-    RtFunc *func;
-    int64_t state_bytes;    /* one state's allocation: every slot, 256-byte aligned */
-    size_t ptx_offset;      /* where the PTX after "// end-plan" starts in the text */
-    RtArena *arena;
+	int version;
+	char target[16]; /* "sm_90a" */
+	int sm;          /* 90 */
+	char sm_suffix;  /* 'a', 'f' or 0 */
+	int nstate, nfunc;
+	RtPort *state;
+	RtFunc *func;
+	int64_t state_bytes; /* one state's allocation: every slot, 256-byte aligned */
+	size_t ptx_offset;   /* where the PTX after "// end-plan" starts in the text */
+	RtArena *arena;
 } RtPlan;
 
 /* Parse the plan at the top of an fp8cc PTX file: lines behind "// " between
@@ -143,11 +143,9 @@ typedef struct {
  * ("name:LINE: ..."). Returns FP8RT_OK, FP8RT_BAD_PROGRAM (or
  * FP8RT_UNSUPPORTED, FP8RT_OUT_OF_MEMORY) with the message in err. On failure
  * *plan holds nothing to free. */
-fp8rt_status rt_plan_parse_ptx(const char *text, size_t len, const char *name, RtPlan *plan,
-                               char *err, size_t errlen);
+fp8rt_status rt_plan_parse_ptx(const char *text, size_t len, const char *name, RtPlan *plan, char *err, size_t errlen);
 /* The same for a bare plan, as `fp8cc --emit=plan` prints it (no "// "). */
-fp8rt_status rt_plan_parse_text(const char *text, size_t len, const char *name, RtPlan *plan,
-                                char *err, size_t errlen);
+fp8rt_status rt_plan_parse_text(const char *text, size_t len, const char *name, RtPlan *plan, char *err, size_t errlen);
 void rt_plan_free(RtPlan *plan);
 
 /* The type a reference of function fn names (a port's, a buffer's or a
@@ -161,23 +159,23 @@ const char *rt_ref_str(RtRef r, char *buf, size_t n);
 
 /* dtypes by plan spelling */
 fp8rt_dtype rt_dtype_parse(const char *s, size_t n);
-const char *rt_dtype_name(fp8rt_dtype dt);       /* "?" if invalid */
-size_t rt_dtype_size(fp8rt_dtype dt);            /* 0 if invalid */
-int64_t rt_type_numel(const RtType *t);          /* -1 on overflow */
+const char *rt_dtype_name(fp8rt_dtype dt); /* "?" if invalid */
+size_t rt_dtype_size(fp8rt_dtype dt);      /* 0 if invalid */
+int64_t rt_type_numel(const RtType *t);    /* -1 on overflow */
 
 /* The FP8 GEMM's shape and dtype rules, shared by the plan checker and
  * fp8rt_scaled_mm: k >= 16, k and n multiples of 16, a/b dtypes fp8 and not
  * both e5m2, d bf16/f16/f32, bias dtype bf16 (bf16, f32 out) or f16 (f16 out).
  * bias_dtype FP8RT_DTYPE_NONE means no bias. Returns FP8RT_OK,
  * FP8RT_INVALID_ARGUMENT or FP8RT_UNSUPPORTED with a message. */
-fp8rt_status rt_gemm_rules(int64_t m, int64_t n, int64_t k, fp8rt_dtype at, fp8rt_dtype bt,
-                           fp8rt_dtype dt, fp8rt_dtype bias_dt, char *err, size_t errlen);
+fp8rt_status rt_gemm_rules(int64_t m, int64_t n, int64_t k, fp8rt_dtype at, fp8rt_dtype bt, fp8rt_dtype dt,
+	fp8rt_dtype bias_dt, char *err, size_t errlen);
 /* The bias dtype cuBLASLt wants for an FP8 GEMM writing dt. */
 fp8rt_dtype rt_gemm_bias_dtype(fp8rt_dtype dt);
 /* The rules of a GEMM on float operands (plan version 2's matmul and
  * fp8rt_matmul): a, b and d one dtype of f16 bf16 f32 f64, bias the same;
  * m, n >= 0, k >= 1, batch >= 1, all below 2^31. */
 fp8rt_status rt_matmul_rules(int64_t m, int64_t n, int64_t k, int64_t batch, fp8rt_dtype at, fp8rt_dtype bt,
-                             fp8rt_dtype dt, char *err, size_t errlen);
+	fp8rt_dtype dt, char *err, size_t errlen);
 
 #endif /* FP8RT_PLAN_H */

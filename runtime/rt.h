@@ -15,10 +15,10 @@
 #include "fp8rt.h"
 #include "plan.h"
 
-#define RT_ERRLEN 8192
-#define RT_WS_ALIGN 256              /* a function workspace's base (docs/plan.md) */
-#define RT_LT_WORKSPACE (32u << 20)   /* cuBLASLt workspace: 32 MiB, the Hopper recommendation */
-#define RT_GRAPHS 4                   /* captured graphs kept per program */
+#define RT_ERRLEN       8192
+#define RT_WS_ALIGN     256         /* a function workspace's base (docs/plan.md) */
+#define RT_LT_WORKSPACE (32u << 20) /* cuBLASLt workspace: 32 MiB, the Hopper recommendation */
+#define RT_GRAPHS       4           /* captured graphs kept per program */
 
 /* ---- driver.c ------------------------------------------------------------ */
 
@@ -26,27 +26,29 @@
  * the table holds (and dlsym looks up) the versioned symbols the header
  * declares: cuMemAlloc is cuMemAlloc_v2, cuGraphInstantiate is
  * cuGraphInstantiateWithFlags. */
-#define RT_DRIVER_FUNCS(X)                                                                      \
-    X(cuInit) X(cuDriverGetVersion) X(cuGetErrorName) X(cuGetErrorString) X(cuDeviceGetCount)   \
-    X(cuDeviceGet) X(cuDeviceGetName) X(cuDeviceGetAttribute) X(cuDeviceTotalMem)              \
-    X(cuDevicePrimaryCtxRetain) X(cuDevicePrimaryCtxRelease) X(cuCtxPushCurrent)               \
-    X(cuCtxPopCurrent) X(cuCtxSynchronize) X(cuModuleLoadDataEx) X(cuModuleUnload)             \
-    X(cuModuleGetFunction) X(cuFuncGetAttribute) X(cuFuncSetAttribute)                          \
-    X(cuOccupancyMaxActiveBlocksPerMultiprocessor) X(cuMemAlloc) X(cuMemFree) X(cuMemsetD8)     \
-    X(cuMemcpyHtoD) X(cuMemcpyDtoH) X(cuMemcpyDtoDAsync) X(cuLaunchKernel)                     \
-    X(cuLaunchCooperativeKernel) X(cuStreamCreate) X(cuStreamDestroy) X(cuStreamSynchronize)   \
-    X(cuStreamIsCapturing) X(cuStreamBeginCapture) X(cuStreamEndCapture) X(cuGraphInstantiate) \
-    X(cuGraphLaunch) X(cuGraphDestroy) X(cuGraphExecDestroy) X(cuEventCreate) X(cuEventRecord)  \
-    X(cuEventSynchronize) X(cuEventElapsedTime) X(cuEventDestroy)
+// clang-format off
+#define RT_DRIVER_FUNCS(X) \
+	X(cuInit) X(cuDriverGetVersion) X(cuGetErrorName) X(cuGetErrorString) X(cuDeviceGetCount) \
+	X(cuDeviceGet) X(cuDeviceGetName) X(cuDeviceGetAttribute) X(cuDeviceTotalMem) \
+	X(cuDevicePrimaryCtxRetain) X(cuDevicePrimaryCtxRelease) X(cuCtxPushCurrent) \
+	X(cuCtxPopCurrent) X(cuCtxSynchronize) X(cuModuleLoadDataEx) X(cuModuleUnload) \
+	X(cuModuleGetFunction) X(cuFuncGetAttribute) X(cuFuncSetAttribute) \
+	X(cuOccupancyMaxActiveBlocksPerMultiprocessor) X(cuMemAlloc) X(cuMemFree) X(cuMemsetD8) \
+	X(cuMemcpyHtoD) X(cuMemcpyDtoH) X(cuMemcpyDtoDAsync) X(cuLaunchKernel) \
+	X(cuLaunchCooperativeKernel) X(cuStreamCreate) X(cuStreamDestroy) X(cuStreamSynchronize) \
+	X(cuStreamIsCapturing) X(cuStreamBeginCapture) X(cuStreamEndCapture) X(cuGraphInstantiate) \
+	X(cuGraphLaunch) X(cuGraphDestroy) X(cuGraphExecDestroy) X(cuEventCreate) X(cuEventRecord) \
+	X(cuEventSynchronize) X(cuEventElapsedTime) X(cuEventDestroy)
+// clang-format on
 
 /* cuFuncGetParamCount: driver 13.2+, newer than the CUDA 13.0 headers */
 typedef CUresult CUDAAPI RtFuncGetParamCount(CUfunction func, size_t *count);
 
 #define RT_DRIVER_FIELD(f) __typeof__(f) *f;
 typedef struct {
-    RT_DRIVER_FUNCS(RT_DRIVER_FIELD)
-    __typeof__(cuFuncGetParamInfo) *cuFuncGetParamInfo; /* optional: driver 12.4+ */
-    RtFuncGetParamCount *cuFuncGetParamCount;           /* optional: driver 13.2+ */
+	RT_DRIVER_FUNCS(RT_DRIVER_FIELD)
+	__typeof__(cuFuncGetParamInfo) *cuFuncGetParamInfo; /* optional: driver 12.4+ */
+	RtFuncGetParamCount *cuFuncGetParamCount;           /* optional: driver 13.2+ */
 } RtDriver;
 
 extern RtDriver drv;
@@ -63,27 +65,27 @@ typedef struct RtGemmEntry RtGemmEntry;
 
 /* An extern the application registered (fp8rt_register_extern). */
 typedef struct {
-    char *name;
-    fp8rt_extern_fn fn;
-    void *user;
-    unsigned flags;
+	char *name;
+	fp8rt_extern_fn fn;
+	void *user;
+	unsigned flags;
 } RtExtern;
 
 struct fp8rt_context {
-    int device;
-    CUdevice dev;
-    CUcontext cu;                 /* the device's primary context, retained */
-    fp8rt_device_props props;
-    int smem_optin;               /* max dynamic + static shared memory per block, opt-in */
-    CUstream capture;             /* graphs are captured here, then launched on the caller's stream */
-    cublasLtHandle_t lt;          /* made by the first GEMM (rt_lt_init) */
-    CUdeviceptr lt_ws;            /* RT_LT_WORKSPACE bytes */
-    RtGemmEntry *gemms;           /* prepared GEMMs by problem key */
-    int ngemms, capgemms;
-    fp8rt_program *programs;      /* loaded programs, freed with the context */
-    RtExtern *externs;            /* registered externs */
-    int nexterns, capexterns;
-    char err[RT_ERRLEN];
+	int device;
+	CUdevice dev;
+	CUcontext cu; /* the device's primary context, retained */
+	fp8rt_device_props props;
+	int smem_optin;      /* max dynamic + static shared memory per block, opt-in */
+	CUstream capture;    /* graphs are captured here, then launched on the caller's stream */
+	cublasLtHandle_t lt; /* made by the first GEMM (rt_lt_init) */
+	CUdeviceptr lt_ws;   /* RT_LT_WORKSPACE bytes */
+	RtGemmEntry *gemms;  /* prepared GEMMs by problem key */
+	int ngemms, capgemms;
+	fp8rt_program *programs; /* loaded programs, freed with the context */
+	RtExtern *externs;       /* registered externs */
+	int nexterns, capexterns;
+	char err[RT_ERRLEN];
 };
 
 /* Make room for one more element in *p (size sz each, *n used, *cap held):
@@ -94,8 +96,7 @@ int rt_grow(void **p, int n, int *cap, size_t sz);
 const RtExtern *rt_find_extern(const fp8rt_context *ctx, const char *name);
 
 /* Record a failure: into ctx's message (when ctx) and the thread's. */
-fp8rt_status rt_err(fp8rt_context *ctx, fp8rt_status st, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
+fp8rt_status rt_err(fp8rt_context *ctx, fp8rt_status st, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 /* Record a failed CUDA (lib 0) or cuBLASLt (lib 1) call: where, what, why. */
 fp8rt_status rt_fail_call(fp8rt_context *ctx, int lib, int code, const char *call, const char *file, int line);
 /* Push ctx's CUDA context on this thread / pop it. rt_leave returns st, or
@@ -107,27 +108,27 @@ fp8rt_status rt_leave(fp8rt_context *ctx, fp8rt_status st);
  * it. On failure it records file:line, the call and the error's name and
  * string, sets `st` and jumps to the function's `fail:` label, where the
  * function frees what it holds. Expects `ctx` and `st` in scope. */
-#define CHECK(call)                                                                                  \
-    do {                                                                                             \
-        int rc_ = (int)(call);                                                                       \
-        if (rc_ != 0) {                                                                              \
-            st = RT_FAILED(call, #call, rc_);                                                        \
-            goto fail;                                                                               \
-        }                                                                                            \
-    } while (0)
+#define CHECK(call)                                       \
+	do {                                              \
+		int rc_ = (int)(call);                    \
+		if (rc_ != 0) {                           \
+			st = RT_FAILED(call, #call, rc_); \
+			goto fail;                        \
+		}                                         \
+	} while (0)
 
 /* Its form for releases (free, unload, destroy): it goes on past a failure,
  * which becomes `st` unless an earlier failure is there, so everything is
  * released and the first failure reported. */
-#define RELEASE(call)                                                                                \
-    do {                                                                                             \
-        int rc_ = (int)(call);                                                                       \
-        if (rc_ != 0 && st == FP8RT_OK)                                                              \
-            st = RT_FAILED(call, #call, rc_);                                                        \
-    } while (0)
+#define RELEASE(call)                                     \
+	do {                                              \
+		int rc_ = (int)(call);                    \
+		if (rc_ != 0 && st == FP8RT_OK)           \
+			st = RT_FAILED(call, #call, rc_); \
+	} while (0)
 
-#define RT_FAILED(call, text, rc)                                                                    \
-    rt_fail_call(ctx, _Generic((call), CUresult: 0, cublasStatus_t: 1), rc, text, __FILE__, __LINE__)
+#define RT_FAILED(call, text, rc) \
+	rt_fail_call(ctx, _Generic((call), CUresult: 0, cublasStatus_t: 1), rc, text, __FILE__, __LINE__)
 
 /* ---- gemm.c --------------------------------------------------------------- */
 
@@ -136,13 +137,13 @@ fp8rt_status rt_leave(fp8rt_context *ctx, fp8rt_status st);
  * fp8 one (`scaled`) as fp8rt_scaled_mm does: trans_a=0, trans_b=1,
  * batch 1, no epilogue. */
 typedef struct {
-    int64_t m, n, k, batch, lda, ldb, ldd, stride_a, stride_b, stride_d;
-    int trans_a, trans_b, scaled;
-    RtEpilogue epilogue;
-    fp8rt_dtype at, bt, dt, bias_dt;  /* bias_dt FP8RT_DTYPE_NONE: no bias */
-    int fast_accum;
-    fp8rt_scale_mode scale_mode;      /* scaled only */
-    CUdeviceptr a, b, d, bias, scale_a, scale_b;
+	int64_t m, n, k, batch, lda, ldb, ldd, stride_a, stride_b, stride_d;
+	int trans_a, trans_b, scaled;
+	RtEpilogue epilogue;
+	fp8rt_dtype at, bt, dt, bias_dt; /* bias_dt FP8RT_DTYPE_NONE: no bias */
+	int fast_accum;
+	fp8rt_scale_mode scale_mode; /* scaled only */
+	CUdeviceptr a, b, d, bias, scale_a, scale_b;
 } RtGemmCall;
 
 /* Create the context's cuBLASLt handle and workspace, once. */

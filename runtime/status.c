@@ -18,116 +18,126 @@ static _Thread_local char thread_err[RT_ERRLEN];
 
 /* ---- errors ------------------------------------------------------------- */
 
-fp8rt_status rt_err(fp8rt_context *ctx, fp8rt_status st, const char *fmt, ...)
+fp8rt_status
+rt_err(fp8rt_context *ctx, fp8rt_status st, const char *fmt, ...)
 {
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(thread_err, sizeof thread_err, fmt, ap);
-    va_end(ap);
-    if (ctx)
-        memcpy(ctx->err, thread_err, sizeof ctx->err);
-    return st;
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(thread_err, sizeof thread_err, fmt, ap);
+	va_end(ap);
+	if (ctx)
+		memcpy(ctx->err, thread_err, sizeof ctx->err);
+	return st;
 }
 
 /* runtime/fp8rt.c from whatever path the build used */
-static const char *short_path(const char *file)
+static const char *
+short_path(const char *file)
 {
-    const char *p = strstr(file, "runtime/");
-    return p ? p : file;
+	const char *p = strstr(file, "runtime/");
+	return p ? p : file;
 }
 
-static fp8rt_status status_of_cu(CUresult r)
+static fp8rt_status
+status_of_cu(CUresult r)
 {
-    switch (r) {
-    case CUDA_ERROR_OUT_OF_MEMORY: return FP8RT_OUT_OF_MEMORY;
-    case CUDA_ERROR_NO_DEVICE:
-    case CUDA_ERROR_INVALID_DEVICE: return FP8RT_NO_DEVICE;
-    case CUDA_ERROR_STUB_LIBRARY:
-    case CUDA_ERROR_SYSTEM_DRIVER_MISMATCH: return FP8RT_NO_DRIVER;
-    default: return FP8RT_CUDA_ERROR;
-    }
+	switch (r) {
+	case CUDA_ERROR_OUT_OF_MEMORY:          return FP8RT_OUT_OF_MEMORY;
+	case CUDA_ERROR_NO_DEVICE:
+	case CUDA_ERROR_INVALID_DEVICE:         return FP8RT_NO_DEVICE;
+	case CUDA_ERROR_STUB_LIBRARY:
+	case CUDA_ERROR_SYSTEM_DRIVER_MISMATCH: return FP8RT_NO_DRIVER;
+	default:                                return FP8RT_CUDA_ERROR;
+	}
 }
 
-fp8rt_status rt_fail_call(fp8rt_context *ctx, int lib, int code, const char *call, const char *file, int line)
+fp8rt_status
+rt_fail_call(fp8rt_context *ctx, int lib, int code, const char *call, const char *file, int line)
 {
-    char what[512];
-    if (lib == 0) {
-        rt_cu_describe((CUresult)code, what, sizeof what);
-        return rt_err(ctx, status_of_cu((CUresult)code), "%s:%d: %s failed: %s", short_path(file), line, call,
-                      what);
-    }
-    cublasStatus_t s = (cublasStatus_t)code;
-    return rt_err(ctx, s == CUBLAS_STATUS_ALLOC_FAILED ? FP8RT_OUT_OF_MEMORY : FP8RT_CUBLAS_ERROR,
-                  "%s:%d: %s failed: %s: %s", short_path(file), line, call, cublasLtGetStatusName(s),
-                  cublasLtGetStatusString(s));
+	char what[512];
+	if (lib == 0) {
+		rt_cu_describe((CUresult)code, what, sizeof what);
+		return rt_err(
+			ctx, status_of_cu((CUresult)code), "%s:%d: %s failed: %s", short_path(file), line, call, what);
+	}
+	cublasStatus_t s = (cublasStatus_t)code;
+	return rt_err(ctx, s == CUBLAS_STATUS_ALLOC_FAILED ? FP8RT_OUT_OF_MEMORY : FP8RT_CUBLAS_ERROR,
+		"%s:%d: %s failed: %s: %s", short_path(file), line, call, cublasLtGetStatusName(s),
+		cublasLtGetStatusString(s));
 }
 
-const char *fp8rt_last_error(const fp8rt_context *ctx)
+const char *
+fp8rt_last_error(const fp8rt_context *ctx)
 {
-    return ctx ? ctx->err : thread_err;
+	return ctx ? ctx->err : thread_err;
 }
 
-const char *fp8rt_status_name(fp8rt_status s)
+const char *
+fp8rt_status_name(fp8rt_status s)
 {
-    static const char *const names[] = {
-        [FP8RT_OK] = "FP8RT_OK",
-        [FP8RT_INVALID_ARGUMENT] = "FP8RT_INVALID_ARGUMENT",
-        [FP8RT_NO_DEVICE] = "FP8RT_NO_DEVICE",
-        [FP8RT_NO_DRIVER] = "FP8RT_NO_DRIVER",
-        [FP8RT_CUDA_ERROR] = "FP8RT_CUDA_ERROR",
-        [FP8RT_CUBLAS_ERROR] = "FP8RT_CUBLAS_ERROR",
-        [FP8RT_BAD_PROGRAM] = "FP8RT_BAD_PROGRAM",
-        [FP8RT_UNSUPPORTED] = "FP8RT_UNSUPPORTED",
-        [FP8RT_OUT_OF_MEMORY] = "FP8RT_OUT_OF_MEMORY",
-        [FP8RT_IO_ERROR] = "FP8RT_IO_ERROR",
-    };
-    return (unsigned)s < sizeof names / sizeof names[0] ? names[s] : "FP8RT_?";
+	static const char *const names[] = {
+		[FP8RT_OK] = "FP8RT_OK",
+		[FP8RT_INVALID_ARGUMENT] = "FP8RT_INVALID_ARGUMENT",
+		[FP8RT_NO_DEVICE] = "FP8RT_NO_DEVICE",
+		[FP8RT_NO_DRIVER] = "FP8RT_NO_DRIVER",
+		[FP8RT_CUDA_ERROR] = "FP8RT_CUDA_ERROR",
+		[FP8RT_CUBLAS_ERROR] = "FP8RT_CUBLAS_ERROR",
+		[FP8RT_BAD_PROGRAM] = "FP8RT_BAD_PROGRAM",
+		[FP8RT_UNSUPPORTED] = "FP8RT_UNSUPPORTED",
+		[FP8RT_OUT_OF_MEMORY] = "FP8RT_OUT_OF_MEMORY",
+		[FP8RT_IO_ERROR] = "FP8RT_IO_ERROR",
+	};
+	return (unsigned)s < sizeof names / sizeof names[0] ? names[s] : "FP8RT_?";
 }
 
 /* ---- entering and leaving a context ------------------------------------- */
 
-fp8rt_status rt_enter(fp8rt_context *ctx)
+fp8rt_status
+rt_enter(fp8rt_context *ctx)
 {
-    fp8rt_status st = FP8RT_OK;
-    CHECK(drv.cuCtxPushCurrent(ctx->cu));
+	fp8rt_status st = FP8RT_OK;
+	CHECK(drv.cuCtxPushCurrent(ctx->cu));
 fail:
-    return st;
+	return st;
 }
 
-fp8rt_status rt_leave(fp8rt_context *ctx, fp8rt_status st)
+fp8rt_status
+rt_leave(fp8rt_context *ctx, fp8rt_status st)
 {
-    CUcontext popped;
-    RELEASE(drv.cuCtxPopCurrent(&popped));
-    return st;
+	CUcontext popped;
+	RELEASE(drv.cuCtxPopCurrent(&popped));
+	return st;
 }
 
 /* ---- helpers ------------------------------------------------------------- */
 
-int rt_grow(void **p, int n, int *cap, size_t sz)
+int
+rt_grow(void **p, int n, int *cap, size_t sz)
 {
-    if (n < *cap)
-        return 0;
-    int ncap = *cap ? 2 * *cap : 8;
-    void *np = realloc(*p, (size_t)ncap * sz);
-    if (!np)
-        return -1;
-    *p = np;
-    *cap = ncap;
-    return 0;
+	if (n < *cap)
+		return 0;
+	int ncap = *cap ? 2 * *cap : 8;
+	void *np = realloc(*p, (size_t)ncap * sz);
+	if (!np)
+		return -1;
+	*p = np;
+	*cap = ncap;
+	return 0;
 }
 
-fp8rt_tensor fp8rt_tensor_dense(void *data, fp8rt_dtype dtype, int rank, const int64_t *dims)
+fp8rt_tensor
+fp8rt_tensor_dense(void *data, fp8rt_dtype dtype, int rank, const int64_t *dims)
 {
-    fp8rt_tensor t;
-    memset(&t, 0, sizeof t);
-    t.data = data;
-    t.dtype = dtype;
-    t.rank = rank < 0 ? 0 : rank > FP8RT_MAX_RANK ? FP8RT_MAX_RANK : rank;
-    int64_t stride = 1;
-    for (int i = t.rank - 1; i >= 0; i--) {
-        t.dims[i] = dims[i];
-        t.strides[i] = stride;
-        stride *= dims[i];
-    }
-    return t;
+	fp8rt_tensor t;
+	memset(&t, 0, sizeof t);
+	t.data = data;
+	t.dtype = dtype;
+	t.rank = rank < 0 ? 0 : rank > FP8RT_MAX_RANK ? FP8RT_MAX_RANK : rank;
+	int64_t stride = 1;
+	for (int i = t.rank - 1; i >= 0; i--) {
+		t.dims[i] = dims[i];
+		t.strides[i] = stride;
+		stride *= dims[i];
+	}
+	return t;
 }

@@ -36,7 +36,7 @@
 #include "utf8.h"
 
 #define MAX_HEADER 100000000u /* header length limit, as in the Python library */
-#define MEMNAME "<memory>"    /* the file name st_read_mem reports */
+#define MEMNAME    "<memory>" /* the file name st_read_mem reports */
 
 #if defined(__GNUC__)
 #define PRINTF(f, a) __attribute__((format(printf, f, a)))
@@ -48,12 +48,13 @@ static const struct {
 	const char *name; /* safetensors spelling */
 	int size;         /* bytes per element */
 } dtypes[] = {
-#define DTYPE(id, ir, thunder, thunder_long, torch, st, bits, kind) {st, (bits) / 8},
+#define DTYPE(id, ir, thunder, thunder_long, torch, st, bits, kind) { st, (bits) / 8 },
 #include "dtypes.def"
 #undef DTYPE
 };
 
-int st_dtype_size(const char *dtype)
+int
+st_dtype_size(const char *dtype)
 {
 	if (!dtype)
 		return 0;
@@ -66,7 +67,8 @@ int st_dtype_size(const char *dtype)
 /* Put "FILE: message" in err, with control characters replaced so the
  * message stays on one line; returns -1. */
 PRINTF(4, 5)
-static int fail(char *err, size_t errlen, const char *file, const char *fmt, ...)
+static int
+fail(char *err, size_t errlen, const char *file, const char *fmt, ...)
 {
 	va_list ap;
 	int k;
@@ -86,7 +88,8 @@ static int fail(char *err, size_t errlen, const char *file, const char *fmt, ...
 }
 
 /* product(dims) * size of dtype into *out; -1 if it overflows. */
-static int nbytes_of(const char *dtype, int rank, const int64_t *dims, size_t *out)
+static int
+nbytes_of(const char *dtype, int rank, const int64_t *dims, size_t *out)
 {
 	uint64_t n = (uint64_t)st_dtype_size(dtype);
 
@@ -104,13 +107,15 @@ static int nbytes_of(const char *dtype, int rank, const int64_t *dims, size_t *o
 	return 0;
 }
 
-static int byname(const void *a, const void *b)
+static int
+byname(const void *a, const void *b)
 {
 	return strcmp(*(const char *const *)a, *(const char *const *)b);
 }
 
 /* Sort the n names in v and fail naming the first one that repeats. */
-static int dupcheck(const char **v, int n, const char *file, char *err, size_t errlen)
+static int
+dupcheck(const char **v, int n, const char *file, char *err, size_t errlen)
 {
 	if (n > 1)
 		qsort(v, (size_t)n, sizeof *v, byname);
@@ -147,7 +152,8 @@ typedef struct {
 
 /* Fail on the tensor called name: "FILE: tensor "x": message". */
 PRINTF(3, 4)
-static int terr(Reader *r, const char *name, const char *fmt, ...)
+static int
+terr(Reader *r, const char *name, const char *fmt, ...)
 {
 	char m[256];
 	va_list ap;
@@ -159,7 +165,8 @@ static int terr(Reader *r, const char *name, const char *fmt, ...)
 }
 
 /* A JSON integer in 0..INT64_MAX (what names it in messages). */
-static int natural(Reader *r, const char *name, json_t *v, uint64_t *out, const char *what)
+static int
+natural(Reader *r, const char *name, json_t *v, uint64_t *out, const char *what)
 {
 	if (!json_is_integer(v))
 		return terr(r, name, "%s is not an integer", what);
@@ -170,7 +177,8 @@ static int natural(Reader *r, const char *name, json_t *v, uint64_t *out, const 
 }
 
 /* "dtype": one of the dtypes[] names */
-static int dtype(Reader *r, const char *name, json_t *v, Ent *e)
+static int
+dtype(Reader *r, const char *name, json_t *v, Ent *e)
 {
 	const char *s = json_string_value(v);
 
@@ -183,7 +191,8 @@ static int dtype(Reader *r, const char *name, json_t *v, Ent *e)
 }
 
 /* "shape": [d0, d1, ...], at most ST_MAXRANK integers >= 0 */
-static int shape(Reader *r, const char *name, json_t *v, Ent *e)
+static int
+shape(Reader *r, const char *name, json_t *v, Ent *e)
 {
 	uint64_t d;
 
@@ -201,40 +210,44 @@ static int shape(Reader *r, const char *name, json_t *v, Ent *e)
 }
 
 /* "data_offsets": [begin, end] */
-static int offsets(Reader *r, const char *name, json_t *v, Ent *e)
+static int
+offsets(Reader *r, const char *name, json_t *v, Ent *e)
 {
 	if (!json_is_array(v))
 		return terr(r, name, "data_offsets is not a JSON array");
 	if (json_array_size(v) != 2)
 		return terr(r, name, "data_offsets must have exactly 2 entries");
 	if (natural(r, name, json_array_get(v, 0), &e->begin, "data offset") ||
-	    natural(r, name, json_array_get(v, 1), &e->end, "data offset"))
+		natural(r, name, json_array_get(v, 1), &e->end, "data offset"))
 		return -1;
 	return 0;
 }
 
 /* Element count, byte size and offsets of a parsed entry. */
-static int check(Reader *r, Ent *e)
+static int
+check(Reader *r, Ent *e)
 {
 	if (nbytes_of(e->dtype, e->rank, e->dims, &e->nbytes))
 		return terr(r, e->name, "element count overflow: shape * dtype size exceeds 64 bits");
 	if (e->end < e->begin)
-		return terr(r, e->name, "data_offsets [%" PRIu64 ", %" PRIu64 "]: end before begin",
-		            e->begin, e->end);
+		return terr(r, e->name, "data_offsets [%" PRIu64 ", %" PRIu64 "]: end before begin", e->begin, e->end);
 	if (e->end - e->begin != e->nbytes)
-		return terr(r, e->name, "data_offsets [%" PRIu64 ", %" PRIu64 "] span %" PRIu64
-		            " bytes, but shape * dtype size is %zu",
-		            e->begin, e->end, e->end - e->begin, e->nbytes);
+		return terr(r, e->name,
+			"data_offsets [%" PRIu64 ", %" PRIu64 "] span %" PRIu64 " bytes, but shape * dtype size is %zu",
+			e->begin, e->end, e->end - e->begin, e->nbytes);
 	if (!r->header_only && e->end > r->buflen)
-		return terr(r, e->name, "data_offsets [%" PRIu64 ", %" PRIu64 "] out of bounds: "
-		            "the byte buffer has %" PRIu64 " bytes", e->begin, e->end, r->buflen);
+		return terr(r, e->name,
+			"data_offsets [%" PRIu64 ", %" PRIu64 "] out of bounds: "
+			"the byte buffer has %" PRIu64 " bytes",
+			e->begin, e->end, r->buflen);
 	return 0;
 }
 
 /* tensor := {"dtype": ..., "shape": ..., "data_offsets": ..., other keys ignored} */
-static int tensor(Reader *r, const char *name, json_t *v, Ent *e)
+static int
+tensor(Reader *r, const char *name, json_t *v, Ent *e)
 {
-	static const char *known[] = {"dtype", "shape", "data_offsets"};
+	static const char *known[] = { "dtype", "shape", "data_offsets" };
 	json_t *f[3];
 
 	if (!json_is_object(v))
@@ -249,22 +262,24 @@ static int tensor(Reader *r, const char *name, json_t *v, Ent *e)
 }
 
 /* metadata := {"key": "string value", ...} */
-static int metadata(Reader *r, json_t *v)
+static int
+metadata(Reader *r, json_t *v)
 {
 	const char *k;
 	json_t *s;
 
 	if (!json_is_object(v))
 		return fail(r->err, r->errlen, r->file, "\"__metadata__\" is not a JSON object");
-	json_object_foreach(v, k, s)
-		if (!json_is_string(s))
-			return fail(r->err, r->errlen, r->file, "__metadata__ value of \"%.64s\" is "
-			            "not a string", k);
+	json_object_foreach(v, k, s) if (!json_is_string(s)) return fail(r->err, r->errlen, r->file,
+		"__metadata__ value of \"%.64s\" is "
+		"not a string",
+		k);
 	return 0;
 }
 
 /* header := {"__metadata__": metadata, "name": tensor, ...} */
-static int entries(Reader *r)
+static int
+entries(Reader *r)
 {
 	const char *k;
 	json_t *v;
@@ -273,7 +288,8 @@ static int entries(Reader *r)
 		return fail(r->err, r->errlen, r->file, "header is not a JSON object");
 	if (!(r->e = calloc(json_object_size(r->root) + 1, sizeof *r->e)))
 		return fail(r->err, r->errlen, r->file, "out of memory");
-	json_object_foreach(r->root, k, v) {
+	json_object_foreach(r->root, k, v)
+	{
 		if (!strcmp(k, "__metadata__")) {
 			if (metadata(r, v))
 				return -1;
@@ -287,7 +303,8 @@ static int entries(Reader *r)
 	return 0;
 }
 
-static int byoffset(const void *a, const void *b)
+static int
+byoffset(const void *a, const void *b)
 {
 	const Ent *x = a, *y = b;
 
@@ -300,7 +317,8 @@ static int byoffset(const void *a, const void *b)
 
 /* Sort by offset; the tensors must cover the buffer without holes or
  * overlap (up to the last tensor only, when the buffer may be absent). */
-static int tile(Reader *r)
+static int
+tile(Reader *r)
 {
 	uint64_t at = 0;
 
@@ -309,37 +327,43 @@ static int tile(Reader *r)
 	for (int k = 0; k < r->ne; k++) {
 		Ent *e = &r->e[k];
 		if (e->begin < at)
-			return fail(r->err, r->errlen, r->file, "tensor \"%.64s\" overlaps tensor "
-			            "\"%.64s\" in the byte buffer", e->name, e[-1].name);
+			return fail(r->err, r->errlen, r->file,
+				"tensor \"%.64s\" overlaps tensor "
+				"\"%.64s\" in the byte buffer",
+				e->name, e[-1].name);
 		if (e->begin > at)
-			return fail(r->err, r->errlen, r->file, "hole in the byte buffer: bytes [%"
-			            PRIu64 ", %" PRIu64 ") before tensor \"%.64s\" belong to no tensor",
-			            at, e->begin, e->name);
+			return fail(r->err, r->errlen, r->file,
+				"hole in the byte buffer: bytes [%" PRIu64 ", %" PRIu64
+				") before tensor \"%.64s\" belong to no tensor",
+				at, e->begin, e->name);
 		at = e->end;
 	}
 	if (!r->header_only && at != r->buflen)
-		return fail(r->err, r->errlen, r->file, "byte buffer not fully covered: bytes [%"
-		            PRIu64 ", %" PRIu64 ") after the last tensor belong to no tensor",
-		            at, r->buflen);
+		return fail(r->err, r->errlen, r->file,
+			"byte buffer not fully covered: bytes [%" PRIu64 ", %" PRIu64
+			") after the last tensor belong to no tensor",
+			at, r->buflen);
 	return 0;
 }
 
 /* Parse and check the n-byte header hdr into r->root and r->e. */
-static int parse(Reader *r, const char *hdr, size_t n)
+static int
+parse(Reader *r, const char *hdr, size_t n)
 {
 	json_error_t je;
 
 	if (!(r->root = json_loadb(hdr, n, JSON_REJECT_DUPLICATES, &je)))
-		return fail(r->err, r->errlen, r->file, "byte %zu: invalid JSON header: %s",
-		            (size_t)je.position + 8, je.text);
+		return fail(r->err, r->errlen, r->file, "byte %zu: invalid JSON header: %s", (size_t)je.position + 8,
+			je.text);
 	return entries(r) || tile(r) ? -1 : 0;
 }
 
 /* The checked entries as *out; tensor k's data at data + its offset (NULL
  * data: no data). */
-static int build(Reader *r, unsigned char *data, StFile *out)
+static int
+build(Reader *r, unsigned char *data, StFile *out)
 {
-	StFile f = {0};
+	StFile f = { 0 };
 
 	if (r->ne && !(f.t = calloc((size_t)r->ne, sizeof *f.t)))
 		return fail(r->err, r->errlen, r->file, "out of memory");
@@ -361,38 +385,45 @@ static int build(Reader *r, unsigned char *data, StFile *out)
 	return 0;
 }
 
-static void reader_free(Reader *r)
+static void
+reader_free(Reader *r)
 {
 	json_decref(r->root);
 	free(r->e);
 }
 
 /* Check the header length N in the first 8 of total bytes. */
-static int prelude(const unsigned char *b, uint64_t total, uint64_t *n, const char *file,
-                   char *err, size_t errlen)
+static int
+prelude(const unsigned char *b, uint64_t total, uint64_t *n, const char *file, char *err, size_t errlen)
 {
 	if (total < 8)
-		return fail(err, errlen, file, "file too short: %" PRIu64 " bytes, need 8 for "
-		            "the header length", total);
+		return fail(err, errlen, file,
+			"file too short: %" PRIu64 " bytes, need 8 for "
+			"the header length",
+			total);
 	*n = 0;
 	for (int k = 7; k >= 0; k--)
 		*n = *n << 8 | b[k];
 	if (*n > MAX_HEADER)
-		return fail(err, errlen, file, "header too large: length %" PRIu64 " exceeds "
-		            "the %u-byte limit", *n, MAX_HEADER);
+		return fail(err, errlen, file,
+			"header too large: length %" PRIu64 " exceeds "
+			"the %u-byte limit",
+			*n, MAX_HEADER);
 	if (*n > total - 8)
-		return fail(err, errlen, file, "header length %" PRIu64 " exceeds the file size "
-		            "(%" PRIu64 " bytes after the length)", *n, total - 8);
+		return fail(err, errlen, file,
+			"header length %" PRIu64 " exceeds the file size "
+			"(%" PRIu64 " bytes after the length)",
+			*n, total - 8);
 	return 0;
 }
 
 /* Read the len-byte image b. The tensors point into its buffer, or with
  * copy into a malloc'd copy of the buffer that *out then owns (0-byte
  * tensors of an empty buffer keep pointing into b: never dereferenced). */
-static int image(const unsigned char *b, size_t len, int copy, const char *file, StFile *out,
-                 char *err, size_t errlen)
+static int
+image(const unsigned char *b, size_t len, int copy, const char *file, StFile *out, char *err, size_t errlen)
 {
-	Reader r = {.file = file, .err = err, .errlen = errlen};
+	Reader r = { .file = file, .err = err, .errlen = errlen };
 	unsigned char *data, *dup = NULL;
 	uint64_t n;
 	int rc;
@@ -402,7 +433,7 @@ static int image(const unsigned char *b, size_t len, int copy, const char *file,
 	r.buflen = len - 8 - n;
 	data = (unsigned char *)b + 8 + n;
 	rc = parse(&r, (const char *)b + 8, (size_t)n);
-	if (!rc && copy && r.buflen) {   /* an empty buffer: nothing to copy, nothing to free */
+	if (!rc && copy && r.buflen) { /* an empty buffer: nothing to copy, nothing to free */
 		if (!(dup = malloc((size_t)r.buflen)))
 			rc = fail(err, errlen, file, "out of memory");
 		else
@@ -418,17 +449,19 @@ static int image(const unsigned char *b, size_t len, int copy, const char *file,
 	return rc;
 }
 
-int st_read_mem(const void *buf, size_t len, StFile *out, char *err, size_t errlen)
+int
+st_read_mem(const void *buf, size_t len, StFile *out, char *err, size_t errlen)
 {
 	if (!out)
 		return fail(err, errlen, MEMNAME, "no output StFile");
-	*out = (StFile){0};
+	*out = (StFile){ 0 };
 	if (!buf && len)
 		return fail(err, errlen, MEMNAME, "buffer is NULL");
 	return image(buf, len, 1, MEMNAME, out, err, errlen);
 }
 
-int st_read(const char *path, StFile *out, char *err, size_t errlen)
+int
+st_read(const char *path, StFile *out, char *err, size_t errlen)
 {
 	struct stat sb;
 	void *map;
@@ -437,7 +470,7 @@ int st_read(const char *path, StFile *out, char *err, size_t errlen)
 
 	if (!out)
 		return fail(err, errlen, path ? path : "(null)", "no output StFile");
-	*out = (StFile){0};
+	*out = (StFile){ 0 };
 	if (!path)
 		return fail(err, errlen, "(null)", "no path");
 	if ((fd = open(path, O_RDONLY)) < 0)
@@ -449,8 +482,10 @@ int st_read(const char *path, StFile *out, char *err, size_t errlen)
 	size = (size_t)sb.st_size;
 	if (size < 8) {
 		close(fd);
-		return fail(err, errlen, path, "file too short: %zu bytes, need 8 for the header "
-		            "length", size);
+		return fail(err, errlen, path,
+			"file too short: %zu bytes, need 8 for the header "
+			"length",
+			size);
 	}
 	/* private and writable: callers may scribble on tensor data, never on the file */
 	map = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_PRIVATE, fd, 0);
@@ -468,10 +503,10 @@ int st_read(const char *path, StFile *out, char *err, size_t errlen)
 }
 
 /* st_read_header on an open file of size bytes. */
-static int headerfp(FILE *fp, uint64_t size, const char *path, StFile *out, char *err,
-                    size_t errlen)
+static int
+headerfp(FILE *fp, uint64_t size, const char *path, StFile *out, char *err, size_t errlen)
 {
-	Reader r = {.file = path, .err = err, .errlen = errlen, .header_only = 1};
+	Reader r = { .file = path, .err = err, .errlen = errlen, .header_only = 1 };
 	unsigned char b8[8];
 	uint64_t n;
 	char *hdr;
@@ -492,7 +527,8 @@ static int headerfp(FILE *fp, uint64_t size, const char *path, StFile *out, char
 	return rc;
 }
 
-int st_read_header(const char *path, StFile *out, char *err, size_t errlen)
+int
+st_read_header(const char *path, StFile *out, char *err, size_t errlen)
 {
 	struct stat sb;
 	FILE *fp;
@@ -500,7 +536,7 @@ int st_read_header(const char *path, StFile *out, char *err, size_t errlen)
 
 	if (!out)
 		return fail(err, errlen, path ? path : "(null)", "no output StFile");
-	*out = (StFile){0};
+	*out = (StFile){ 0 };
 	if (!path)
 		return fail(err, errlen, "(null)", "no path");
 	if (!(fp = fopen(path, "rb")))
@@ -513,7 +549,8 @@ int st_read_header(const char *path, StFile *out, char *err, size_t errlen)
 	return rc;
 }
 
-void st_free(StFile *f)
+void
+st_free(StFile *f)
 {
 	if (!f)
 		return;
@@ -524,10 +561,11 @@ void st_free(StFile *f)
 		munmap(f->base, f->baselen);
 	else
 		free(f->base);
-	*f = (StFile){0};
+	*f = (StFile){ 0 };
 }
 
-const StTensor *st_find(const StFile *f, const char *name)
+const StTensor *
+st_find(const StFile *f, const char *name)
 {
 	if (!f || !name)
 		return NULL;
@@ -546,7 +584,8 @@ typedef struct {
 	int oom;       /* an allocation failed */
 } Buf;
 
-static void bputn(Buf *b, const char *s, size_t n)
+static void
+bputn(Buf *b, const char *s, size_t n)
 {
 	size_t cap = b->cap ? b->cap : 256;
 	char *q;
@@ -567,14 +606,16 @@ static void bputn(Buf *b, const char *s, size_t n)
 	b->n += n;
 }
 
-static void bput(Buf *b, const char *s)
+static void
+bput(Buf *b, const char *s)
 {
 	bputn(b, s, strlen(s));
 }
 
 /* s as a JSON string, escaped as serde_json does: \" \\ \b \f \n \r \t,
  * other control characters as \u00xx, everything else verbatim. */
-static void bname(Buf *b, const char *s)
+static void
+bname(Buf *b, const char *s)
 {
 	static const char from[] = "\"\\\b\f\n\r\t", to[] = "\"\\bfnrt";
 	char esc[8];
@@ -595,7 +636,8 @@ static void bname(Buf *b, const char *s)
 
 /* The header, {"name":{"dtype":"F32","shape":[2],"data_offsets":[0,8]},...},
  * padded with spaces to a multiple of 8. */
-static int whead(Buf *b, const StTensor *ts, int n)
+static int
+whead(Buf *b, const StTensor *ts, int n)
 {
 	uint64_t off = 0;
 	char num[96];
@@ -613,7 +655,7 @@ static int whead(Buf *b, const StTensor *ts, int n)
 			bput(b, num);
 		}
 		snprintf(num, sizeof num, "],\"data_offsets\":[%" PRIu64 ",%" PRIu64 "]}", off,
-		         off + (uint64_t)t->nbytes);
+			off + (uint64_t)t->nbytes);
 		bput(b, num);
 		off += t->nbytes;
 	}
@@ -624,7 +666,8 @@ static int whead(Buf *b, const StTensor *ts, int n)
 }
 
 /* s is valid UTF-8. */
-static int utf8ok(const char *s)
+static int
+utf8ok(const char *s)
 {
 	size_t n = strlen(s);
 
@@ -635,7 +678,8 @@ static int utf8ok(const char *s)
 }
 
 /* The preconditions of st_write on tensor i. */
-static int wcheck(const StTensor *t, int i, const char *path, char *err, size_t errlen)
+static int
+wcheck(const StTensor *t, int i, const char *path, char *err, size_t errlen)
 {
 	size_t nb;
 
@@ -646,27 +690,28 @@ static int wcheck(const StTensor *t, int i, const char *path, char *err, size_t 
 	if (!strcmp(t->name, "__metadata__"))
 		return fail(err, errlen, path, "tensor %d: the name \"__metadata__\" is reserved", i);
 	if (!memchr(t->dtype, 0, sizeof t->dtype) || !st_dtype_size(t->dtype))
-		return fail(err, errlen, path, "tensor \"%.64s\": unknown dtype \"%.11s\"", t->name,
-		            t->dtype);
+		return fail(err, errlen, path, "tensor \"%.64s\": unknown dtype \"%.11s\"", t->name, t->dtype);
 	if (t->rank < 0 || t->rank > ST_MAXRANK)
-		return fail(err, errlen, path, "tensor \"%.64s\": rank %d not in 0..8", t->name,
-		            t->rank);
+		return fail(err, errlen, path, "tensor \"%.64s\": rank %d not in 0..8", t->name, t->rank);
 	for (int k = 0; k < t->rank; k++)
 		if (t->dims[k] < 0)
-			return fail(err, errlen, path, "tensor \"%.64s\": negative dimension %" PRId64,
-			            t->name, t->dims[k]);
+			return fail(err, errlen, path, "tensor \"%.64s\": negative dimension %" PRId64, t->name,
+				t->dims[k]);
 	if (nbytes_of(t->dtype, t->rank, t->dims, &nb))
 		return fail(err, errlen, path, "tensor \"%.64s\": element count overflow", t->name);
 	if (nb != t->nbytes)
-		return fail(err, errlen, path, "tensor \"%.64s\": nbytes is %zu, but shape * dtype "
-		            "size is %zu", t->name, t->nbytes, nb);
+		return fail(err, errlen, path,
+			"tensor \"%.64s\": nbytes is %zu, but shape * dtype "
+			"size is %zu",
+			t->name, t->nbytes, nb);
 	if (nb && !t->data)
 		return fail(err, errlen, path, "tensor \"%.64s\": data is NULL", t->name);
 	return 0;
 }
 
 /* Every tensor passes wcheck, and the names are unique. */
-static int wcheckall(const StTensor *ts, int n, const char *path, char *err, size_t errlen)
+static int
+wcheckall(const StTensor *ts, int n, const char *path, char *err, size_t errlen)
 {
 	const char **v;
 	int rc;
@@ -686,7 +731,8 @@ static int wcheckall(const StTensor *ts, int n, const char *path, char *err, siz
 }
 
 /* Length, header, data; 0 or -1 with errno set. */
-static int wfile(FILE *f, const Buf *h, const StTensor *ts, int n)
+static int
+wfile(FILE *f, const Buf *h, const StTensor *ts, int n)
 {
 	unsigned char le[8];
 
@@ -701,7 +747,8 @@ static int wfile(FILE *f, const Buf *h, const StTensor *ts, int n)
 }
 
 /* Check the tensors and build the header into *h; 0 or -1 with a message. */
-static int prepare(Buf *h, const StTensor *ts, int n, const char *name, char *err, size_t errlen)
+static int
+prepare(Buf *h, const StTensor *ts, int n, const char *name, char *err, size_t errlen)
 {
 	if (n < 0 || (n && !ts))
 		return fail(err, errlen, name, "bad tensor list (n = %d)", n);
@@ -714,9 +761,10 @@ static int prepare(Buf *h, const StTensor *ts, int n, const char *name, char *er
 	return 0;
 }
 
-int st_write(const char *path, const StTensor *ts, int n, char *err, size_t errlen)
+int
+st_write(const char *path, const StTensor *ts, int n, char *err, size_t errlen)
 {
-	Buf h = {NULL, 0, 0, 0};
+	Buf h = { NULL, 0, 0, 0 };
 	FILE *f;
 	int rc, e;
 
@@ -740,9 +788,10 @@ int st_write(const char *path, const StTensor *ts, int n, char *err, size_t errl
 	return fail(err, errlen, path, "write failed: %s", e ? strerror(e) : "short write");
 }
 
-int st_fwrite(FILE *f, const char *name, const StTensor *ts, int n, char *err, size_t errlen)
+int
+st_fwrite(FILE *f, const char *name, const StTensor *ts, int n, char *err, size_t errlen)
 {
-	Buf h = {NULL, 0, 0, 0};
+	Buf h = { NULL, 0, 0, 0 };
 	int rc, e;
 
 	if (!name)

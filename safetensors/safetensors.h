@@ -60,8 +60,7 @@ int st_read(const char *path, StFile *out, char *err, size_t errlen);
 /* As st_read, from the len bytes at buf (a whole file image), the byte
  * buffer copied once; messages start with "<memory>: ". buf may be NULL
  * only if len is 0. */
-int st_read_mem(const void *buf, size_t len, StFile *out, char *err,
-                size_t errlen);
+int st_read_mem(const void *buf, size_t len, StFile *out, char *err, size_t errlen);
 
 /* Only the header of the file at path: each tensor's name, dtype, shape
  * and nbytes, data NULL. The byte buffer may be absent or truncated; every
@@ -76,13 +75,11 @@ int st_read_header(const char *path, StFile *out, char *err, size_t errlen);
  * equal to product(dims) * dtype size, and data non-NULL if nbytes > 0.
  * Returns 0 on success; else -1 and "PATH: reason" in err; a failed write
  * removes the partial file. */
-int st_write(const char *path, const StTensor *ts, int n, char *err,
-             size_t errlen);
+int st_write(const char *path, const StTensor *ts, int n, char *err, size_t errlen);
 
 /* As st_write, to the open stream f (standard output for `-o -`), named
  * name in messages; flushes f, and removes nothing on failure. */
-int st_fwrite(FILE *f, const char *name, const StTensor *ts, int n,
-              char *err, size_t errlen);
+int st_fwrite(FILE *f, const char *name, const StTensor *ts, int n, char *err, size_t errlen);
 
 /* Free everything a reader allocated or mapped and zero *f.
  * Safe on a zeroed StFile and on NULL. */

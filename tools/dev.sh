@@ -3,12 +3,13 @@
 #
 #   tools/dev.sh example   set up, build, and compile the bundled seed trace to
 #                          build/fused.ptx: prints the optimized IR and the plan
-#   tools/dev.sh test      set up, build (warnings are errors), run every suite
+#   tools/dev.sh test      set up, check the style (.clang-format), build (warnings are errors), run every suite
 #                          with ctest, install the build and build examples/c
 #                          against it, then the unit, text, runtime and fuzz-corpus
 #                          tests again under AddressSanitizer, UndefinedBehaviorSanitizer
 #                          (float-cast-overflow included) and LeakSanitizer, then
 #                          each fuzz harness for 45 s (tools/fuzz.sh ci)
+#   tools/dev.sh format    rewrite every C file of the tree in the style of .clang-format
 set -euo pipefail
 cd "$(dirname "$0")/.."
 jobs=$(nproc 2>/dev/null || echo 2)
@@ -35,7 +36,16 @@ gpu_report() {  # BUILD_DIR
 	echo "== runtime tests: $tested run, $((passing - skipped)) passed, $skipped skipped${why:+ (no CUDA device: $why)}"
 }
 
+# the C files of the tree (the fuzz corpora are data)
+c_files() {
+	git ls-files '*.c' '*.h' | grep -v '^tests/fuzz/corpus/'
+}
+
 case "${1:-}" in
+format)
+	tools/setup.sh
+	c_files | xargs clang-format-22 -i
+	;;
 example)
 	tools/setup.sh
 	build build
@@ -49,6 +59,8 @@ example)
 	;;
 test)
 	tools/setup.sh
+	echo "== style: every C file as .clang-format says (tools/dev.sh format rewrites them)"
+	c_files | xargs clang-format-22 --dry-run --Werror
 	build build
 	(cd build && ctest --output-on-failure)
 	echo "== the installed tree and an application built against it (examples/c):"
@@ -60,7 +72,7 @@ test)
 	tools/fuzz.sh ci 45
 	;;
 *)
-	echo "usage: tools/dev.sh example|test" >&2
+	echo "usage: tools/dev.sh example|test|format" >&2
 	exit 2
 	;;
 esac

@@ -25,82 +25,93 @@
 #include "safetensors.h"
 #include "signature.h"
 
-#define MAXFILES 8            /* positional inputs the parser collects */
-#define MAXPROGRAM 2          /* inputs one program is read from: a forward and its backward */
+#define MAXFILES   8 /* positional inputs the parser collects */
+#define MAXPROGRAM 2 /* inputs one program is read from: a forward and its backward */
 
 enum { PROGRESS_NEVER, PROGRESS_AUTO, PROGRESS_ALWAYS };
 
 typedef struct {
-	const char *files[MAXFILES];  /* the inputs, in order */
+	const char *files[MAXFILES]; /* the inputs, in order */
 	int nfiles;
-	const char *output;           /* -o; NULL: by kind (PTX next to the input, the rest to stdout) */
-	const char *emit;             /* ir plan dot signature llvm ptx; NULL: ptx */
-	const char *gpu;              /* --gpu, -mcpu, --offload-arch */
-	const char *cuda_path;        /* --cuda-path */
-	const char *inputs;           /* --inputs IN.safetensors (interpreter) */
-	const char *save_inputs;      /* --save-inputs FILE (interpreter) */
-	const char *signature;        /* --signature FILE: the types of inputs the traces leave untyped */
+	const char *output;      /* -o; NULL: by kind (PTX next to the input, the rest to stdout) */
+	const char *emit;        /* ir plan dot signature llvm ptx; NULL: ptx */
+	const char *gpu;         /* --gpu, -mcpu, --offload-arch */
+	const char *cuda_path;   /* --cuda-path */
+	const char *inputs;      /* --inputs IN.safetensors (interpreter) */
+	const char *save_inputs; /* --save-inputs FILE (interpreter) */
+	const char *signature;   /* --signature FILE: the types of inputs the traces leave untyped */
 	PassOptions passes;
 	bool interpret, special;
-	bool report;                  /* -v, --verbose, --time */
-	int progress;                 /* PROGRESS_* */
+	bool report;  /* -v, --verbose, --time */
+	int progress; /* PROGRESS_* */
 	uint64_t seed;
 } Options;
 
-static const char usage[] =
-	"usage: fp8cc INPUT [BACKWARD] [-o FILE] [--emit=KIND] [-O0|-O1|-O2|-O3] [--gpu=sm_90]\n"
-	"       fp8cc INPUT [BACKWARD] --interpret [--inputs IN.safetensors] -o OUT.safetensors\n"
-	"\n"
-	"INPUT is a Lightning Thunder trace or fp8cc IR text; - reads standard input.\n"
-	"With BACKWARD, INPUT is a forward trace and BACKWARD its backward: one program\n"
-	"of two functions whose saved tensors stay on the GPU between the calls.\n"
-	"\n"
-	"Input:\n"
-	"  --signature=FILE        the dtypes and shapes of inputs the trace does not type\n"
-	"                          (*args, collections), by name or position, from the\n"
-	"                          header of a safetensors file (its data may be absent)\n"
-	"Output:\n"
-	"  -o FILE                 write FILE; - is standard output. Without -o, PTX goes\n"
-	"                          to INPUT with its extension replaced by .ptx (standard\n"
-	"                          output for -), every other kind to standard output\n"
-	"  --emit=KIND             ptx (the default: the fused kernels and the plan that\n"
-	"                          runs them), ir, plan, dot (Graphviz), signature (the\n"
-	"                          inputs and outputs as JSON), llvm\n"
-	"Target:\n"
-	"  --gpu=SM                %s (sm_90 is the default);\n"
-	"                          -mcpu=SM and --offload-arch=SM say the same\n"
-	"  --cuda-path=DIR         the CUDA toolkit whose libdevice to link (else\n"
-	"                          $CUDA_HOME, else /usr/local/cuda)\n"
-	"Passes:\n"
-	"  -O0, -O1, -O2, -O3      -O0 one kernel per op, -O2 (the default) every pass;\n"
-	"                          -O3 is -O2, -O is -O1\n"
-	"  --passes=PASS,...       run just these, in order; --passes= runs none\n"
-	"  --print-after=PASS      the IR after PASS on standard error (memplan: the plan)\n"
-	"  --print-after-all       the IR after every pass\n"
-	"                          PASS: canonicalize transposes layouts ranges fuse;\n"
-	"                          --print-after also memplan\n"
-	"Interpreter:\n"
-	"  --interpret             run the reference interpreter, write the outputs\n"
-	"  --inputs=FILE           safetensors inputs, matched to parameters by name; the\n"
-	"                          others are drawn at random (a warning names each)\n"
-	"  --seed=N                seed of the random draws (default 0)\n"
-	"  --special               mix in NaN, inf, -0, subnormal, fp8-boundary, huge values\n"
-	"  --save-inputs=FILE      write the inputs used\n"
-	"Reports:\n"
-	"  -v, --verbose, --time   each phase on standard error: its time, what it read or\n"
-	"                          wrote, the kernels and GEMMs the passes made\n"
-	"  --progress=WHEN         a one-line progress report on standard error: auto (on a\n"
-	"                          terminal, once a compile passes a second), always, never\n"
-	"  -h, --help              this text\n"
-	"  --version               the version of fp8cc and of its LLVM\n"
-	"\n"
-	"Exit status: 0 success, 1 an error in the input, 2 a usage error.\n";
+static const char usage[] = "usage: fp8cc INPUT [BACKWARD] [-o FILE] [--emit=KIND] [-O0|-O1|-O2|-O3] [--gpu=sm_90]\n"
+			    "       fp8cc INPUT [BACKWARD] --interpret [--inputs IN.safetensors] -o OUT.safetensors\n"
+			    "\n"
+			    "INPUT is a Lightning Thunder trace or fp8cc IR text; - reads standard input.\n"
+			    "With BACKWARD, INPUT is a forward trace and BACKWARD its backward: one program\n"
+			    "of two functions whose saved tensors stay on the GPU between the calls.\n"
+			    "\n"
+			    "Input:\n"
+			    "  --signature=FILE        the dtypes and shapes of inputs the trace does not type\n"
+			    "                          (*args, collections), by name or position, from the\n"
+			    "                          header of a safetensors file (its data may be absent)\n"
+			    "Output:\n"
+			    "  -o FILE                 write FILE; - is standard output. Without -o, PTX goes\n"
+			    "                          to INPUT with its extension replaced by .ptx (standard\n"
+			    "                          output for -), every other kind to standard output\n"
+			    "  --emit=KIND             ptx (the default: the fused kernels and the plan that\n"
+			    "                          runs them), ir, plan, dot (Graphviz), signature (the\n"
+			    "                          inputs and outputs as JSON), llvm\n"
+			    "Target:\n"
+			    "  --gpu=SM                %s (sm_90 is the default);\n"
+			    "                          -mcpu=SM and --offload-arch=SM say the same\n"
+			    "  --cuda-path=DIR         the CUDA toolkit whose libdevice to link (else\n"
+			    "                          $CUDA_HOME, else /usr/local/cuda)\n"
+			    "Passes:\n"
+			    "  -O0, -O1, -O2, -O3      -O0 one kernel per op, -O2 (the default) every pass;\n"
+			    "                          -O3 is -O2, -O is -O1\n"
+			    "  --passes=PASS,...       run just these, in order; --passes= runs none\n"
+			    "  --print-after=PASS      the IR after PASS on standard error (memplan: the plan)\n"
+			    "  --print-after-all       the IR after every pass\n"
+			    "                          PASS: canonicalize transposes layouts ranges fuse;\n"
+			    "                          --print-after also memplan\n"
+			    "Interpreter:\n"
+			    "  --interpret             run the reference interpreter, write the outputs\n"
+			    "  --inputs=FILE           safetensors inputs, matched to parameters by name; the\n"
+			    "                          others are drawn at random (a warning names each)\n"
+			    "  --seed=N                seed of the random draws (default 0)\n"
+			    "  --special               mix in NaN, inf, -0, subnormal, fp8-boundary, huge values\n"
+			    "  --save-inputs=FILE      write the inputs used\n"
+			    "Reports:\n"
+			    "  -v, --verbose, --time   each phase on standard error: its time, what it read or\n"
+			    "                          wrote, the kernels and GEMMs the passes made\n"
+			    "  --progress=WHEN         a one-line progress report on standard error: auto (on a\n"
+			    "                          terminal, once a compile passes a second), always, never\n"
+			    "  -h, --help              this text\n"
+			    "  --version               the version of fp8cc and of its LLVM\n"
+			    "\n"
+			    "Exit status: 0 success, 1 an error in the input, 2 a usage error.\n";
 
 /* ---- options ---- */
 
 enum {
-	OPT_EMIT = 256, OPT_GPU, OPT_CUDA_PATH, OPT_SIGNATURE, OPT_PASSES, OPT_PRINT_AFTER, OPT_PRINT_AFTER_ALL,
-	OPT_TIME, OPT_PROGRESS, OPT_INTERPRET, OPT_INPUTS, OPT_SEED, OPT_SPECIAL, OPT_SAVE_INPUTS,
+	OPT_EMIT = 256,
+	OPT_GPU,
+	OPT_CUDA_PATH,
+	OPT_SIGNATURE,
+	OPT_PASSES,
+	OPT_PRINT_AFTER,
+	OPT_PRINT_AFTER_ALL,
+	OPT_TIME,
+	OPT_PROGRESS,
+	OPT_INTERPRET,
+	OPT_INPUTS,
+	OPT_SEED,
+	OPT_SPECIAL,
+	OPT_SAVE_INPUTS,
 	OPT_VERSION,
 };
 
@@ -127,7 +138,7 @@ static const struct option longopts[] = {
 	{ NULL, 0, NULL, 0 },
 };
 
-static const char *const print_names[] = { "memplan", NULL };   /* besides pass_names */
+static const char *const print_names[] = { "memplan", NULL }; /* besides pass_names */
 
 static int
 usage_error(const char *fmt, ...)
@@ -242,19 +253,19 @@ option(int c, const char *arg, Options *o)
 		}
 		o->gpu = arg + 4;
 		break;
-	case 'v': o->report = true; break;
-	case OPT_EMIT: o->emit = arg; break;
-	case OPT_GPU: o->gpu = arg; break;
-	case OPT_CUDA_PATH: o->cuda_path = arg; break;
-	case OPT_SIGNATURE: o->signature = arg; break;
-	case OPT_PASSES: o->passes.only = arg; break;
-	case OPT_PRINT_AFTER: o->passes.print_after = arg; break;
+	case 'v':                 o->report = true; break;
+	case OPT_EMIT:            o->emit = arg; break;
+	case OPT_GPU:             o->gpu = arg; break;
+	case OPT_CUDA_PATH:       o->cuda_path = arg; break;
+	case OPT_SIGNATURE:       o->signature = arg; break;
+	case OPT_PASSES:          o->passes.only = arg; break;
+	case OPT_PRINT_AFTER:     o->passes.print_after = arg; break;
 	case OPT_PRINT_AFTER_ALL: o->passes.print_after_all = true; break;
-	case OPT_TIME: o->report = true; break;
-	case OPT_INTERPRET: o->interpret = true; break;
-	case OPT_INPUTS: o->inputs = arg; break;
-	case OPT_SPECIAL: o->special = true; break;
-	case OPT_SAVE_INPUTS: o->save_inputs = arg; break;
+	case OPT_TIME:            o->report = true; break;
+	case OPT_INTERPRET:       o->interpret = true; break;
+	case OPT_INPUTS:          o->inputs = arg; break;
+	case OPT_SPECIAL:         o->special = true; break;
+	case OPT_SAVE_INPUTS:     o->save_inputs = arg; break;
 	case OPT_SEED:
 		errno = 0;
 		o->seed = strtoull(arg, &end, 10);
@@ -271,14 +282,9 @@ option(int c, const char *arg, Options *o)
 		else
 			return usage_error("bad --progress '%s' (auto, always, never)", arg);
 		break;
-	case 'h':
-		printf(usage, be_target_list());
-		exit(0);
-	case OPT_VERSION:
-		printf("fp8cc %s (LLVM %s)\n", FP8CC_VERSION, be_llvm_version());
-		exit(0);
-	default:
-		unreachable();
+	case 'h':         printf(usage, be_target_list()); exit(0);
+	case OPT_VERSION: printf("fp8cc %s (LLVM %s)\n", FP8CC_VERSION, be_llvm_version()); exit(0);
+	default:          unreachable();
 	}
 	return 0;
 }
@@ -295,17 +301,18 @@ check_args(Options *o)
 		return usage_error("no input (a trace or IR file; - reads standard input)");
 	if (o->nfiles > MAXPROGRAM)
 		return usage_error("more than two inputs ('%s'); fp8cc compiles a trace, or a forward and its "
-			"backward", o->files[MAXPROGRAM]);
+				   "backward",
+			o->files[MAXPROGRAM]);
 	if (o->interpret && !o->output)
 		return usage_error("--interpret needs -o OUT.safetensors (- for standard output)");
 	if (o->emit && !in_list(o->emit, be_emit_names))
-		return usage_error("unknown --emit kind '%s' (%s)", o->emit,
-			list_str(list, sizeof list, be_emit_names, NULL));
+		return usage_error(
+			"unknown --emit kind '%s' (%s)", o->emit, list_str(list, sizeof list, be_emit_names, NULL));
 	if (o->passes.only && !pass_list_ok(o->passes.only, &bad, &badlen))
 		return usage_error("unknown pass '%.*s' in --passes (%s)", (int)badlen, bad,
 			list_str(list, sizeof list, pass_names, NULL));
 	if (o->passes.print_after && !in_list(o->passes.print_after, pass_names) &&
-	    !in_list(o->passes.print_after, print_names))
+		!in_list(o->passes.print_after, print_names))
 		return usage_error("unknown pass '%s' in --print-after (%s)", o->passes.print_after,
 			list_str(list, sizeof list, pass_names, print_names));
 	if (o->gpu && !be_target_ok(o->gpu))
@@ -325,7 +332,7 @@ parse_args(int argc, char **argv, Options *o)
 	while ((c = getopt_long(argc, argv, ":o:O::m:vh", longopts, NULL)) != -1) {
 		const char *a = argv[optind - 1];
 
-		if (c == '?' && optopt && !strncmp(a, "--", 2))   /* --time=3 */
+		if (c == '?' && optopt && !strncmp(a, "--", 2)) /* --time=3 */
 			return usage_error("option '%.*s' takes no value", (int)strcspn(a, "="), a);
 		if (c == '?' && optopt) {
 			char opt[3] = { '-', (char)optopt, 0 };
@@ -350,25 +357,25 @@ parse_args(int argc, char **argv, Options *o)
 /* ---- phases: -v, --time and the progress line ---- */
 
 static struct {
-	bool report, line;            /* report phases (-v, --time); keep a progress line */
-	bool always;                  /* the line from the start, terminal or not */
-	const char *file;             /* the input, for the line */
-	const char *name;             /* the current phase */
-	char detail[512];             /* what it reads or writes, or made */
-	char kernels[64];             /* "1 kernel, 1 GEMM", once fused */
-	double t0, mark;              /* start of the compile, of the phase */
-	bool shown, stop;             /* the line is on the screen; the ticker is to end */
+	bool report, line; /* report phases (-v, --time); keep a progress line */
+	bool always;       /* the line from the start, terminal or not */
+	const char *file;  /* the input, for the line */
+	const char *name;  /* the current phase */
+	char detail[512];  /* what it reads or writes, or made */
+	char kernels[64];  /* "1 kernel, 1 GEMM", once fused */
+	double t0, mark;   /* start of the compile, of the phase */
+	bool shown, stop;  /* the line is on the screen; the ticker is to end */
 	pthread_t ticker;
 	pthread_mutex_t lock;
-	pthread_cond_t wake;          /* the end of the compile, for the ticker */
+	pthread_cond_t wake; /* the end of the compile, for the ticker */
 } ph = { .lock = PTHREAD_MUTEX_INITIALIZER, .wake = PTHREAD_COND_INITIALIZER };
 
 /* the progress line, over what was there; the cursor stays at its end */
 static void
 draw(void)
 {
-	fprintf(stderr, "\rfp8cc: %s: %s%s%s, %.1f s\033[K", ph.file, ph.name, ph.kernels[0] ? ", " : "",
-		ph.kernels, (now_ms() - ph.t0) / 1000);
+	fprintf(stderr, "\rfp8cc: %s: %s%s%s, %.1f s\033[K", ph.file, ph.name, ph.kernels[0] ? ", " : "", ph.kernels,
+		(now_ms() - ph.t0) / 1000);
 	fflush(stderr);
 	ph.shown = true;
 }
@@ -486,8 +493,8 @@ count_kernels(const Program *prog)
 			gemms += op_gemm((Op)prog->fns[f]->ins[i].op);
 	}
 	pthread_mutex_lock(&ph.lock);
-	snprintf(ph.kernels, sizeof ph.kernels, "%u kernel%s, %u GEMM%s", kernels, kernels == 1 ? "" : "s",
-		gemms, gemms == 1 ? "" : "s");
+	snprintf(ph.kernels, sizeof ph.kernels, "%u kernel%s, %u GEMM%s", kernels, kernels == 1 ? "" : "s", gemms,
+		gemms == 1 ? "" : "s");
 	snprintf(ph.detail, sizeof ph.detail, "%s", ph.kernels);
 	pthread_mutex_unlock(&ph.lock);
 }
@@ -508,8 +515,7 @@ file_name(const Program *prog, uint32_t f, const char *name, char *buf, size_t n
 /* one input tensor: from the file under its name (FUNCTION/NAME or NAME),
  * else seeded random, with a warning that names it */
 static Tensor *
-load_input(const Program *prog, uint32_t f, uint32_t p, const StFile *st, const Options *o, char *err,
-	size_t errlen)
+load_input(const Program *prog, uint32_t f, uint32_t p, const StFile *st, const Options *o, char *err, size_t errlen)
 {
 	Func *fn = prog->fns[f];
 	uint32_t v = fn->params[p];
@@ -540,9 +546,9 @@ load_input(const Program *prog, uint32_t f, uint32_t p, const StFile *st, const 
 		return t;
 	}
 	if (dt_lookup(s->dtype, strlen(s->dtype), 4) != val->dtype || s->rank != val->rank ||
-	    memcmp(s->dims, ir_dims(fn, v), (size_t)s->rank * sizeof(int64_t)) != 0) {
-		snprintf(err, errlen, "input '%s' in the file is %s with %d dims; the program wants %s",
-			qname, s->dtype, s->rank, ir_dtypes[val->dtype].name);
+		memcmp(s->dims, ir_dims(fn, v), (size_t)s->rank * sizeof(int64_t)) != 0) {
+		snprintf(err, errlen, "input '%s' in the file is %s with %d dims; the program wants %s", qname,
+			s->dtype, s->rank, ir_dtypes[val->dtype].name);
 		tensor_free(t);
 		return NULL;
 	}
@@ -611,8 +617,8 @@ tl_free(TList *l)
  * the outputs that write them; the other inputs come from the file (or are
  * drawn), the other outputs go to outs. */
 static bool
-run_function(const Program *prog, uint32_t f, const StFile *st, const Options *o, Tensor **state, TList *used,
-	TList *outs)
+run_function(
+	const Program *prog, uint32_t f, const StFile *st, const Options *o, Tensor **state, TList *used, TList *outs)
 {
 	Func *fn = prog->fns[f];
 	Tensor **ins = calloc(fn->nparams + 1, sizeof *ins), **res = calloc(fn->nrets + 1, sizeof *res);
@@ -699,12 +705,15 @@ gemms_ok(Func *fn, const Source *src)
 		int ra = fn->vals[a[0]].rank;
 
 		if (in->op == OP_SCALED_MM && !fp8_gemm_dims_ok(da[1], db[1])) {
-			fe_error(src, in->line, in->col, "scaled_mm with K=%lld and N=%lld: cuBLASLt's FP8 GEMMs "
-				"need K and N multiples of %d", (long long)da[1], (long long)db[1], FP8_GEMM_MULTIPLE);
+			fe_error(src, in->line, in->col,
+				"scaled_mm with K=%lld and N=%lld: cuBLASLt's FP8 GEMMs "
+				"need K and N multiples of %d",
+				(long long)da[1], (long long)db[1], FP8_GEMM_MULTIPLE);
 			ok = false;
 		}
 		if (in->op == OP_MATMUL && da[ra - (in->flags & IF_TRANS_A ? 2 : 1)] == 0) {
-			fe_error(src, in->line, in->col, "matmul with K=0 (an empty sum): the GPU backend does not "
+			fe_error(src, in->line, in->col,
+				"matmul with K=0 (an empty sum): the GPU backend does not "
 				"compile it (--interpret computes it)");
 			ok = false;
 		}
@@ -826,7 +835,8 @@ lowered(Func *fn, const Options *o)
 		return 0;
 	if (!o->passes.only)
 		die("the pipeline left the program unlowered: %s", err);
-	fprintf(stderr, "fp8cc: --passes=%s leaves the program unlowered for --emit=%s: %s\n"
+	fprintf(stderr,
+		"fp8cc: --passes=%s leaves the program unlowered for --emit=%s: %s\n"
 		"fp8cc: a list for plan, llvm or ptx output ends with layouts,fuse\n",
 		o->passes.only, o->emit ? o->emit : "ptx", err);
 	return 2;
@@ -847,9 +857,12 @@ static int
 emit(const Program *prog, const Source *srcs, const Options *o)
 {
 	Emit kind = emit_kind(o);
-	BeOptions be = { .gpu = o->gpu ? o->gpu : "sm_90", .path = srcs[0].path, .cuda_path = o->cuda_path,
-		.phase = phase, .print_memplan = o->passes.print_after_all ||
-		(o->passes.print_after && !strcmp(o->passes.print_after, "memplan")) };
+	BeOptions be = { .gpu = o->gpu ? o->gpu : "sm_90",
+		.path = srcs[0].path,
+		.cuda_path = o->cuda_path,
+		.phase = phase,
+		.print_memplan = o->passes.print_after_all ||
+			(o->passes.print_after && !strcmp(o->passes.print_after, "memplan")) };
 	char *buf = NULL, pathbuf[4096];
 	const char *path = output_path(o, kind, pathbuf, sizeof pathbuf);
 	size_t len = 0;
@@ -900,8 +913,8 @@ read_signature(Arena *a, const char *path, FeSig *sig)
 		FeSigEntry *e = &sig->e[sig->n++];
 
 		if ((dt = dt_lookup(st.t[i].dtype, strlen(st.t[i].dtype), 4)) < 0) {
-			env_error("--signature: %s: tensor '%s' has dtype %s, which fp8cc does not know",
-				path, st.t[i].name, st.t[i].dtype);
+			env_error("--signature: %s: tensor '%s' has dtype %s, which fp8cc does not know", path,
+				st.t[i].name, st.t[i].dtype);
 			st_free(&st);
 			return false;
 		}

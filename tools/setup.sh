@@ -1,12 +1,14 @@
 #!/usr/bin/env bash
 # Install what fp8cc needs to build and test on Debian 12, idempotently:
 # LLVM 22 (C API, NVPTX, lit, FileCheck), criterion, jansson, Graphviz (the
-# --emit=dot test renders with dot), pkg-config (the install test), cmake, a C compiler.
+# --emit=dot test renders with dot), pkg-config (the install test), cmake, a C compiler,
+# clang-format 22 (the style check of the test command).
 # `tools/setup.sh fuzz` adds clang 22 and its sanitizer and libFuzzer
 # runtimes, for the fuzz harnesses (tools/fuzz.sh).
 # The CUDA 13 toolkit is expected at /usr/local/cuda (CUDA_ROOT to change it).
 set -euo pipefail
-pkgs=(llvm-22-dev llvm-22-tools libcriterion-dev libjansson-dev graphviz pkg-config cmake make gcc python3)
+pkgs=(llvm-22-dev llvm-22-tools libcriterion-dev libjansson-dev graphviz pkg-config cmake make gcc python3
+	clang-format-22)
 [ "${1:-}" != fuzz ] || pkgs+=(clang-22 libclang-rt-22-dev)
 missing=()
 for p in "${pkgs[@]}"; do

@@ -21,15 +21,15 @@
 
 /* One input or output. */
 typedef struct {
-	const char *name;     /* the trace's name */
-	const char *dtype;    /* plan spelling: "bf16", "f8e4m3fn" */
-	int rank;             /* 0 for a scalar */
-	const int64_t *dims;  /* rank of them */
+	const char *name;    /* the trace's name */
+	const char *dtype;   /* plan spelling: "bf16", "f8e4m3fn" */
+	int rank;            /* 0 for a scalar */
+	const int64_t *dims; /* rank of them */
 } SigTensor;
 
 /* One function (entry point) of a program. */
 typedef struct {
-	const char *name;     /* NULL: unknown (the plan of version 1 does not name it); JSON null */
+	const char *name; /* NULL: unknown (the plan of version 1 does not name it); JSON null */
 	const SigTensor *in, *out;
 	int nin, nout;
 } SigFunc;

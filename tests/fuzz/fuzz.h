@@ -16,9 +16,9 @@
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 /* a finding: say what and abort, so libFuzzer keeps the input */
-#define FUZZ_FAIL(...) \
-	(fprintf(stderr, "fuzz: %s:%d: ", __FILE__, __LINE__), fprintf(stderr, __VA_ARGS__), \
-	fputc('\n', stderr), abort())
+#define FUZZ_FAIL(...)                                                                                            \
+	(fprintf(stderr, "fuzz: %s:%d: ", __FILE__, __LINE__), fprintf(stderr, __VA_ARGS__), fputc('\n', stderr), \
+		abort())
 
 /* data as a NUL-terminated malloc'd copy (the readers' Source.text) */
 static inline char *

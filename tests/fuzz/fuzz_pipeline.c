@@ -15,13 +15,13 @@
 #include "fe.h"
 #include "fuzz.h"
 
-#define MAXELEMS (1 << 16)    /* interpret programs whose values hold this many elements */
-#define MAXMACS (1 << 18)     /* and whose GEMMs about this many multiply-adds */
+#define MAXELEMS (1 << 16) /* interpret programs whose values hold this many elements */
+#define MAXMACS  (1 << 18) /* and whose GEMMs about this many multiply-adds */
 
 typedef struct {
 	uint32_t n;
 	Tensor **t;
-	bool ok;              /* false: the interpreter refused (a gather index out of range, ...) */
+	bool ok; /* false: the interpreter refused (a gather index out of range, ...) */
 	char err[256];
 } Outs;
 
@@ -43,7 +43,7 @@ small(Func *fn)
 
 		if (!op_gemm((Op)in->op))
 			continue;
-		for (int d = 0; d < fn->vals[a].rank; d++)   /* at least K */
+		for (int d = 0; d < fn->vals[a].rank; d++) /* at least K */
 			k = ir_dims(fn, a)[d] > k ? ir_dims(fn, a)[d] : k;
 		if (ir_numel(fn, in->res) * k > MAXMACS)
 			return false;
@@ -58,8 +58,8 @@ gemms_ok(Func *fn)
 	for (uint32_t i = 0; i < fn->nins; i++) {
 		const Instr *in = &fn->ins[i];
 
-		if (in->op == OP_SCALED_MM && (ir_dims(fn, ir_args(fn, in)[0])[1] % 16 ||
-		    ir_dims(fn, ir_args(fn, in)[1])[1] % 16))
+		if (in->op == OP_SCALED_MM &&
+			(ir_dims(fn, ir_args(fn, in)[0])[1] % 16 || ir_dims(fn, ir_args(fn, in)[1])[1] % 16))
 			return false;
 	}
 	return true;
@@ -83,7 +83,7 @@ interpret(Func *fn, uint64_t seed, bool special)
 		else
 			tensor_randn(ins[p], seed + p);
 	}
-	if (!ir_interpret(fn, ins, o.t, o.err, sizeof o.err)) {   /* data it cannot run on */
+	if (!ir_interpret(fn, ins, o.t, o.err, sizeof o.err)) { /* data it cannot run on */
 		o.ok = false;
 		for (uint32_t i = 0; i < o.n; i++)
 			tensor_free(o.t[i]), o.t[i] = NULL;
@@ -117,9 +117,9 @@ same_outs(const Outs *a, const Outs *b, int opt)
 		if (strcmp(x->name, y->name))
 			FUZZ_FAIL("-O%d: output %u is '%s', '%s' before the passes", opt, i, y->name, x->name);
 		if (x->dtype != y->dtype || x->rank != y->rank || memcmp(x->dims, y->dims, sizeof x->dims) ||
-		    memcmp(x->data, y->data, tensor_bytes(x)))
-			FUZZ_FAIL("-O%d: output %u '%s' differs from the interpreter's before the passes",
-				opt, i, x->name);
+			memcmp(x->data, y->data, tensor_bytes(x)))
+			FUZZ_FAIL("-O%d: output %u '%s' differs from the interpreter's before the passes", opt, i,
+				x->name);
 	}
 }
 

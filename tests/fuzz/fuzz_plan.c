@@ -26,8 +26,8 @@ check_gemm(const RtPlan *p, const RtFunc *fn, const RtGemm *g, int i)
 	if (g->has_bias)
 		check_ref(p, fn, g->bias);
 	if (rt_plan_ref_bytes(p, fn, g->a) < rt_gemm_span(g->batch, g->stride_a, g->m, g->k) ||
-	    rt_plan_ref_bytes(p, fn, g->b) < rt_gemm_span(g->batch, g->stride_b, g->k, g->n) ||
-	    rt_plan_ref_bytes(p, fn, g->d) < rt_gemm_span(g->batch, g->stride_d, g->m, g->n))
+		rt_plan_ref_bytes(p, fn, g->b) < rt_gemm_span(g->batch, g->stride_b, g->k, g->n) ||
+		rt_plan_ref_bytes(p, fn, g->d) < rt_gemm_span(g->batch, g->stride_d, g->m, g->n))
 		FUZZ_FAIL("gemm %d operands smaller than m, n, k, batch and strides say", i);
 }
 
@@ -36,7 +36,7 @@ check_func(const RtPlan *p, const RtFunc *fn)
 {
 	for (int i = 0; i < fn->nbuf; i++)
 		if (fn->buf[i].offset < 0 || fn->buf[i].bytes < 0 ||
-		    fn->buf[i].offset + fn->buf[i].bytes > fn->workspace)
+			fn->buf[i].offset + fn->buf[i].bytes > fn->workspace)
 			FUZZ_FAIL("buffer %d outside the workspace", i);
 	for (int i = 0; i < fn->nreads; i++)
 		if (fn->reads[i] < 0 || fn->reads[i] >= p->nstate)
@@ -52,7 +52,7 @@ check_func(const RtPlan *p, const RtFunc *fn)
 		} else {
 			check_ref(p, fn, s->u.copy.dst), check_ref(p, fn, s->u.copy.src);
 			if (s->u.copy.bytes > rt_plan_ref_bytes(p, fn, s->u.copy.src) ||
-			    s->u.copy.bytes > rt_plan_ref_bytes(p, fn, s->u.copy.dst))
+				s->u.copy.bytes > rt_plan_ref_bytes(p, fn, s->u.copy.dst))
 				FUZZ_FAIL("copy %d larger than its operands", i);
 		}
 	}
@@ -65,9 +65,9 @@ check_plan(const RtPlan *p, size_t len)
 		FUZZ_FAIL("ptx_offset %zu of %zu, sm %d, %d functions", p->ptx_offset, len, p->sm, p->nfunc);
 	for (int i = 0; i < p->nstate; i++)
 		if (p->state[i].from < 0 || p->state[i].from >= p->nfunc || p->state[i].offset % 256 ||
-		    p->state[i].offset >= p->state_bytes)
+			p->state[i].offset >= p->state_bytes)
 			FUZZ_FAIL("state %d: from %d, offset %lld of %lld", i, p->state[i].from,
-			    (long long)p->state[i].offset, (long long)p->state_bytes);
+				(long long)p->state[i].offset, (long long)p->state_bytes);
 	for (int f = 0; f < p->nfunc; f++)
 		check_func(p, &p->func[f]);
 }

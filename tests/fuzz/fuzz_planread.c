@@ -25,8 +25,8 @@ fuzz_read_plan(const char *text, size_t len, int version, uint32_t nin, const ch
 	const RtFunc *fn = &p.func[0];
 
 	if (p.nfunc != 1 || (uint32_t)fn->nin != nin || (uint32_t)fn->nout != nout)
-		FUZZ_FAIL("the plan has %d functions, %d inputs and %d outputs, the program 1, %u and %u",
-		    p.nfunc, fn->nin, fn->nout, nin, nout);
+		FUZZ_FAIL("the plan has %d functions, %d inputs and %d outputs, the program 1, %u and %u", p.nfunc,
+			fn->nin, fn->nout, nin, nout);
 	for (uint32_t i = 0; i < nout; i++)
 		if (strcmp(fn->out[i].name, outs[i]))
 			FUZZ_FAIL("plan output %u is '%s', the program's '%s'", i, fn->out[i].name, outs[i]);

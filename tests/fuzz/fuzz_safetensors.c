@@ -58,8 +58,8 @@ check_same(const StFile *a, const StFile *b)
 		const StTensor *x = &a->t[i], *y = &b->t[i];
 
 		if (strcmp(x->name, y->name) || strcmp(x->dtype, y->dtype) || x->rank != y->rank ||
-		    memcmp(x->dims, y->dims, sizeof x->dims) || x->nbytes != y->nbytes ||
-		    memcmp(x->data, y->data, x->nbytes))
+			memcmp(x->dims, y->dims, sizeof x->dims) || x->nbytes != y->nbytes ||
+			memcmp(x->data, y->data, x->nbytes))
 			FUZZ_FAIL("tensor %d '%s' reads back different", i, x->name);
 	}
 }

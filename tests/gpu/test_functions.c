@@ -21,205 +21,217 @@
 
 #define N 1024
 
-static fp8rt_context *mock_context(void)
+static fp8rt_context *
+mock_context(void)
 {
-    fp8rt_context *ctx = NULL;
-    setenv("FP8RT_LIBCUDA", MOCKCUDA_PATH, 1);
-    CHECK_OK(fp8rt_context_create(0, &ctx), NULL);
-    return ctx;
+	fp8rt_context *ctx = NULL;
+	setenv("FP8RT_LIBCUDA", MOCKCUDA_PATH, 1);
+	CHECK_OK(fp8rt_context_create(0, &ctx), NULL);
+	return ctx;
 }
 
 /* A device tensor of n f32 values from host, small integers drawn from seed. */
 typedef struct {
-    void *d;
-    float *h;
-    fp8rt_tensor t;
+	void *d;
+	float *h;
+	fp8rt_tensor t;
 } Buf;
 
-static Buf buf_new(fp8rt_context *ctx, int rank, const int64_t *dims, uint64_t seed)
+static Buf
+buf_new(fp8rt_context *ctx, int rank, const int64_t *dims, uint64_t seed)
 {
-    Buf b;
-    size_t n = 1;
-    for (int i = 0; i < rank; i++)
-        n *= (size_t)dims[i];
-    b.h = calloc(n + 1, sizeof *b.h);
-    cr_assert(b.h);
-    for (size_t i = 0; seed && i < n; i++)
-        b.h[i] = (float)((int)(rnd(&seed) % 7) - 3);
-    CHECK_OK(fp8rt_malloc(ctx, (n + 1) * 4, &b.d), ctx);
-    CHECK_OK(fp8rt_memcpy_htod(ctx, b.d, b.h, n * 4), ctx);
-    b.t = fp8rt_tensor_dense(b.d, FP8RT_F32, rank, dims);
-    return b;
+	Buf b;
+	size_t n = 1;
+	for (int i = 0; i < rank; i++)
+		n *= (size_t)dims[i];
+	b.h = calloc(n + 1, sizeof *b.h);
+	cr_assert(b.h);
+	for (size_t i = 0; seed && i < n; i++)
+		b.h[i] = (float)((int)(rnd(&seed) % 7) - 3);
+	CHECK_OK(fp8rt_malloc(ctx, (n + 1) * 4, &b.d), ctx);
+	CHECK_OK(fp8rt_memcpy_htod(ctx, b.d, b.h, n * 4), ctx);
+	b.t = fp8rt_tensor_dense(b.d, FP8RT_F32, rank, dims);
+	return b;
 }
 
-static void buf_get(fp8rt_context *ctx, Buf *b, size_t n)
+static void
+buf_get(fp8rt_context *ctx, Buf *b, size_t n)
 {
-    CHECK_OK(fp8rt_synchronize(ctx, NULL), ctx);
-    CHECK_OK(fp8rt_memcpy_dtoh(ctx, b->h, b->d, n * 4), ctx);
+	CHECK_OK(fp8rt_synchronize(ctx, NULL), ctx);
+	CHECK_OK(fp8rt_memcpy_dtoh(ctx, b->h, b->d, n * 4), ctx);
 }
 
-static void buf_free(fp8rt_context *ctx, Buf *b)
+static void
+buf_free(fp8rt_context *ctx, Buf *b)
 {
-    CHECK_OK(fp8rt_free(ctx, b->d), ctx);
-    free(b->h);
+	CHECK_OK(fp8rt_free(ctx, b->d), ctx);
+	free(b->h);
 }
 
 /* C (m,n) = A (m,k) · B (k,n), row-major, each given by element functions */
-static float at2(const float *x, int64_t ld, int64_t r, int64_t c)
+static float
+at2(const float *x, int64_t ld, int64_t r, int64_t c)
 {
-    return x[r * ld + c];
+	return x[r * ld + c];
 }
 
-static void assert_equal(const float *want, const float *got, size_t n, const char *what)
+static void
+assert_equal(const float *want, const float *got, size_t n, const char *what)
 {
-    for (size_t i = 0; i < n; i++)
-        cr_assert(want[i] == got[i], "%s[%zu]: expected %g, got %g", what, i, want[i], got[i]);
+	for (size_t i = 0; i < n; i++)
+		cr_assert(want[i] == got[i], "%s[%zu]: expected %g, got %g", what, i, want[i], got[i]);
 }
 
 /* ---- the step program -------------------------------------------------------- */
 
 typedef struct {
-    fp8rt_context *ctx;
-    fp8rt_program *p;
-    Buf x, w, b, x3, v, y, z, g, gx, gw, ys;
+	fp8rt_context *ctx;
+	fp8rt_program *p;
+	Buf x, w, b, x3, v, y, z, g, gx, gw, ys;
 } Step;
 
-static Step step_new(void)
+static Step
+step_new(void)
 {
-    Step s;
-    memset(&s, 0, sizeof s);
-    s.ctx = mock_context();
-    char *ptx = test_step_ptx(0, NULL);
-    CHECK_OK(fp8rt_program_load_data(s.ctx, ptx, strlen(ptx), "step.ptx", &s.p), s.ctx);
-    free(ptx);
-    s.x = buf_new(s.ctx, 2, (int64_t[]){8, 16}, 1);
-    s.w = buf_new(s.ctx, 2, (int64_t[]){12, 16}, 2);
-    s.b = buf_new(s.ctx, 1, (int64_t[]){12}, 3);
-    s.x3 = buf_new(s.ctx, 3, (int64_t[]){2, 8, 16}, 4);
-    s.v = buf_new(s.ctx, 2, (int64_t[]){16, 4}, 5);
-    s.y = buf_new(s.ctx, 2, (int64_t[]){8, 12}, 0);
-    s.z = buf_new(s.ctx, 3, (int64_t[]){2, 8, 4}, 0);
-    s.g = buf_new(s.ctx, 2, (int64_t[]){8, 12}, 6);
-    s.gx = buf_new(s.ctx, 2, (int64_t[]){8, 16}, 0);
-    s.gw = buf_new(s.ctx, 2, (int64_t[]){12, 16}, 0);
-    s.ys = buf_new(s.ctx, 2, (int64_t[]){8, 12}, 0);
-    return s;
+	Step s;
+	memset(&s, 0, sizeof s);
+	s.ctx = mock_context();
+	char *ptx = test_step_ptx(0, NULL);
+	CHECK_OK(fp8rt_program_load_data(s.ctx, ptx, strlen(ptx), "step.ptx", &s.p), s.ctx);
+	free(ptx);
+	s.x = buf_new(s.ctx, 2, (int64_t[]){ 8, 16 }, 1);
+	s.w = buf_new(s.ctx, 2, (int64_t[]){ 12, 16 }, 2);
+	s.b = buf_new(s.ctx, 1, (int64_t[]){ 12 }, 3);
+	s.x3 = buf_new(s.ctx, 3, (int64_t[]){ 2, 8, 16 }, 4);
+	s.v = buf_new(s.ctx, 2, (int64_t[]){ 16, 4 }, 5);
+	s.y = buf_new(s.ctx, 2, (int64_t[]){ 8, 12 }, 0);
+	s.z = buf_new(s.ctx, 3, (int64_t[]){ 2, 8, 4 }, 0);
+	s.g = buf_new(s.ctx, 2, (int64_t[]){ 8, 12 }, 6);
+	s.gx = buf_new(s.ctx, 2, (int64_t[]){ 8, 16 }, 0);
+	s.gw = buf_new(s.ctx, 2, (int64_t[]){ 12, 16 }, 0);
+	s.ys = buf_new(s.ctx, 2, (int64_t[]){ 8, 12 }, 0);
+	return s;
 }
 
 /* Frees it all; `last`: no other context is alive, so no cuBLASLt object may be. */
-static void step_free(Step *s, int last)
+static void
+step_free(Step *s, int last)
 {
-    Buf *all[] = {&s->x, &s->w, &s->b, &s->x3, &s->v, &s->y, &s->z, &s->g, &s->gx, &s->gw, &s->ys};
-    CHECK_OK(fp8rt_program_destroy(s->p), s->ctx);
-    for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
-        buf_free(s->ctx, all[i]);
-    CHECK_OK(fp8rt_context_destroy(s->ctx), NULL);
-    int lt[4];
-    mocklt_live(lt);
-    cr_assert(!last || (!lt[0] && !lt[1] && !lt[2] && !lt[3]), "cuBLASLt objects live: %d %d %d %d", lt[0], lt[1], lt[2], lt[3]);
+	Buf *all[] = { &s->x, &s->w, &s->b, &s->x3, &s->v, &s->y, &s->z, &s->g, &s->gx, &s->gw, &s->ys };
+	CHECK_OK(fp8rt_program_destroy(s->p), s->ctx);
+	for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
+		buf_free(s->ctx, all[i]);
+	CHECK_OK(fp8rt_context_destroy(s->ctx), NULL);
+	int lt[4];
+	mocklt_live(lt);
+	cr_assert(!last || (!lt[0] && !lt[1] && !lt[2] && !lt[3]), "cuBLASLt objects live: %d %d %d %d", lt[0], lt[1],
+		lt[2], lt[3]);
 }
 
-static fp8rt_status forward(Step *s, fp8rt_state *st)
+static fp8rt_status
+forward(Step *s, fp8rt_state *st)
 {
-    fp8rt_tensor in[] = {s->x.t, s->w.t, s->b.t, s->x3.t, s->v.t}, out[] = {s->y.t, s->z.t};
-    return fp8rt_run_function(s->p, 0, st, in, 5, out, 2, NULL);
+	fp8rt_tensor in[] = { s->x.t, s->w.t, s->b.t, s->x3.t, s->v.t }, out[] = { s->y.t, s->z.t };
+	return fp8rt_run_function(s->p, 0, st, in, 5, out, 2, NULL);
 }
 
-static fp8rt_status backward(Step *s, fp8rt_state *st)
+static fp8rt_status
+backward(Step *s, fp8rt_state *st)
 {
-    fp8rt_tensor in[] = {s->g.t, s->w.t}, out[] = {s->gx.t, s->gw.t, s->ys.t};
-    return fp8rt_run_function(s->p, 1, st, in, 2, out, 3, NULL);
+	fp8rt_tensor in[] = { s->g.t, s->w.t }, out[] = { s->gx.t, s->gw.t, s->ys.t };
+	return fp8rt_run_function(s->p, 1, st, in, 2, out, 3, NULL);
 }
 
 /* What backward must give after a forward of x; with `fwd`, also the
  * outputs of that forward (the last one run). */
-static void check_step(Step *s, const float *x, int fwd)
+static void
+check_step(Step *s, const float *x, int fwd)
 {
-    float y[96], z[64], gx[128], gw[192];
-    for (int i = 0; i < 8; i++)
-        for (int j = 0; j < 12; j++) {
-            float acc = s->b.h[j];
-            for (int k = 0; k < 16; k++)
-                acc += at2(x, 16, i, k) * at2(s->w.h, 16, j, k);    /* x · wᵀ */
-            y[i * 12 + j] = acc > 0 ? acc : 0;
-        }
-    for (int bt = 0; bt < 2; bt++)
-        for (int i = 0; i < 8; i++)
-            for (int j = 0; j < 4; j++) {
-                float acc = 0;
-                for (int k = 0; k < 16; k++)
-                    acc += s->x3.h[bt * 128 + i * 16 + k] * at2(s->v.h, 4, k, j);
-                z[bt * 32 + i * 4 + j] = acc;
-            }
-    for (int i = 0; i < 8; i++)
-        for (int j = 0; j < 16; j++) {
-            float acc = 0;
-            for (int k = 0; k < 12; k++)
-                acc += at2(s->g.h, 12, i, k) * at2(s->w.h, 16, k, j);  /* g · w */
-            gx[i * 16 + j] = acc;
-        }
-    for (int i = 0; i < 12; i++)
-        for (int j = 0; j < 16; j++) {
-            float acc = 0;
-            for (int k = 0; k < 8; k++)
-                acc += at2(s->g.h, 12, k, i) * at2(x, 16, k, j);       /* gᵀ · x */
-            gw[i * 16 + j] = acc;
-        }
-    buf_get(s->ctx, &s->y, 96), buf_get(s->ctx, &s->z, 64), buf_get(s->ctx, &s->gx, 128);
-    buf_get(s->ctx, &s->gw, 192), buf_get(s->ctx, &s->ys, 96);
-    if (fwd) {
-        assert_equal(y, s->y.h, 96, "y");
-        assert_equal(z, s->z.h, 64, "z");
-    }
-    assert_equal(gx, s->gx.h, 128, "gx");
-    assert_equal(gw, s->gw.h, 192, "gw");
-    assert_equal(y, s->ys.h, 96, "ys (the saved y)");
+	float y[96], z[64], gx[128], gw[192];
+	for (int i = 0; i < 8; i++)
+		for (int j = 0; j < 12; j++) {
+			float acc = s->b.h[j];
+			for (int k = 0; k < 16; k++)
+				acc += at2(x, 16, i, k) * at2(s->w.h, 16, j, k); /* x · wᵀ */
+			y[i * 12 + j] = acc > 0 ? acc : 0;
+		}
+	for (int bt = 0; bt < 2; bt++)
+		for (int i = 0; i < 8; i++)
+			for (int j = 0; j < 4; j++) {
+				float acc = 0;
+				for (int k = 0; k < 16; k++)
+					acc += s->x3.h[bt * 128 + i * 16 + k] * at2(s->v.h, 4, k, j);
+				z[bt * 32 + i * 4 + j] = acc;
+			}
+	for (int i = 0; i < 8; i++)
+		for (int j = 0; j < 16; j++) {
+			float acc = 0;
+			for (int k = 0; k < 12; k++)
+				acc += at2(s->g.h, 12, i, k) * at2(s->w.h, 16, k, j); /* g · w */
+			gx[i * 16 + j] = acc;
+		}
+	for (int i = 0; i < 12; i++)
+		for (int j = 0; j < 16; j++) {
+			float acc = 0;
+			for (int k = 0; k < 8; k++)
+				acc += at2(s->g.h, 12, k, i) * at2(x, 16, k, j); /* gᵀ · x */
+			gw[i * 16 + j] = acc;
+		}
+	buf_get(s->ctx, &s->y, 96), buf_get(s->ctx, &s->z, 64), buf_get(s->ctx, &s->gx, 128);
+	buf_get(s->ctx, &s->gw, 192), buf_get(s->ctx, &s->ys, 96);
+	if (fwd) {
+		assert_equal(y, s->y.h, 96, "y");
+		assert_equal(z, s->z.h, 64, "z");
+	}
+	assert_equal(gx, s->gx.h, 128, "gx");
+	assert_equal(gw, s->gw.h, 192, "gw");
+	assert_equal(y, s->ys.h, 96, "ys (the saved y)");
 }
 
 Test(functions, signature)
 {
-    Step s = step_new();
-    fp8rt_tensor_info info;
-    int f = -1, from = -1, nin, nout;
-    cr_assert_eq(fp8rt_program_function_count(s.p), 2);
-    cr_assert_str_eq(fp8rt_program_function_name(s.p, 1), "backward");
-    cr_assert_null(fp8rt_program_function_name(s.p, 2));
-    CHECK_OK(fp8rt_program_find_function(s.p, "backward", &f), s.ctx);
-    cr_assert_eq(f, 1);
-    ASSERT_FAILS(fp8rt_program_find_function(s.p, "sideways", &f), FP8RT_INVALID_ARGUMENT, s.ctx,
-                 "step.ptx has no function 'sideways'");
-    CHECK_OK(fp8rt_function_io_count(s.p, 1, &nin, &nout), s.ctx);
-    cr_assert(nin == 2 && nout == 3);
-    CHECK_OK(fp8rt_program_io_count(s.p, &nin, &nout), s.ctx);
-    cr_assert(nin == 5 && nout == 2, "the program's signature is its first function's");
-    CHECK_OK(fp8rt_function_output(s.p, 1, 1, &info), s.ctx);
-    cr_assert(!strcmp(info.name, "gw") && info.rank == 2 && info.dims[0] == 12);
-    ASSERT_FAILS(fp8rt_function_input(s.p, 2, 0, &info), FP8RT_INVALID_ARGUMENT, s.ctx,
-                 "function 2 out of range (step.ptx has 2)");
-    cr_assert_eq(fp8rt_program_state_count(s.p), 2);
-    CHECK_OK(fp8rt_program_state_info(s.p, 1, &info, &from), s.ctx);
-    cr_assert(!strcmp(info.name, "y") && from == 0 && info.dtype == FP8RT_F32);
-    step_free(&s, 1);
+	Step s = step_new();
+	fp8rt_tensor_info info;
+	int f = -1, from = -1, nin, nout;
+	cr_assert_eq(fp8rt_program_function_count(s.p), 2);
+	cr_assert_str_eq(fp8rt_program_function_name(s.p, 1), "backward");
+	cr_assert_null(fp8rt_program_function_name(s.p, 2));
+	CHECK_OK(fp8rt_program_find_function(s.p, "backward", &f), s.ctx);
+	cr_assert_eq(f, 1);
+	ASSERT_FAILS(fp8rt_program_find_function(s.p, "sideways", &f), FP8RT_INVALID_ARGUMENT, s.ctx,
+		"step.ptx has no function 'sideways'");
+	CHECK_OK(fp8rt_function_io_count(s.p, 1, &nin, &nout), s.ctx);
+	cr_assert(nin == 2 && nout == 3);
+	CHECK_OK(fp8rt_program_io_count(s.p, &nin, &nout), s.ctx);
+	cr_assert(nin == 5 && nout == 2, "the program's signature is its first function's");
+	CHECK_OK(fp8rt_function_output(s.p, 1, 1, &info), s.ctx);
+	cr_assert(!strcmp(info.name, "gw") && info.rank == 2 && info.dims[0] == 12);
+	ASSERT_FAILS(fp8rt_function_input(s.p, 2, 0, &info), FP8RT_INVALID_ARGUMENT, s.ctx,
+		"function 2 out of range (step.ptx has 2)");
+	cr_assert_eq(fp8rt_program_state_count(s.p), 2);
+	CHECK_OK(fp8rt_program_state_info(s.p, 1, &info, &from), s.ctx);
+	cr_assert(!strcmp(info.name, "y") && from == 0 && info.dtype == FP8RT_F32);
+	step_free(&s, 1);
 }
 
 /* backward before forward reads state nobody wrote: refused; then the step
  * in order gives the reference results, twice (capture, replay) */
 Test(functions, forward_then_backward)
 {
-    Step s = step_new();
-    ASSERT_FAILS(backward(&s, NULL), FP8RT_INVALID_ARGUMENT, s.ctx,
-                 "fp8rt_run_function: backward reads state slot 0 'x', which forward writes and no run of forward "
-                 "has written into this state yet");
-    for (int i = 0; i < 2; i++) {
-        CHECK_OK(forward(&s, NULL), s.ctx);
-        CHECK_OK(backward(&s, NULL), s.ctx);
-        check_step(&s, s.x.h, 1);
-    }
-    CHECK_OK(fp8rt_program_set_graphs(s.p, 0), s.ctx);
-    CHECK_OK(forward(&s, NULL), s.ctx);
-    CHECK_OK(backward(&s, NULL), s.ctx);
-    check_step(&s, s.x.h, 1);
-    step_free(&s, 1);
+	Step s = step_new();
+	ASSERT_FAILS(backward(&s, NULL), FP8RT_INVALID_ARGUMENT, s.ctx,
+		"fp8rt_run_function: backward reads state slot 0 'x', which forward writes and no run of forward "
+		"has written into this state yet");
+	for (int i = 0; i < 2; i++) {
+		CHECK_OK(forward(&s, NULL), s.ctx);
+		CHECK_OK(backward(&s, NULL), s.ctx);
+		check_step(&s, s.x.h, 1);
+	}
+	CHECK_OK(fp8rt_program_set_graphs(s.p, 0), s.ctx);
+	CHECK_OK(forward(&s, NULL), s.ctx);
+	CHECK_OK(backward(&s, NULL), s.ctx);
+	check_step(&s, s.x.h, 1);
+	step_free(&s, 1);
 }
 
 /* Two states keep two forwards' saved tensors apart (graphs key on the
@@ -227,214 +239,244 @@ Test(functions, forward_then_backward)
  * program's only. */
 Test(functions, states_are_separate)
 {
-    Step s = step_new();
-    Step t = step_new();
-    fp8rt_state *s2 = NULL;
-    fp8rt_tensor slot;
-    float x1[128], x2[128], got[128];
-    memcpy(x1, s.x.h, sizeof x1);
-    CHECK_OK(fp8rt_state_create(s.p, &s2), s.ctx);
-    CHECK_OK(forward(&s, NULL), s.ctx);
-    for (int i = 0; i < 128; i++)
-        x2[i] = s.x.h[i] = (float)(i % 5) - 2;
-    CHECK_OK(fp8rt_memcpy_htod(s.ctx, s.x.d, x2, sizeof x2), s.ctx);
-    CHECK_OK(forward(&s, s2), s.ctx);
-    CHECK_OK(backward(&s, NULL), s.ctx);
-    check_step(&s, x1, 0);
-    CHECK_OK(backward(&s, s2), s.ctx);
-    check_step(&s, x2, 1);
-    CHECK_OK(fp8rt_state_tensor(s2, 0, &slot), s.ctx);
-    cr_assert(slot.dtype == FP8RT_F32 && slot.rank == 2 && slot.dims[1] == 16 && slot.strides[0] == 16);
-    CHECK_OK(fp8rt_memcpy_dtoh(s.ctx, got, slot.data, sizeof got), s.ctx);
-    assert_equal(x2, got, 128, "state slot 0");
-    ASSERT_FAILS(fp8rt_state_tensor(s2, 2, &slot), FP8RT_INVALID_ARGUMENT, s.ctx, "slot 2 out of range");
-    ASSERT_FAILS(backward(&t, s2), FP8RT_INVALID_ARGUMENT, t.ctx, "the state belongs to step.ptx, not to step.ptx");
-    /* a new state has nothing written, until the caller says so */
-    fp8rt_state *s3 = NULL;
-    CHECK_OK(fp8rt_state_create(s.p, &s3), s.ctx);
-    ASSERT_FAILS(backward(&s, s3), FP8RT_INVALID_ARGUMENT, s.ctx, "reads state slot 0 'x'");
-    CHECK_OK(fp8rt_state_mark_written(s3, 0), s.ctx);
-    CHECK_OK(fp8rt_state_mark_written(s3, 1), s.ctx);
-    CHECK_OK(backward(&s, s3), s.ctx);
-    CHECK_OK(fp8rt_state_destroy(s3), s.ctx);
-    CHECK_OK(fp8rt_state_destroy(s2), s.ctx);
-    CHECK_OK(fp8rt_state_destroy(NULL), s.ctx);
-    cr_assert_not_null(fp8rt_program_default_state(s.p));
-    step_free(&t, 0);
-    step_free(&s, 1);   /* frees the default state with the program */
+	Step s = step_new();
+	Step t = step_new();
+	fp8rt_state *s2 = NULL;
+	fp8rt_tensor slot;
+	float x1[128], x2[128], got[128];
+	memcpy(x1, s.x.h, sizeof x1);
+	CHECK_OK(fp8rt_state_create(s.p, &s2), s.ctx);
+	CHECK_OK(forward(&s, NULL), s.ctx);
+	for (int i = 0; i < 128; i++)
+		x2[i] = s.x.h[i] = (float)(i % 5) - 2;
+	CHECK_OK(fp8rt_memcpy_htod(s.ctx, s.x.d, x2, sizeof x2), s.ctx);
+	CHECK_OK(forward(&s, s2), s.ctx);
+	CHECK_OK(backward(&s, NULL), s.ctx);
+	check_step(&s, x1, 0);
+	CHECK_OK(backward(&s, s2), s.ctx);
+	check_step(&s, x2, 1);
+	CHECK_OK(fp8rt_state_tensor(s2, 0, &slot), s.ctx);
+	cr_assert(slot.dtype == FP8RT_F32 && slot.rank == 2 && slot.dims[1] == 16 && slot.strides[0] == 16);
+	CHECK_OK(fp8rt_memcpy_dtoh(s.ctx, got, slot.data, sizeof got), s.ctx);
+	assert_equal(x2, got, 128, "state slot 0");
+	ASSERT_FAILS(fp8rt_state_tensor(s2, 2, &slot), FP8RT_INVALID_ARGUMENT, s.ctx, "slot 2 out of range");
+	ASSERT_FAILS(backward(&t, s2), FP8RT_INVALID_ARGUMENT, t.ctx, "the state belongs to step.ptx, not to step.ptx");
+	/* a new state has nothing written, until the caller says so */
+	fp8rt_state *s3 = NULL;
+	CHECK_OK(fp8rt_state_create(s.p, &s3), s.ctx);
+	ASSERT_FAILS(backward(&s, s3), FP8RT_INVALID_ARGUMENT, s.ctx, "reads state slot 0 'x'");
+	CHECK_OK(fp8rt_state_mark_written(s3, 0), s.ctx);
+	CHECK_OK(fp8rt_state_mark_written(s3, 1), s.ctx);
+	CHECK_OK(backward(&s, s3), s.ctx);
+	CHECK_OK(fp8rt_state_destroy(s3), s.ctx);
+	CHECK_OK(fp8rt_state_destroy(s2), s.ctx);
+	CHECK_OK(fp8rt_state_destroy(NULL), s.ctx);
+	cr_assert_not_null(fp8rt_program_default_state(s.p));
+	step_free(&t, 0);
+	step_free(&s, 1); /* frees the default state with the program */
 }
 
 /* ---- fp8rt_matmul ------------------------------------------------------------ */
 
 typedef struct {
-    fp8rt_dtype dt;
-    int m, n, k, batch, ta, tb, pad;    /* pad: extra elements per row of a, b, d */
-    int share_a, share_b;               /* stride 0 */
-    int bias;
-    fp8rt_epilogue epi;
+	fp8rt_dtype dt;
+	int m, n, k, batch, ta, tb, pad; /* pad: extra elements per row of a, b, d */
+	int share_a, share_b;            /* stride 0 */
+	int bias;
+	fp8rt_epilogue epi;
 } Form;
 
 static const Form forms[] = {
-    {FP8RT_F32, 5, 7, 3, 1, 0, 0, 0, 0, 0, 0, FP8RT_EPILOGUE_NONE},
-    {FP8RT_F32, 5, 7, 3, 1, 1, 0, 0, 0, 0, 0, FP8RT_EPILOGUE_NONE},
-    {FP8RT_F32, 5, 7, 3, 1, 0, 1, 0, 0, 0, 0, FP8RT_EPILOGUE_NONE},
-    {FP8RT_F32, 5, 7, 3, 1, 1, 1, 0, 0, 0, 0, FP8RT_EPILOGUE_NONE},
-    {FP8RT_F32, 4, 6, 8, 3, 0, 1, 0, 0, 0, 1, FP8RT_EPILOGUE_RELU},
-    {FP8RT_F32, 4, 6, 8, 3, 1, 0, 2, 1, 0, 1, FP8RT_EPILOGUE_NONE},
-    {FP8RT_F32, 4, 6, 8, 3, 0, 0, 0, 0, 1, 0, FP8RT_EPILOGUE_GELU},
-    {FP8RT_F64, 3, 5, 9, 2, 1, 1, 1, 0, 0, 1, FP8RT_EPILOGUE_GELU},
-    {FP8RT_BF16, 6, 8, 16, 2, 0, 1, 0, 0, 0, 1, FP8RT_EPILOGUE_RELU},
-    {FP8RT_F16, 6, 8, 16, 1, 1, 0, 8, 0, 0, 0, FP8RT_EPILOGUE_NONE},
+	{ FP8RT_F32, 5, 7, 3, 1, 0, 0, 0, 0, 0, 0, FP8RT_EPILOGUE_NONE },
+	{ FP8RT_F32, 5, 7, 3, 1, 1, 0, 0, 0, 0, 0, FP8RT_EPILOGUE_NONE },
+	{ FP8RT_F32, 5, 7, 3, 1, 0, 1, 0, 0, 0, 0, FP8RT_EPILOGUE_NONE },
+	{ FP8RT_F32, 5, 7, 3, 1, 1, 1, 0, 0, 0, 0, FP8RT_EPILOGUE_NONE },
+	{ FP8RT_F32, 4, 6, 8, 3, 0, 1, 0, 0, 0, 1, FP8RT_EPILOGUE_RELU },
+	{ FP8RT_F32, 4, 6, 8, 3, 1, 0, 2, 1, 0, 1, FP8RT_EPILOGUE_NONE },
+	{ FP8RT_F32, 4, 6, 8, 3, 0, 0, 0, 0, 1, 0, FP8RT_EPILOGUE_GELU },
+	{ FP8RT_F64, 3, 5, 9, 2, 1, 1, 1, 0, 0, 1, FP8RT_EPILOGUE_GELU },
+	{ FP8RT_BF16, 6, 8, 16, 2, 0, 1, 0, 0, 0, 1, FP8RT_EPILOGUE_RELU },
+	{ FP8RT_F16, 6, 8, 16, 1, 1, 0, 8, 0, 0, 0, FP8RT_EPILOGUE_NONE },
 };
 
-static void put(void *p, fp8rt_dtype dt, size_t i, double v)
+static void
+put(void *p, fp8rt_dtype dt, size_t i, double v)
 {
-    float f = (float)v;
-    uint16_t h;
-    switch (dt) {
-    case FP8RT_F64: memcpy((char *)p + 8 * i, &v, 8); return;
-    case FP8RT_F32: memcpy((char *)p + 4 * i, &f, 4); return;
-    case FP8RT_F16: h = f16_encode(f); break;
-    default: h = bf16_encode(f); break;
-    }
-    memcpy((char *)p + 2 * i, &h, 2);
+	float f = (float)v;
+	uint16_t h;
+	switch (dt) {
+	case FP8RT_F64: memcpy((char *)p + 8 * i, &v, 8); return;
+	case FP8RT_F32: memcpy((char *)p + 4 * i, &f, 4); return;
+	case FP8RT_F16: h = f16_encode(f); break;
+	default:        h = bf16_encode(f); break;
+	}
+	memcpy((char *)p + 2 * i, &h, 2);
 }
 
-static double get(const void *p, fp8rt_dtype dt, size_t i)
+static double
+get(const void *p, fp8rt_dtype dt, size_t i)
 {
-    float f;
-    double d;
-    uint16_t h;
-    switch (dt) {
-    case FP8RT_F64: memcpy(&d, (const char *)p + 8 * i, 8); return d;
-    case FP8RT_F32: memcpy(&f, (const char *)p + 4 * i, 4); return f;
-    case FP8RT_F16: memcpy(&h, (const char *)p + 2 * i, 2); return f16_decode(h);
-    default: memcpy(&h, (const char *)p + 2 * i, 2); return bf16_decode(h);
-    }
+	float f;
+	double d;
+	uint16_t h;
+	switch (dt) {
+	case FP8RT_F64: memcpy(&d, (const char *)p + 8 * i, 8); return d;
+	case FP8RT_F32: memcpy(&f, (const char *)p + 4 * i, 4); return f;
+	case FP8RT_F16: memcpy(&h, (const char *)p + 2 * i, 2); return f16_decode(h);
+	default:        memcpy(&h, (const char *)p + 2 * i, 2); return bf16_decode(h);
+	}
 }
 
 /* rounded to dt, as the GEMM's output is */
-static double round_to(fp8rt_dtype dt, double v)
+static double
+round_to(fp8rt_dtype dt, double v)
 {
-    char b[8];
-    put(b, dt, 0, v);
-    return get(b, dt, 0);
+	char b[8];
+	put(b, dt, 0, v);
+	return get(b, dt, 0);
 }
 
-static double act(fp8rt_epilogue e, double x)
+static double
+act(fp8rt_epilogue e, double x)
 {
-    if (e == FP8RT_EPILOGUE_RELU)
-        return x > 0 ? x : 0;
-    if (e == FP8RT_EPILOGUE_GELU)
-        return 0.5 * x * (1 + tanh(0.7978845608028654 * (x + 0.044715 * x * x * x)));
-    return x;
+	if (e == FP8RT_EPILOGUE_RELU)
+		return x > 0 ? x : 0;
+	if (e == FP8RT_EPILOGUE_GELU)
+		return 0.5 * x * (1 + tanh(0.7978845608028654 * (x + 0.044715 * x * x * x)));
+	return x;
 }
 
 Test(matmul, every_form)
 {
-    fp8rt_context *ctx = mock_context();
-    for (size_t fi = 0; fi < sizeof forms / sizeof forms[0]; fi++) {
-        const Form *f = &forms[fi];
-        size_t es = fp8rt_dtype_size(f->dt);
-        int64_t ar = f->ta ? f->k : f->m, ac = f->ta ? f->m : f->k;    /* a as stored */
-        int64_t br = f->tb ? f->n : f->k, bc = f->tb ? f->k : f->n;
-        int64_t lda = ac + f->pad, ldb = bc + f->pad, ldd = f->n + f->pad;
-        int64_t sa = f->share_a ? 0 : ar * lda, sb = f->share_b ? 0 : br * ldb, sd = f->m * ldd;
-        size_t na = (size_t)(sa * (f->batch - 1) + ar * lda), nb = (size_t)(sb * (f->batch - 1) + br * ldb);
-        size_t nd = (size_t)(sd * f->batch);
-        char *ha = calloc(na, es), *hb = calloc(nb, es), *hbias = calloc((size_t)f->n, es), *hd = calloc(nd, es);
-        uint64_t seed = 11 + fi;
-        cr_assert(ha && hb && hbias && hd);
-        for (size_t i = 0; i < na; i++)
-            put(ha, f->dt, i, (int)(rnd(&seed) % 7) - 3);
-        for (size_t i = 0; i < nb; i++)
-            put(hb, f->dt, i, (int)(rnd(&seed) % 7) - 3);
-        for (int i = 0; i < f->n; i++)
-            put(hbias, f->dt, (size_t)i, (int)(rnd(&seed) % 5) - 2);
-        void *da, *db, *dbias, *dd;
-        CHECK_OK(fp8rt_malloc(ctx, na * es, &da), ctx);
-        CHECK_OK(fp8rt_malloc(ctx, nb * es, &db), ctx);
-        CHECK_OK(fp8rt_malloc(ctx, (size_t)f->n * es, &dbias), ctx);
-        CHECK_OK(fp8rt_malloc(ctx, nd * es, &dd), ctx);
-        CHECK_OK(fp8rt_memcpy_htod(ctx, da, ha, na * es), ctx);
-        CHECK_OK(fp8rt_memcpy_htod(ctx, db, hb, nb * es), ctx);
-        CHECK_OK(fp8rt_memcpy_htod(ctx, dbias, hbias, (size_t)f->n * es), ctx);
-        CHECK_OK(fp8rt_memset(ctx, dd, 0, nd * es), ctx);
-        fp8rt_matmul_args a = {
-            .size = sizeof a, .m = f->m, .n = f->n, .k = f->k, .batch = f->batch, .dtype = f->dt,
-            .a = da, .lda = lda, .stride_a = sa, .trans_a = f->ta,
-            .b = db, .ldb = ldb, .stride_b = sb, .trans_b = f->tb,
-            .bias = f->bias ? dbias : NULL, .d = dd, .ldd = ldd, .stride_d = sd, .epilogue = f->epi,
-        };
-        CHECK_OK(fp8rt_matmul(ctx, &a, NULL), ctx);
-        CHECK_OK(fp8rt_synchronize(ctx, NULL), ctx);
-        CHECK_OK(fp8rt_memcpy_dtoh(ctx, hd, dd, nd * es), ctx);
-        for (int bt = 0; bt < f->batch; bt++)
-            for (int i = 0; i < f->m; i++)
-                for (int j = 0; j < f->n; j++) {
-                    double acc = f->bias ? get(hbias, f->dt, (size_t)j) : 0;
-                    for (int k = 0; k < f->k; k++) {
-                        size_t ia = (size_t)(bt * sa + (f->ta ? k * lda + i : i * lda + k));
-                        size_t ib = (size_t)(bt * sb + (f->tb ? j * ldb + k : k * ldb + j));
-                        acc += get(ha, f->dt, ia) * get(hb, f->dt, ib);
-                    }
-                    double want = round_to(f->dt, act(f->epi, acc));
-                    double got = get(hd, f->dt, (size_t)(bt * sd + i * ldd + j));
-                    double tol = f->epi == FP8RT_EPILOGUE_GELU ? 1e-6 * fabs(want) : 0;
-                    cr_assert(fabs(got - want) <= tol, "form %zu (%s m=%d n=%d k=%d batch=%d ta=%d tb=%d): d[%d][%d][%d] "
-                              "= %g, expected %g", fi, fp8rt_dtype_name(f->dt), f->m, f->n, f->k, f->batch, f->ta,
-                              f->tb, bt, i, j, got, want);
-                }
-        void *ptrs[] = {da, db, dbias, dd};
-        for (int i = 0; i < 4; i++)
-            CHECK_OK(fp8rt_free(ctx, ptrs[i]), ctx);
-        free(ha), free(hb), free(hbias), free(hd);
-    }
-    CHECK_OK(fp8rt_context_destroy(ctx), NULL);
+	fp8rt_context *ctx = mock_context();
+	for (size_t fi = 0; fi < sizeof forms / sizeof forms[0]; fi++) {
+		const Form *f = &forms[fi];
+		size_t es = fp8rt_dtype_size(f->dt);
+		int64_t ar = f->ta ? f->k : f->m, ac = f->ta ? f->m : f->k; /* a as stored */
+		int64_t br = f->tb ? f->n : f->k, bc = f->tb ? f->k : f->n;
+		int64_t lda = ac + f->pad, ldb = bc + f->pad, ldd = f->n + f->pad;
+		int64_t sa = f->share_a ? 0 : ar * lda, sb = f->share_b ? 0 : br * ldb, sd = f->m * ldd;
+		size_t na = (size_t)(sa * (f->batch - 1) + ar * lda), nb = (size_t)(sb * (f->batch - 1) + br * ldb);
+		size_t nd = (size_t)(sd * f->batch);
+		char *ha = calloc(na, es), *hb = calloc(nb, es), *hbias = calloc((size_t)f->n, es),
+		     *hd = calloc(nd, es);
+		uint64_t seed = 11 + fi;
+		cr_assert(ha && hb && hbias && hd);
+		for (size_t i = 0; i < na; i++)
+			put(ha, f->dt, i, (int)(rnd(&seed) % 7) - 3);
+		for (size_t i = 0; i < nb; i++)
+			put(hb, f->dt, i, (int)(rnd(&seed) % 7) - 3);
+		for (int i = 0; i < f->n; i++)
+			put(hbias, f->dt, (size_t)i, (int)(rnd(&seed) % 5) - 2);
+		void *da, *db, *dbias, *dd;
+		CHECK_OK(fp8rt_malloc(ctx, na * es, &da), ctx);
+		CHECK_OK(fp8rt_malloc(ctx, nb * es, &db), ctx);
+		CHECK_OK(fp8rt_malloc(ctx, (size_t)f->n * es, &dbias), ctx);
+		CHECK_OK(fp8rt_malloc(ctx, nd * es, &dd), ctx);
+		CHECK_OK(fp8rt_memcpy_htod(ctx, da, ha, na * es), ctx);
+		CHECK_OK(fp8rt_memcpy_htod(ctx, db, hb, nb * es), ctx);
+		CHECK_OK(fp8rt_memcpy_htod(ctx, dbias, hbias, (size_t)f->n * es), ctx);
+		CHECK_OK(fp8rt_memset(ctx, dd, 0, nd * es), ctx);
+		fp8rt_matmul_args a = {
+			.size = sizeof a,
+			.m = f->m,
+			.n = f->n,
+			.k = f->k,
+			.batch = f->batch,
+			.dtype = f->dt,
+			.a = da,
+			.lda = lda,
+			.stride_a = sa,
+			.trans_a = f->ta,
+			.b = db,
+			.ldb = ldb,
+			.stride_b = sb,
+			.trans_b = f->tb,
+			.bias = f->bias ? dbias : NULL,
+			.d = dd,
+			.ldd = ldd,
+			.stride_d = sd,
+			.epilogue = f->epi,
+		};
+		CHECK_OK(fp8rt_matmul(ctx, &a, NULL), ctx);
+		CHECK_OK(fp8rt_synchronize(ctx, NULL), ctx);
+		CHECK_OK(fp8rt_memcpy_dtoh(ctx, hd, dd, nd * es), ctx);
+		for (int bt = 0; bt < f->batch; bt++)
+			for (int i = 0; i < f->m; i++)
+				for (int j = 0; j < f->n; j++) {
+					double acc = f->bias ? get(hbias, f->dt, (size_t)j) : 0;
+					for (int k = 0; k < f->k; k++) {
+						size_t ia = (size_t)(bt * sa + (f->ta ? k * lda + i : i * lda + k));
+						size_t ib = (size_t)(bt * sb + (f->tb ? j * ldb + k : k * ldb + j));
+						acc += get(ha, f->dt, ia) * get(hb, f->dt, ib);
+					}
+					double want = round_to(f->dt, act(f->epi, acc));
+					double got = get(hd, f->dt, (size_t)(bt * sd + i * ldd + j));
+					double tol = f->epi == FP8RT_EPILOGUE_GELU ? 1e-6 * fabs(want) : 0;
+					cr_assert(fabs(got - want) <= tol,
+						"form %zu (%s m=%d n=%d k=%d batch=%d ta=%d tb=%d): d[%d][%d][%d] "
+						"= %g, expected %g",
+						fi, fp8rt_dtype_name(f->dt), f->m, f->n, f->k, f->batch, f->ta, f->tb,
+						bt, i, j, got, want);
+				}
+		void *ptrs[] = { da, db, dbias, dd };
+		for (int i = 0; i < 4; i++)
+			CHECK_OK(fp8rt_free(ctx, ptrs[i]), ctx);
+		free(ha), free(hb), free(hbias), free(hd);
+	}
+	CHECK_OK(fp8rt_context_destroy(ctx), NULL);
 }
 
 Test(matmul, argument_checks)
 {
-    fp8rt_context *ctx = mock_context();
-    void *d;
-    CHECK_OK(fp8rt_malloc(ctx, 4096, &d), ctx);
-    fp8rt_matmul_args ok = {
-        .size = sizeof ok, .m = 4, .n = 8, .k = 8, .dtype = FP8RT_F32, .a = d, .b = d, .d = d,
-    };
-    fp8rt_matmul_args a = ok;
-    a.size = sizeof a - 8;
-    ASSERT_FAILS(fp8rt_matmul(ctx, &a, NULL), FP8RT_INVALID_ARGUMENT, ctx, "set it to sizeof(fp8rt_matmul_args)");
-    a = ok, a.dtype = FP8RT_F8E4M3FN;
-    ASSERT_FAILS(fp8rt_matmul(ctx, &a, NULL), FP8RT_INVALID_ARGUMENT, ctx, "fp8 operands need scales");
-    a = ok, a.k = 0;
-    ASSERT_FAILS(fp8rt_matmul(ctx, &a, NULL), FP8RT_INVALID_ARGUMENT, ctx, "out of range");
-    a = ok, a.lda = 4;
-    ASSERT_FAILS(fp8rt_matmul(ctx, &a, NULL), FP8RT_INVALID_ARGUMENT, ctx, "fp8rt_matmul: lda=4 is less than 8");
-    a = ok, a.trans_b = 1, a.ldb = 4;
-    ASSERT_FAILS(fp8rt_matmul(ctx, &a, NULL), FP8RT_INVALID_ARGUMENT, ctx, "ldb=4 is less than 8");
-    a = ok, a.batch = 2, a.stride_d = 16;
-    ASSERT_FAILS(fp8rt_matmul(ctx, &a, NULL), FP8RT_INVALID_ARGUMENT, ctx, "the batch entries of d would overlap");
-    a = ok, a.b = NULL;
-    ASSERT_FAILS(fp8rt_matmul(ctx, &a, NULL), FP8RT_INVALID_ARGUMENT, ctx, "fp8rt_matmul: b is NULL");
-    a = ok, a.d = (char *)d + 2;
-    ASSERT_FAILS(fp8rt_matmul(ctx, &a, NULL), FP8RT_INVALID_ARGUMENT, ctx, "is not 4-byte aligned");
-    a = ok, a.epilogue = (fp8rt_epilogue)7;
-    ASSERT_FAILS(fp8rt_matmul(ctx, &a, NULL), FP8RT_INVALID_ARGUMENT, ctx, "epilogue 7 is not one of");
-    ASSERT_FAILS(fp8rt_matmul(ctx, NULL, NULL), FP8RT_INVALID_ARGUMENT, ctx, "fp8rt_matmul: args is NULL");
-    a = ok, a.m = 0;
-    CHECK_OK(fp8rt_matmul(ctx, &a, NULL), ctx);   /* nothing to do */
-    CHECK_OK(fp8rt_matmul(ctx, &ok, NULL), ctx);
-    CHECK_OK(fp8rt_free(ctx, d), ctx);
-    CHECK_OK(fp8rt_context_destroy(ctx), NULL);
+	fp8rt_context *ctx = mock_context();
+	void *d;
+	CHECK_OK(fp8rt_malloc(ctx, 4096, &d), ctx);
+	fp8rt_matmul_args ok = {
+		.size = sizeof ok,
+		.m = 4,
+		.n = 8,
+		.k = 8,
+		.dtype = FP8RT_F32,
+		.a = d,
+		.b = d,
+		.d = d,
+	};
+	fp8rt_matmul_args a = ok;
+	a.size = sizeof a - 8;
+	ASSERT_FAILS(fp8rt_matmul(ctx, &a, NULL), FP8RT_INVALID_ARGUMENT, ctx, "set it to sizeof(fp8rt_matmul_args)");
+	a = ok, a.dtype = FP8RT_F8E4M3FN;
+	ASSERT_FAILS(fp8rt_matmul(ctx, &a, NULL), FP8RT_INVALID_ARGUMENT, ctx, "fp8 operands need scales");
+	a = ok, a.k = 0;
+	ASSERT_FAILS(fp8rt_matmul(ctx, &a, NULL), FP8RT_INVALID_ARGUMENT, ctx, "out of range");
+	a = ok, a.lda = 4;
+	ASSERT_FAILS(fp8rt_matmul(ctx, &a, NULL), FP8RT_INVALID_ARGUMENT, ctx, "fp8rt_matmul: lda=4 is less than 8");
+	a = ok, a.trans_b = 1, a.ldb = 4;
+	ASSERT_FAILS(fp8rt_matmul(ctx, &a, NULL), FP8RT_INVALID_ARGUMENT, ctx, "ldb=4 is less than 8");
+	a = ok, a.batch = 2, a.stride_d = 16;
+	ASSERT_FAILS(fp8rt_matmul(ctx, &a, NULL), FP8RT_INVALID_ARGUMENT, ctx, "the batch entries of d would overlap");
+	a = ok, a.b = NULL;
+	ASSERT_FAILS(fp8rt_matmul(ctx, &a, NULL), FP8RT_INVALID_ARGUMENT, ctx, "fp8rt_matmul: b is NULL");
+	a = ok, a.d = (char *)d + 2;
+	ASSERT_FAILS(fp8rt_matmul(ctx, &a, NULL), FP8RT_INVALID_ARGUMENT, ctx, "is not 4-byte aligned");
+	a = ok, a.epilogue = (fp8rt_epilogue)7;
+	ASSERT_FAILS(fp8rt_matmul(ctx, &a, NULL), FP8RT_INVALID_ARGUMENT, ctx, "epilogue 7 is not one of");
+	ASSERT_FAILS(fp8rt_matmul(ctx, NULL, NULL), FP8RT_INVALID_ARGUMENT, ctx, "fp8rt_matmul: args is NULL");
+	a = ok, a.m = 0;
+	CHECK_OK(fp8rt_matmul(ctx, &a, NULL), ctx); /* nothing to do */
+	CHECK_OK(fp8rt_matmul(ctx, &ok, NULL), ctx);
+	CHECK_OK(fp8rt_free(ctx, d), ctx);
+	CHECK_OK(fp8rt_context_destroy(ctx), NULL);
 }
 
 /* ---- row-wise fp8 scales ---------------------------------------------------------- */
 
 /* e4m3fn of the small integers -3..3 */
-static uint8_t e4m3_int(int v)
+static uint8_t
+e4m3_int(int v)
 {
-    static const uint8_t mag[] = {0x00, 0x38, 0x40, 0x44};
-    return (uint8_t)(mag[v < 0 ? -v : v] | (v < 0 ? 0x80 : 0));
+	static const uint8_t mag[] = { 0x00, 0x38, 0x40, 0x44 };
+	return (uint8_t)(mag[v < 0 ? -v : v] | (v < 0 ? 0x80 : 0));
 }
 
 enum { RM = 4, RN = 16, RK = 16 };
@@ -443,55 +485,58 @@ enum { RM = 4, RN = 16, RK = 16 };
  * sb[j] = (j+1)/4: every product and sum is exact, so d must be
  * (a · bᵀ)[i][j] · sa[i] · sb[j] exactly */
 typedef struct {
-    uint8_t a[RM * RK], b[RN * RK];
-    float sa[RM], sb[RN], want[RM * RN];
-    void *da, *db, *dsa, *dsb, *dd;
+	uint8_t a[RM * RK], b[RN * RK];
+	float sa[RM], sb[RN], want[RM * RN];
+	void *da, *db, *dsa, *dsb, *dd;
 } RowCase;
 
-static void row_case(fp8rt_context *ctx, RowCase *c)
+static void
+row_case(fp8rt_context *ctx, RowCase *c)
 {
-    int ia[RM * RK], ib[RN * RK];
-    uint64_t seed = 99;
-    for (int i = 0; i < RM * RK; i++)
-        c->a[i] = e4m3_int(ia[i] = (int)(rnd(&seed) % 7) - 3);
-    for (int i = 0; i < RN * RK; i++)
-        c->b[i] = e4m3_int(ib[i] = (int)(rnd(&seed) % 7) - 3);
-    for (int i = 0; i < RM; i++)
-        c->sa[i] = (float)(i + 1) / 2;
-    for (int j = 0; j < RN; j++)
-        c->sb[j] = (float)(j + 1) / 4;
-    for (int i = 0; i < RM; i++)
-        for (int j = 0; j < RN; j++) {
-            int acc = 0;
-            for (int k = 0; k < RK; k++)
-                acc += ia[i * RK + k] * ib[j * RK + k];
-            c->want[i * RN + j] = (float)acc * c->sa[i] * c->sb[j];
-        }
-    void **dev[] = {&c->da, &c->db, &c->dsa, &c->dsb, &c->dd};
-    const void *host[] = {c->a, c->b, c->sa, c->sb, NULL};
-    size_t bytes[] = {sizeof c->a, sizeof c->b, sizeof c->sa, sizeof c->sb, sizeof c->want};
-    for (int i = 0; i < 5; i++) {
-        CHECK_OK(fp8rt_malloc(ctx, bytes[i], dev[i]), ctx);
-        if (host[i])
-            CHECK_OK(fp8rt_memcpy_htod(ctx, *dev[i], host[i], bytes[i]), ctx);
-        else
-            CHECK_OK(fp8rt_memset(ctx, *dev[i], 0, bytes[i]), ctx);
-    }
+	int ia[RM * RK], ib[RN * RK];
+	uint64_t seed = 99;
+	for (int i = 0; i < RM * RK; i++)
+		c->a[i] = e4m3_int(ia[i] = (int)(rnd(&seed) % 7) - 3);
+	for (int i = 0; i < RN * RK; i++)
+		c->b[i] = e4m3_int(ib[i] = (int)(rnd(&seed) % 7) - 3);
+	for (int i = 0; i < RM; i++)
+		c->sa[i] = (float)(i + 1) / 2;
+	for (int j = 0; j < RN; j++)
+		c->sb[j] = (float)(j + 1) / 4;
+	for (int i = 0; i < RM; i++)
+		for (int j = 0; j < RN; j++) {
+			int acc = 0;
+			for (int k = 0; k < RK; k++)
+				acc += ia[i * RK + k] * ib[j * RK + k];
+			c->want[i * RN + j] = (float)acc * c->sa[i] * c->sb[j];
+		}
+	void **dev[] = { &c->da, &c->db, &c->dsa, &c->dsb, &c->dd };
+	const void *host[] = { c->a, c->b, c->sa, c->sb, NULL };
+	size_t bytes[] = { sizeof c->a, sizeof c->b, sizeof c->sa, sizeof c->sb, sizeof c->want };
+	for (int i = 0; i < 5; i++) {
+		CHECK_OK(fp8rt_malloc(ctx, bytes[i], dev[i]), ctx);
+		if (host[i])
+			CHECK_OK(fp8rt_memcpy_htod(ctx, *dev[i], host[i], bytes[i]), ctx);
+		else
+			CHECK_OK(fp8rt_memset(ctx, *dev[i], 0, bytes[i]), ctx);
+	}
 }
 
-static void row_check(fp8rt_context *ctx, RowCase *c, const char *what)
+static void
+row_check(fp8rt_context *ctx, RowCase *c, const char *what)
 {
-    float got[RM * RN];
-    CHECK_OK(fp8rt_synchronize(ctx, NULL), ctx);
-    CHECK_OK(fp8rt_memcpy_dtoh(ctx, got, c->dd, sizeof got), ctx);
-    assert_equal(c->want, got, RM * RN, what);
+	float got[RM * RN];
+	CHECK_OK(fp8rt_synchronize(ctx, NULL), ctx);
+	CHECK_OK(fp8rt_memcpy_dtoh(ctx, got, c->dd, sizeof got), ctx);
+	assert_equal(c->want, got, RM * RN, what);
 }
 
-static void row_free(fp8rt_context *ctx, RowCase *c)
+static void
+row_free(fp8rt_context *ctx, RowCase *c)
 {
-    void *ptrs[] = {c->da, c->db, c->dsa, c->dsb, c->dd};
-    for (int i = 0; i < 5; i++)
-        CHECK_OK(fp8rt_free(ctx, ptrs[i]), ctx);
+	void *ptrs[] = { c->da, c->db, c->dsa, c->dsb, c->dd };
+	for (int i = 0; i < 5; i++)
+		CHECK_OK(fp8rt_free(ctx, ptrs[i]), ctx);
 }
 
 /* fp8rt_scaled_mm_ex with FP8RT_SCALE_ROW: scale_a per row of d, scale_b
@@ -499,244 +544,274 @@ static void row_free(fp8rt_context *ctx, RowCase *c)
  * a cuBLASLt without outer-vector scaling is FP8RT_UNSUPPORTED, saying so. */
 Test(scaled_mm, row_wise_scales)
 {
-    fp8rt_context *ctx = mock_context();
-    RowCase c;
-    row_case(ctx, &c);
-    fp8rt_scaled_mm_ex_args ok = {
-        .size = sizeof ok, .scale_mode = FP8RT_SCALE_ROW,
-        .mm = {.m = RM, .n = RN, .k = RK, .a = c.da, .a_dtype = FP8RT_F8E4M3FN, .b = c.db,
-               .b_dtype = FP8RT_F8E4M3FN, .scale_a = c.dsa, .scale_b = c.dsb, .d = c.dd, .d_dtype = FP8RT_F32},
-    };
-    CHECK_OK(fp8rt_scaled_mm_ex(ctx, &ok, NULL), ctx);
-    row_check(ctx, &c, "row-wise d");
+	fp8rt_context *ctx = mock_context();
+	RowCase c;
+	row_case(ctx, &c);
+	fp8rt_scaled_mm_ex_args ok = {
+		.size = sizeof ok,
+		.scale_mode = FP8RT_SCALE_ROW,
+		.mm = { .m = RM,
+			.n = RN,
+			.k = RK,
+			.a = c.da,
+			.a_dtype = FP8RT_F8E4M3FN,
+			.b = c.db,
+			.b_dtype = FP8RT_F8E4M3FN,
+			.scale_a = c.dsa,
+			.scale_b = c.dsb,
+			.d = c.dd,
+			.d_dtype = FP8RT_F32 },
+	};
+	CHECK_OK(fp8rt_scaled_mm_ex(ctx, &ok, NULL), ctx);
+	row_check(ctx, &c, "row-wise d");
 
-    fp8rt_scaled_mm_ex_args a = ok;
-    a.size = sizeof a - 4;
-    ASSERT_FAILS(fp8rt_scaled_mm_ex(ctx, &a, NULL), FP8RT_INVALID_ARGUMENT, ctx, "fp8rt_scaled_mm_ex: args->size is");
-    a = ok, a.scale_mode = (fp8rt_scale_mode)5;
-    ASSERT_FAILS(fp8rt_scaled_mm_ex(ctx, &a, NULL), FP8RT_INVALID_ARGUMENT, ctx, "scale_mode 5 is not one of");
-    a = ok, a.mm.k = 24;
-    ASSERT_FAILS(fp8rt_scaled_mm_ex(ctx, &a, NULL), FP8RT_INVALID_ARGUMENT, ctx,
-                 "fp8rt_scaled_mm_ex: gemm k=24 is not a multiple of 16");
-    ASSERT_FAILS(fp8rt_scaled_mm_ex(ctx, NULL, NULL), FP8RT_INVALID_ARGUMENT, ctx, "fp8rt_scaled_mm_ex: args is NULL");
+	fp8rt_scaled_mm_ex_args a = ok;
+	a.size = sizeof a - 4;
+	ASSERT_FAILS(
+		fp8rt_scaled_mm_ex(ctx, &a, NULL), FP8RT_INVALID_ARGUMENT, ctx, "fp8rt_scaled_mm_ex: args->size is");
+	a = ok, a.scale_mode = (fp8rt_scale_mode)5;
+	ASSERT_FAILS(fp8rt_scaled_mm_ex(ctx, &a, NULL), FP8RT_INVALID_ARGUMENT, ctx, "scale_mode 5 is not one of");
+	a = ok, a.mm.k = 24;
+	ASSERT_FAILS(fp8rt_scaled_mm_ex(ctx, &a, NULL), FP8RT_INVALID_ARGUMENT, ctx,
+		"fp8rt_scaled_mm_ex: gemm k=24 is not a multiple of 16");
+	ASSERT_FAILS(
+		fp8rt_scaled_mm_ex(ctx, NULL, NULL), FP8RT_INVALID_ARGUMENT, ctx, "fp8rt_scaled_mm_ex: args is NULL");
 
-    /* tensor-wise through the same entry: sa[0] and sb[0] for every element */
-    a = ok, a.scale_mode = FP8RT_SCALE_TENSOR;
-    CHECK_OK(fp8rt_scaled_mm_ex(ctx, &a, NULL), ctx);
-    float got[RM * RN];
-    CHECK_OK(fp8rt_synchronize(ctx, NULL), ctx);
-    CHECK_OK(fp8rt_memcpy_dtoh(ctx, got, c.dd, sizeof got), ctx);
-    for (int i = 0; i < RM; i++)
-        for (int j = 0; j < RN; j++) {
-            float want = c.want[i * RN + j] / (c.sa[i] * c.sb[j]) * (c.sa[0] * c.sb[0]);
-            cr_assert(got[i * RN + j] == want, "tensor-wise d[%d][%d] = %g, expected %g", i, j, got[i * RN + j], want);
-        }
+	/* tensor-wise through the same entry: sa[0] and sb[0] for every element */
+	a = ok, a.scale_mode = FP8RT_SCALE_TENSOR;
+	CHECK_OK(fp8rt_scaled_mm_ex(ctx, &a, NULL), ctx);
+	float got[RM * RN];
+	CHECK_OK(fp8rt_synchronize(ctx, NULL), ctx);
+	CHECK_OK(fp8rt_memcpy_dtoh(ctx, got, c.dd, sizeof got), ctx);
+	for (int i = 0; i < RM; i++)
+		for (int j = 0; j < RN; j++) {
+			float want = c.want[i * RN + j] / (c.sa[i] * c.sb[j]) * (c.sa[0] * c.sb[0]);
+			cr_assert(got[i * RN + j] == want, "tensor-wise d[%d][%d] = %g, expected %g", i, j,
+				got[i * RN + j], want);
+		}
 
-    /* a problem not prepared yet (m=2), on a cuBLASLt with no outer-vector scaling */
-    mocklt_refuse_outer_vec(1);
-    a = ok, a.mm.m = 2;
-    ASSERT_FAILS(fp8rt_scaled_mm_ex(ctx, &a, NULL), FP8RT_UNSUPPORTED, ctx,
-                 "row-wise scales: this cuBLASLt has no outer-vector scaling for them on this device");
-    a.scale_mode = FP8RT_SCALE_TENSOR;
-    CHECK_OK(fp8rt_scaled_mm_ex(ctx, &a, NULL), ctx);
-    mocklt_refuse_outer_vec(0);
-    row_free(ctx, &c);
-    CHECK_OK(fp8rt_context_destroy(ctx), NULL);
+	/* a problem not prepared yet (m=2), on a cuBLASLt with no outer-vector scaling */
+	mocklt_refuse_outer_vec(1);
+	a = ok, a.mm.m = 2;
+	ASSERT_FAILS(fp8rt_scaled_mm_ex(ctx, &a, NULL), FP8RT_UNSUPPORTED, ctx,
+		"row-wise scales: this cuBLASLt has no outer-vector scaling for them on this device");
+	a.scale_mode = FP8RT_SCALE_TENSOR;
+	CHECK_OK(fp8rt_scaled_mm_ex(ctx, &a, NULL), ctx);
+	mocklt_refuse_outer_vec(0);
+	row_free(ctx, &c);
+	CHECK_OK(fp8rt_context_destroy(ctx), NULL);
 }
 
 /* A version 3 plan's gemm with scale_mode=row, run as a program (a graph
  * capture, then a replay). */
 Test(scaled_mm, row_wise_plan)
 {
-    static const char ptx[] =
-        "// fp8cc-plan 3\n"
-        "// target sm_90\n"
-        "// function main\n"
-        "// input 0 a f8e4m3fn[4,16]\n"
-        "// input 1 b f8e4m3fn[16,16]\n"
-        "// input 2 sa f32[4,1]\n"
-        "// input 3 sb f32[1,16]\n"
-        "// output 0 d f32[4,16]\n"
-        "// workspace 0\n"
-        "// gemm d=out:0 a=in:0 b=in:1 scale_a=in:2 scale_b=in:3 bias=none m=4 n=16 k=16 batch=1 stride_a=0 "
-        "stride_b=0 stride_d=0 trans_a=0 trans_b=1 atype=f8e4m3fn btype=f8e4m3fn dtype=f32 epilogue=none "
-        "fast_accum=0 scale_mode=row\n"
-        "// end-plan\n"
-        ".version 8.0\n.target sm_90\n.address_size 64\n";
-    fp8rt_context *ctx = mock_context();
-    fp8rt_program *p = NULL;
-    RowCase c;
-    row_case(ctx, &c);
-    CHECK_OK(fp8rt_program_load_data(ctx, ptx, strlen(ptx), "row.ptx", &p), ctx);
-    fp8rt_tensor in[4] = {
-        fp8rt_tensor_dense(c.da, FP8RT_F8E4M3FN, 2, (int64_t[]){RM, RK}),
-        fp8rt_tensor_dense(c.db, FP8RT_F8E4M3FN, 2, (int64_t[]){RN, RK}),
-        fp8rt_tensor_dense(c.dsa, FP8RT_F32, 2, (int64_t[]){RM, 1}),
-        fp8rt_tensor_dense(c.dsb, FP8RT_F32, 2, (int64_t[]){1, RN}),
-    };
-    fp8rt_tensor out = fp8rt_tensor_dense(c.dd, FP8RT_F32, 2, (int64_t[]){RM, RN});
-    for (int run = 0; run < 2; run++) {
-        CHECK_OK(fp8rt_memset(ctx, c.dd, 0, sizeof c.want), ctx);
-        CHECK_OK(fp8rt_run(p, in, 4, &out, 1, NULL), ctx);
-        row_check(ctx, &c, run ? "row-wise plan, replayed" : "row-wise plan");
-    }
-    CHECK_OK(fp8rt_program_destroy(p), ctx);
-    row_free(ctx, &c);
-    CHECK_OK(fp8rt_context_destroy(ctx), NULL);
+	static const char ptx[] =
+		"// fp8cc-plan 3\n"
+		"// target sm_90\n"
+		"// function main\n"
+		"// input 0 a f8e4m3fn[4,16]\n"
+		"// input 1 b f8e4m3fn[16,16]\n"
+		"// input 2 sa f32[4,1]\n"
+		"// input 3 sb f32[1,16]\n"
+		"// output 0 d f32[4,16]\n"
+		"// workspace 0\n"
+		"// gemm d=out:0 a=in:0 b=in:1 scale_a=in:2 scale_b=in:3 bias=none m=4 n=16 k=16 batch=1 stride_a=0 "
+		"stride_b=0 stride_d=0 trans_a=0 trans_b=1 atype=f8e4m3fn btype=f8e4m3fn dtype=f32 epilogue=none "
+		"fast_accum=0 scale_mode=row\n"
+		"// end-plan\n"
+		".version 8.0\n.target sm_90\n.address_size 64\n";
+	fp8rt_context *ctx = mock_context();
+	fp8rt_program *p = NULL;
+	RowCase c;
+	row_case(ctx, &c);
+	CHECK_OK(fp8rt_program_load_data(ctx, ptx, strlen(ptx), "row.ptx", &p), ctx);
+	fp8rt_tensor in[4] = {
+		fp8rt_tensor_dense(c.da, FP8RT_F8E4M3FN, 2, (int64_t[]){ RM, RK }),
+		fp8rt_tensor_dense(c.db, FP8RT_F8E4M3FN, 2, (int64_t[]){ RN, RK }),
+		fp8rt_tensor_dense(c.dsa, FP8RT_F32, 2, (int64_t[]){ RM, 1 }),
+		fp8rt_tensor_dense(c.dsb, FP8RT_F32, 2, (int64_t[]){ 1, RN }),
+	};
+	fp8rt_tensor out = fp8rt_tensor_dense(c.dd, FP8RT_F32, 2, (int64_t[]){ RM, RN });
+	for (int run = 0; run < 2; run++) {
+		CHECK_OK(fp8rt_memset(ctx, c.dd, 0, sizeof c.want), ctx);
+		CHECK_OK(fp8rt_run(p, in, 4, &out, 1, NULL), ctx);
+		row_check(ctx, &c, run ? "row-wise plan, replayed" : "row-wise plan");
+	}
+	CHECK_OK(fp8rt_program_destroy(p), ctx);
+	row_free(ctx, &c);
+	CHECK_OK(fp8rt_context_destroy(ctx), NULL);
 }
 
 /* ---- externs ------------------------------------------------------------------- */
 
 typedef struct {
-    int calls;              /* how often the extern was called */
-    int fail;               /* make it fail */
-    char seen[512];         /* what it saw of its arguments */
+	int calls;      /* how often the extern was called */
+	int fail;       /* make it fail */
+	char seen[512]; /* what it saw of its arguments */
 } Affine;
 
 typedef struct {
-    const float *x;
-    float *y;
-    int64_t *n;
-    double scale, shift;
+	const float *x;
+	float *y;
+	int64_t *n;
+	double scale, shift;
 } AffineOp;
 
-static void affine_op(const void *arg)
+static void
+affine_op(const void *arg)
 {
-    const AffineOp *o = arg;
-    for (int i = 0; i < N; i++)
-        o->y[i] = (float)(o->x[i] * o->scale + o->shift);
-    *o->n = N;
+	const AffineOp *o = arg;
+	for (int i = 0; i < N; i++)
+		o->y[i] = (float)(o->x[i] * o->scale + o->shift);
+	*o->n = N;
 }
 
 /* describes the arguments into a->seen, then enqueues the work */
-static fp8rt_status affine(void *user, const fp8rt_extern_call *c, char *err, size_t errlen)
+static fp8rt_status
+affine(void *user, const fp8rt_extern_call *c, char *err, size_t errlen)
 {
-    Affine *a = user;
-    AffineOp op = {0};
-    size_t n = 0;
-    a->calls++;
-    if (a->fail) {
-        snprintf(err, errlen, "told to fail");
-        return FP8RT_UNSUPPORTED;
-    }
-    for (int i = 0; i < c->nargs; i++) {
-        const fp8rt_arg *g = &c->args[i];
-        n += (size_t)snprintf(a->seen + n, sizeof a->seen - n, "%s%s%s", i ? " " : "", g->key ? g->key : "",
-                              g->key ? "=" : "");
-        switch (g->kind) {
-        case FP8RT_ARG_TENSOR: n += (size_t)snprintf(a->seen + n, sizeof a->seen - n, "T%lld", (long long)g->i); break;
-        case FP8RT_ARG_INT: n += (size_t)snprintf(a->seen + n, sizeof a->seen - n, "I%lld", (long long)g->i); break;
-        case FP8RT_ARG_FLOAT: n += (size_t)snprintf(a->seen + n, sizeof a->seen - n, "F%g", g->f); break;
-        case FP8RT_ARG_BOOL: n += (size_t)snprintf(a->seen + n, sizeof a->seen - n, "B%lld", (long long)g->i); break;
-        case FP8RT_ARG_NONE: n += (size_t)snprintf(a->seen + n, sizeof a->seen - n, "None"); break;
-        case FP8RT_ARG_STRING: n += (size_t)snprintf(a->seen + n, sizeof a->seen - n, "S[%s]", g->s); break;
-        case FP8RT_ARG_NAME: n += (size_t)snprintf(a->seen + n, sizeof a->seen - n, "N[%s]", g->s); break;
-        case FP8RT_ARG_TUPLE: n += (size_t)snprintf(a->seen + n, sizeof a->seen - n, "(%lld", (long long)g->i); break;
-        }
-        if (g->key && !strcmp(g->key, "scale"))
-            op.scale = g->f;
-        if (g->key && !strcmp(g->key, "shift"))
-            op.shift = (double)g->i;
-    }
-    if (c->ninputs != 1 || c->noutputs != 2 || c->inputs[0].dims[0] != N || c->outputs[1].rank != 0 ||
-        c->outputs[1].dtype != FP8RT_I64 || strcmp(c->name, "test.affine")) {
-        snprintf(err, errlen, "wrong tensors");
-        return FP8RT_INVALID_ARGUMENT;
-    }
-    op.x = c->inputs[0].data, op.y = c->outputs[0].data, op.n = c->outputs[1].data;
-    CUresult (*host)(CUstream, void (*)(const void *), const void *, size_t) =
-        (CUresult(*)(CUstream, void (*)(const void *), const void *, size_t))(uintptr_t)dlsym(
-            dlopen(MOCKCUDA_PATH, RTLD_NOW), "mockcuda_host_op");
-    return host((CUstream)c->stream, affine_op, &op, sizeof op) == CUDA_SUCCESS ? FP8RT_OK : FP8RT_CUDA_ERROR;
+	Affine *a = user;
+	AffineOp op = { 0 };
+	size_t n = 0;
+	a->calls++;
+	if (a->fail) {
+		snprintf(err, errlen, "told to fail");
+		return FP8RT_UNSUPPORTED;
+	}
+	for (int i = 0; i < c->nargs; i++) {
+		const fp8rt_arg *g = &c->args[i];
+		n += (size_t)snprintf(a->seen + n, sizeof a->seen - n, "%s%s%s", i ? " " : "", g->key ? g->key : "",
+			g->key ? "=" : "");
+		switch (g->kind) {
+		case FP8RT_ARG_TENSOR:
+			n += (size_t)snprintf(a->seen + n, sizeof a->seen - n, "T%lld", (long long)g->i);
+			break;
+		case FP8RT_ARG_INT:
+			n += (size_t)snprintf(a->seen + n, sizeof a->seen - n, "I%lld", (long long)g->i);
+			break;
+		case FP8RT_ARG_FLOAT: n += (size_t)snprintf(a->seen + n, sizeof a->seen - n, "F%g", g->f); break;
+		case FP8RT_ARG_BOOL:
+			n += (size_t)snprintf(a->seen + n, sizeof a->seen - n, "B%lld", (long long)g->i);
+			break;
+		case FP8RT_ARG_NONE:   n += (size_t)snprintf(a->seen + n, sizeof a->seen - n, "None"); break;
+		case FP8RT_ARG_STRING: n += (size_t)snprintf(a->seen + n, sizeof a->seen - n, "S[%s]", g->s); break;
+		case FP8RT_ARG_NAME:   n += (size_t)snprintf(a->seen + n, sizeof a->seen - n, "N[%s]", g->s); break;
+		case FP8RT_ARG_TUPLE:
+			n += (size_t)snprintf(a->seen + n, sizeof a->seen - n, "(%lld", (long long)g->i);
+			break;
+		}
+		if (g->key && !strcmp(g->key, "scale"))
+			op.scale = g->f;
+		if (g->key && !strcmp(g->key, "shift"))
+			op.shift = (double)g->i;
+	}
+	if (c->ninputs != 1 || c->noutputs != 2 || c->inputs[0].dims[0] != N || c->outputs[1].rank != 0 ||
+		c->outputs[1].dtype != FP8RT_I64 || strcmp(c->name, "test.affine")) {
+		snprintf(err, errlen, "wrong tensors");
+		return FP8RT_INVALID_ARGUMENT;
+	}
+	op.x = c->inputs[0].data, op.y = c->outputs[0].data, op.n = c->outputs[1].data;
+	CUresult (*host)(CUstream, void (*)(const void *), const void *, size_t) =
+		(CUresult (*)(CUstream, void (*)(const void *), const void *, size_t))(uintptr_t)dlsym(
+			dlopen(MOCKCUDA_PATH, RTLD_NOW), "mockcuda_host_op");
+	return host((CUstream)c->stream, affine_op, &op, sizeof op) == CUDA_SUCCESS ? FP8RT_OK : FP8RT_CUDA_ERROR;
 }
 
-static char *extern_ptx(void)
+static char *
+extern_ptx(void)
 {
-    return test_extern_ptx();
+	return test_extern_ptx();
 }
 
 typedef struct {
-    Buf x, y, n;
+	Buf x, y, n;
 } AffineIO;
 
-static AffineIO affine_io(fp8rt_context *ctx)
+static AffineIO
+affine_io(fp8rt_context *ctx)
 {
-    AffineIO io = {buf_new(ctx, 1, (int64_t[]){N}, 0), buf_new(ctx, 1, (int64_t[]){N}, 0),
-                   buf_new(ctx, 0, NULL, 0)};
-    return io;
+	AffineIO io = { buf_new(ctx, 1, (int64_t[]){ N }, 0), buf_new(ctx, 1, (int64_t[]){ N }, 0),
+		buf_new(ctx, 0, NULL, 0) };
+	return io;
 }
 
-static void affine_io_free(fp8rt_context *ctx, AffineIO *io)
+static void
+affine_io_free(fp8rt_context *ctx, AffineIO *io)
 {
-    buf_free(ctx, &io->x), buf_free(ctx, &io->y), buf_free(ctx, &io->n);
+	buf_free(ctx, &io->x), buf_free(ctx, &io->y), buf_free(ctx, &io->n);
 }
 
 /* run p on x = x0 + i and check y = 3 * 2x - 1, n = N */
-static void run_affine(fp8rt_context *ctx, fp8rt_program *p, AffineIO *io, float x0, fp8rt_status want)
+static void
+run_affine(fp8rt_context *ctx, fp8rt_program *p, AffineIO *io, float x0, fp8rt_status want)
 {
-    for (int i = 0; i < N; i++)
-        io->x.h[i] = x0 + (float)i;
-    CHECK_OK(fp8rt_memcpy_htod(ctx, io->x.d, io->x.h, N * 4), ctx);
-    fp8rt_tensor nt = fp8rt_tensor_dense(io->n.d, FP8RT_I64, 0, NULL), out[] = {io->y.t, nt};
-    fp8rt_status st = fp8rt_run(p, &io->x.t, 1, out, 2, NULL);
-    cr_assert_eq(st, want, "run: %s", fp8rt_last_error(ctx));
-    if (st == FP8RT_OK) {
-        int64_t count = 0;
-        buf_get(ctx, &io->y, N);
-        CHECK_OK(fp8rt_memcpy_dtoh(ctx, &count, io->n.d, 8), ctx);
-        for (int i = 0; i < N; i++)
-            cr_assert_eq(io->y.h[i], (float)(2 * io->x.h[i] * 3.0 - 1), "y[%d] = %g", i, io->y.h[i]);
-        cr_assert_eq(count, N);
-    }
+	for (int i = 0; i < N; i++)
+		io->x.h[i] = x0 + (float)i;
+	CHECK_OK(fp8rt_memcpy_htod(ctx, io->x.d, io->x.h, N * 4), ctx);
+	fp8rt_tensor nt = fp8rt_tensor_dense(io->n.d, FP8RT_I64, 0, NULL), out[] = { io->y.t, nt };
+	fp8rt_status st = fp8rt_run(p, &io->x.t, 1, out, 2, NULL);
+	cr_assert_eq(st, want, "run: %s", fp8rt_last_error(ctx));
+	if (st == FP8RT_OK) {
+		int64_t count = 0;
+		buf_get(ctx, &io->y, N);
+		CHECK_OK(fp8rt_memcpy_dtoh(ctx, &count, io->n.d, 8), ctx);
+		for (int i = 0; i < N; i++)
+			cr_assert_eq(io->y.h[i], (float)(2 * io->x.h[i] * 3.0 - 1), "y[%d] = %g", i, io->y.h[i]);
+		cr_assert_eq(count, N);
+	}
 }
 
 Test(externs, registered_called_captured)
 {
-    fp8rt_context *ctx = mock_context();
-    fp8rt_program *p = NULL;
-    Affine a = {0};
-    char *ptx = extern_ptx();
-    ASSERT_FAILS(fp8rt_program_load_data(ctx, ptx, strlen(ptx), "ext.ptx", &p), FP8RT_UNSUPPORTED, ctx,
-                 "ext.ptx: the program calls extern that is not registered on this context: test.affine "
-                 "(fp8rt_register_extern before loading)");
-    CHECK_OK(fp8rt_register_extern(ctx, "test.affine", affine, &a, 0), ctx);
-    CHECK_OK(fp8rt_program_load_data(ctx, ptx, strlen(ptx), "ext.ptx", &p), ctx);
-    AffineIO io = affine_io(ctx);
-    run_affine(ctx, p, &io, -100, FP8RT_OK);
-    cr_assert_str_eq(a.seen, "T0 scale=F3 shift=I-1 mode=S[it's ok] dims=(2 I1 (2 I2 I3 dt=N[torch.float32] "
-                             "flag=B1 none=None edge=F-inf");
-    run_affine(ctx, p, &io, 7, FP8RT_OK);   /* a replay: the extern's work is in the graph */
-    cr_assert_eq(a.calls, 1, "called %d times: once, in the capture", a.calls);
-    CHECK_OK(fp8rt_program_set_graphs(p, 0), ctx);
-    run_affine(ctx, p, &io, 3, FP8RT_OK);
-    cr_assert_eq(a.calls, 2);
-    a.fail = 1;
-    run_affine(ctx, p, &io, 3, FP8RT_UNSUPPORTED);
-    cr_assert(strstr(fp8rt_last_error(ctx), "ext.ptx:10: call test.affine: the extern failed (FP8RT_UNSUPPORTED): "
-                                            "told to fail"), "%s", fp8rt_last_error(ctx));
-    affine_io_free(ctx, &io);
-    CHECK_OK(fp8rt_program_destroy(p), ctx);
-    CHECK_OK(fp8rt_context_destroy(ctx), NULL);
-    free(ptx);
+	fp8rt_context *ctx = mock_context();
+	fp8rt_program *p = NULL;
+	Affine a = { 0 };
+	char *ptx = extern_ptx();
+	ASSERT_FAILS(fp8rt_program_load_data(ctx, ptx, strlen(ptx), "ext.ptx", &p), FP8RT_UNSUPPORTED, ctx,
+		"ext.ptx: the program calls extern that is not registered on this context: test.affine "
+		"(fp8rt_register_extern before loading)");
+	CHECK_OK(fp8rt_register_extern(ctx, "test.affine", affine, &a, 0), ctx);
+	CHECK_OK(fp8rt_program_load_data(ctx, ptx, strlen(ptx), "ext.ptx", &p), ctx);
+	AffineIO io = affine_io(ctx);
+	run_affine(ctx, p, &io, -100, FP8RT_OK);
+	cr_assert_str_eq(a.seen,
+		"T0 scale=F3 shift=I-1 mode=S[it's ok] dims=(2 I1 (2 I2 I3 dt=N[torch.float32] "
+		"flag=B1 none=None edge=F-inf");
+	run_affine(ctx, p, &io, 7, FP8RT_OK); /* a replay: the extern's work is in the graph */
+	cr_assert_eq(a.calls, 1, "called %d times: once, in the capture", a.calls);
+	CHECK_OK(fp8rt_program_set_graphs(p, 0), ctx);
+	run_affine(ctx, p, &io, 3, FP8RT_OK);
+	cr_assert_eq(a.calls, 2);
+	a.fail = 1;
+	run_affine(ctx, p, &io, 3, FP8RT_UNSUPPORTED);
+	cr_assert(strstr(fp8rt_last_error(ctx),
+			  "ext.ptx:10: call test.affine: the extern failed (FP8RT_UNSUPPORTED): "
+			  "told to fail"),
+		"%s", fp8rt_last_error(ctx));
+	affine_io_free(ctx, &io);
+	CHECK_OK(fp8rt_program_destroy(p), ctx);
+	CHECK_OK(fp8rt_context_destroy(ctx), NULL);
+	free(ptx);
 }
 
 /* FP8RT_EXTERN_NO_GRAPH: the function runs step by step, the extern each run */
 Test(externs, not_capturable)
 {
-    fp8rt_context *ctx = mock_context();
-    fp8rt_program *p = NULL;
-    Affine a = {0};
-    char *ptx = extern_ptx();
-    CHECK_OK(fp8rt_register_extern(ctx, "test.affine", affine, &a, FP8RT_EXTERN_NO_GRAPH), ctx);
-    CHECK_OK(fp8rt_program_load_data(ctx, ptx, strlen(ptx), "ext.ptx", &p), ctx);
-    AffineIO io = affine_io(ctx);
-    for (int i = 0; i < 3; i++)
-        run_affine(ctx, p, &io, (float)i, FP8RT_OK);
-    cr_assert_eq(a.calls, 3);
-    affine_io_free(ctx, &io);
-    ASSERT_FAILS(fp8rt_register_extern(ctx, "x", affine, &a, 2), FP8RT_INVALID_ARGUMENT, ctx, "unknown flags 0x2");
-    ASSERT_FAILS(fp8rt_register_extern(ctx, "x", NULL, &a, 0), FP8RT_INVALID_ARGUMENT, ctx, "fn is NULL");
-    CHECK_OK(fp8rt_program_destroy(p), ctx);
-    CHECK_OK(fp8rt_context_destroy(ctx), NULL);
-    free(ptx);
+	fp8rt_context *ctx = mock_context();
+	fp8rt_program *p = NULL;
+	Affine a = { 0 };
+	char *ptx = extern_ptx();
+	CHECK_OK(fp8rt_register_extern(ctx, "test.affine", affine, &a, FP8RT_EXTERN_NO_GRAPH), ctx);
+	CHECK_OK(fp8rt_program_load_data(ctx, ptx, strlen(ptx), "ext.ptx", &p), ctx);
+	AffineIO io = affine_io(ctx);
+	for (int i = 0; i < 3; i++)
+		run_affine(ctx, p, &io, (float)i, FP8RT_OK);
+	cr_assert_eq(a.calls, 3);
+	affine_io_free(ctx, &io);
+	ASSERT_FAILS(fp8rt_register_extern(ctx, "x", affine, &a, 2), FP8RT_INVALID_ARGUMENT, ctx, "unknown flags 0x2");
+	ASSERT_FAILS(fp8rt_register_extern(ctx, "x", NULL, &a, 0), FP8RT_INVALID_ARGUMENT, ctx, "fn is NULL");
+	CHECK_OK(fp8rt_program_destroy(p), ctx);
+	CHECK_OK(fp8rt_context_destroy(ctx), NULL);
+	free(ptx);
 }

@@ -17,16 +17,16 @@
 
 #include "ir.h"
 
-#define NSHOW 5          /* mismatches logged per check */
-#define MAXN 16          /* elements per table row */
-#define TINY 0x1p-149    /* smallest float32 subnormal */
+#define NSHOW 5        /* mismatches logged per check */
+#define MAXN  16       /* elements per table row */
+#define TINY  0x1p-149 /* smallest float32 subnormal */
 
-#define I64(...) ((const int64_t[]){ __VA_ARGS__ })
+#define I64(...)  ((const int64_t[]){ __VA_ARGS__ })
 #define NI64(...) ((int)(sizeof(I64(__VA_ARGS__)) / sizeof(int64_t)))
-#define SH(...) NI64(__VA_ARGS__), I64(__VA_ARGS__)
-#define DBL(...) ((const double[]){ __VA_ARGS__ })
+#define SH(...)   NI64(__VA_ARGS__), I64(__VA_ARGS__)
+#define DBL(...)  ((const double[]){ __VA_ARGS__ })
 #define NDBL(...) ((int)(sizeof(DBL(__VA_ARGS__)) / sizeof(double)))
-#define VEC(...) NDBL(__VA_ARGS__), DBL(__VA_ARGS__)
+#define VEC(...)  NDBL(__VA_ARGS__), DBL(__VA_ARGS__)
 
 static Arena *A;
 
@@ -100,14 +100,14 @@ expect_vals(const Tensor *t, const double *want, int64_t n, const char *what)
 {
 	int bad = 0;
 
-	cr_assert_eq(tensor_numel(t), n, "%s: %lld elements, expected %lld", what,
-		(long long)tensor_numel(t), (long long)n);
+	cr_assert_eq(
+		tensor_numel(t), n, "%s: %lld elements, expected %lld", what, (long long)tensor_numel(t), (long long)n);
 	for (int64_t i = 0; i < n; i++) {
 		double got = tensor_getf(t, i);
 
 		if (!same(got, want[i]) && bad++ < NSHOW)
-			cr_log_error("%s [%lld]: expected %a (%.17g), got %a (%.17g)", what, (long long)i,
-				want[i], want[i], got, got);
+			cr_log_error("%s [%lld]: expected %a (%.17g), got %a (%.17g)", what, (long long)i, want[i],
+				want[i], got, got);
 	}
 	cr_expect_eq(bad, 0, "%s: %d of %lld elements differ", what, bad, (long long)n);
 }
@@ -117,14 +117,14 @@ expect_ints(const Tensor *t, const int64_t *want, int64_t n, const char *what)
 {
 	int bad = 0;
 
-	cr_assert_eq(tensor_numel(t), n, "%s: %lld elements, expected %lld", what,
-		(long long)tensor_numel(t), (long long)n);
+	cr_assert_eq(
+		tensor_numel(t), n, "%s: %lld elements, expected %lld", what, (long long)tensor_numel(t), (long long)n);
 	for (int64_t i = 0; i < n; i++) {
 		int64_t got = tensor_geti(t, i);
 
 		if (got != want[i] && bad++ < NSHOW)
-			cr_log_error("%s [%lld]: expected %lld, got %lld", what, (long long)i,
-				(long long)want[i], (long long)got);
+			cr_log_error("%s [%lld]: expected %lld, got %lld", what, (long long)i, (long long)want[i],
+				(long long)got);
 	}
 	cr_expect_eq(bad, 0, "%s: %d of %lld elements differ", what, bad, (long long)n);
 }
@@ -137,12 +137,12 @@ expect_codes(const Tensor *t, const uint8_t *want, int64_t n, const char *what)
 	int bad = 0;
 
 	cr_assert_eq(dt_size(t->dtype), 1);
-	cr_assert_eq(tensor_numel(t), n, "%s: %lld elements, expected %lld", what,
-		(long long)tensor_numel(t), (long long)n);
+	cr_assert_eq(
+		tensor_numel(t), n, "%s: %lld elements, expected %lld", what, (long long)tensor_numel(t), (long long)n);
 	for (int64_t i = 0; i < n; i++)
 		if (got[i] != want[i] && bad++ < NSHOW)
-			cr_log_error("%s [%lld]: expected code 0x%02x, got 0x%02x", what, (long long)i,
-				want[i], got[i]);
+			cr_log_error(
+				"%s [%lld]: expected code 0x%02x, got 0x%02x", what, (long long)i, want[i], got[i]);
 	cr_expect_eq(bad, 0, "%s: %d of %lld codes differ", what, bad, (long long)n);
 }
 
@@ -231,8 +231,7 @@ unary_table(DType t, const Unary *cases, size_t ncases)
 static const Unary f32_unary[] = {
 	{ OP_ABS, 8, { NAN, INFINITY, -INFINITY, 0.0, -0.0, -TINY, -2.5, 3 },
 		{ NAN, INFINITY, INFINITY, 0.0, 0.0, TINY, 2.5, 3 } },
-	{ OP_NEG, 6, { NAN, INFINITY, 0.0, -0.0, TINY, -2.5 },
-		{ NAN, -INFINITY, -0.0, 0.0, -TINY, 2.5 } },
+	{ OP_NEG, 6, { NAN, INFINITY, 0.0, -0.0, TINY, -2.5 }, { NAN, -INFINITY, -0.0, 0.0, -TINY, 2.5 } },
 	{ OP_RECIPROCAL, 9, { NAN, INFINITY, -INFINITY, 0.0, -0.0, TINY, 2.5, -4, 3 },
 		{ NAN, 0.0, -0.0, INFINITY, -INFINITY, INFINITY, 0.4f, -0.25, 0x1.555556p-2 } },
 	{ OP_EXP, 8, { NAN, INFINITY, -INFINITY, 0.0, -0.0, TINY, 1, -200 },
@@ -249,17 +248,12 @@ static const Unary f32_unary[] = {
 		{ NAN, INFINITY, NAN, 0.0, -0.0, NAN, 2, 0x1.6a09e6p+0, 0x1.6a09e6p-75 } },
 	{ OP_RSQRT, 8, { NAN, INFINITY, 0.0, -0.0, -1, 4, 0.25, 2 },
 		{ NAN, 0.0, INFINITY, -INFINITY, NAN, 0.5, 2, 0x1.6a09e6p-1 } },
-	{ OP_TANH, 7, { NAN, INFINITY, -INFINITY, 0.0, -0.0, 20, -20 },
-		{ NAN, 1, -1, 0.0, -0.0, 1, -1 } },
-	{ OP_ERF, 6, { NAN, INFINITY, -INFINITY, 0.0, -0.0, 10 },
-		{ NAN, 1, -1, 0.0, -0.0, 1 } },
-	{ OP_SIN, 6, { NAN, INFINITY, -INFINITY, 0.0, -0.0, TINY },
-		{ NAN, NAN, NAN, 0.0, -0.0, TINY } },
-	{ OP_COS, 6, { NAN, INFINITY, -INFINITY, 0.0, -0.0, TINY },
-		{ NAN, NAN, NAN, 1, 1, 1 } },
+	{ OP_TANH, 7, { NAN, INFINITY, -INFINITY, 0.0, -0.0, 20, -20 }, { NAN, 1, -1, 0.0, -0.0, 1, -1 } },
+	{ OP_ERF, 6, { NAN, INFINITY, -INFINITY, 0.0, -0.0, 10 }, { NAN, 1, -1, 0.0, -0.0, 1 } },
+	{ OP_SIN, 6, { NAN, INFINITY, -INFINITY, 0.0, -0.0, TINY }, { NAN, NAN, NAN, 0.0, -0.0, TINY } },
+	{ OP_COS, 6, { NAN, INFINITY, -INFINITY, 0.0, -0.0, TINY }, { NAN, NAN, NAN, 1, 1, 1 } },
 	/* sign(-0) = +0: c10::signum is (0 < x) - (x < 0) */
-	{ OP_SIGN, 8, { INFINITY, -INFINITY, 0.0, -0.0, TINY, -TINY, -2.5, 3 },
-		{ 1, -1, 0.0, 0.0, 1, -1, -1, 1 } },
+	{ OP_SIGN, 8, { INFINITY, -INFINITY, 0.0, -0.0, TINY, -TINY, -2.5, 3 }, { 1, -1, 0.0, 0.0, 1, -1, -1, 1 } },
 	{ OP_FLOOR, 9, { NAN, INFINITY, -INFINITY, -0.0, TINY, -TINY, -2.5, 2.5, -0.5 },
 		{ NAN, INFINITY, -INFINITY, -0.0, 0.0, -1, -3, 2, -1 } },
 	{ OP_CEIL, 8, { NAN, INFINITY, -0.0, TINY, -TINY, -2.5, 2.5, -0.5 },
@@ -267,19 +261,14 @@ static const Unary f32_unary[] = {
 	/* round half to even (std::nearbyint) */
 	{ OP_ROUND, 11, { NAN, INFINITY, -0.0, 0.5, 1.5, 2.5, -2.5, -0.5, 3.5, TINY, 8388607.5 },
 		{ NAN, INFINITY, -0.0, 0.0, 2, 2, -2, -0.0, 4, 0.0, 8388608 } },
-	{ OP_TRUNC, 7, { NAN, INFINITY, -2.5, 2.5, -0.5, -0.0, TINY },
-		{ NAN, INFINITY, -2, 2, -0.0, -0.0, 0.0 } },
-	{ OP_ISFINITE, 8, { NAN, INFINITY, -INFINITY, 0.0, -0.0, TINY, FLT_MAX, -NAN },
-		{ 0, 0, 0, 1, 1, 1, 1, 0 } },
-	{ OP_SIGNBIT, 8, { NAN, -NAN, INFINITY, -INFINITY, 0.0, -0.0, -TINY, 2 },
-		{ 0, 1, 0, 1, 0, 1, 1, 0 } },
-	{ OP_ACOS, 6, { NAN, 1, -1, 0.0, 2, INFINITY },
-		{ NAN, 0.0, 0x1.921fb6p+1, 0x1.921fb6p+0, NAN, NAN } },
+	{ OP_TRUNC, 7, { NAN, INFINITY, -2.5, 2.5, -0.5, -0.0, TINY }, { NAN, INFINITY, -2, 2, -0.0, -0.0, 0.0 } },
+	{ OP_ISFINITE, 8, { NAN, INFINITY, -INFINITY, 0.0, -0.0, TINY, FLT_MAX, -NAN }, { 0, 0, 0, 1, 1, 1, 1, 0 } },
+	{ OP_SIGNBIT, 8, { NAN, -NAN, INFINITY, -INFINITY, 0.0, -0.0, -TINY, 2 }, { 0, 1, 0, 1, 0, 1, 1, 0 } },
+	{ OP_ACOS, 6, { NAN, 1, -1, 0.0, 2, INFINITY }, { NAN, 0.0, 0x1.921fb6p+1, 0x1.921fb6p+0, NAN, NAN } },
 	{ OP_ACOSH, 5, { NAN, 1, INFINITY, 0.5, -INFINITY }, { NAN, 0.0, INFINITY, NAN, NAN } },
 	{ OP_ASIN, 6, { NAN, 0.0, -0.0, 1, -1, 2 }, { NAN, 0.0, -0.0, 0x1.921fb6p+0, -0x1.921fb6p+0, NAN } },
 	{ OP_ASINH, 5, { NAN, 0.0, -0.0, INFINITY, -INFINITY }, { NAN, 0.0, -0.0, INFINITY, -INFINITY } },
-	{ OP_ATAN, 5, { NAN, 0.0, -0.0, INFINITY, -INFINITY },
-		{ NAN, 0.0, -0.0, 0x1.921fb6p+0, -0x1.921fb6p+0 } },
+	{ OP_ATAN, 5, { NAN, 0.0, -0.0, INFINITY, -INFINITY }, { NAN, 0.0, -0.0, 0x1.921fb6p+0, -0x1.921fb6p+0 } },
 	{ OP_ATANH, 6, { NAN, 0.0, -0.0, 1, -1, 2 }, { NAN, 0.0, -0.0, INFINITY, -INFINITY, NAN } },
 	{ OP_COSH, 5, { NAN, 0.0, -0.0, INFINITY, -INFINITY }, { NAN, 1, 1, INFINITY, INFINITY } },
 	{ OP_SINH, 5, { NAN, 0.0, -0.0, INFINITY, -INFINITY }, { NAN, 0.0, -0.0, INFINITY, -INFINITY } },
@@ -295,10 +284,7 @@ static const Unary f32_unary[] = {
 		{ NAN, 0.0, 0.0, INFINITY, INFINITY, INFINITY, INFINITY } },
 };
 
-Test(interp, unary_f32_special_values)
-{
-	unary_table(DT_F32, f32_unary, NELEM(f32_unary));
-}
+Test(interp, unary_f32_special_values) { unary_table(DT_F32, f32_unary, NELEM(f32_unary)); }
 
 /* every float unary op of ops.def has a row above */
 Test(interp, unary_table_covers_every_float_op)
@@ -335,10 +321,7 @@ static const Unary bf16_unary[] = {
 	{ OP_ISFINITE, 3, { INFINITY, NAN, 0x1.fep+127 }, { 0, 0, 1 } },
 };
 
-Test(interp, unary_bf16_rounds_once)
-{
-	unary_table(DT_BF16, bf16_unary, NELEM(bf16_unary));
-}
+Test(interp, unary_bf16_rounds_once) { unary_table(DT_BF16, bf16_unary, NELEM(bf16_unary)); }
 
 static const Unary f16_unary[] = {
 	{ OP_RECIPROCAL, 3, { 3, 0.0, 65504 }, { 0.333251953125, INFINITY, 0x1p-16 } },
@@ -346,10 +329,7 @@ static const Unary f16_unary[] = {
 	{ OP_ABS, 2, { -0x1p-24, -65504 }, { 0x1p-24, 65504 } },
 };
 
-Test(interp, unary_f16)
-{
-	unary_table(DT_F16, f16_unary, NELEM(f16_unary));
-}
+Test(interp, unary_f16) { unary_table(DT_F16, f16_unary, NELEM(f16_unary)); }
 
 /* f64 ops compute in double */
 static const Unary f64_unary[] = {
@@ -363,10 +343,7 @@ static const Unary f64_unary[] = {
 	{ OP_ISFINITE, 2, { DBL_MAX, -INFINITY }, { 1, 0 } },
 };
 
-Test(interp, unary_f64_in_double)
-{
-	unary_table(DT_F64, f64_unary, NELEM(f64_unary));
-}
+Test(interp, unary_f64_in_double) { unary_table(DT_F64, f64_unary, NELEM(f64_unary)); }
 
 /* integer and bool unary ops: results wrap to the dtype */
 static void
@@ -418,12 +395,11 @@ binary_table(DType t, const Binary *cases, size_t ncases)
 			double got = tensor_getf(r, i);
 
 			if (!same(got, u->want[i]) && bad++ < NSHOW)
-				cr_log_error("%s %s(%a, %a): expected %a (%.9g), got %a (%.9g)",
-					ir_dtypes[t].name, ir_ops[u->op].name, u->a[i], u->b[i],
-					u->want[i], u->want[i], got, got);
+				cr_log_error("%s %s(%a, %a): expected %a (%.9g), got %a (%.9g)", ir_dtypes[t].name,
+					ir_ops[u->op].name, u->a[i], u->b[i], u->want[i], u->want[i], got, got);
 		}
-		cr_expect_eq(bad, 0, "%s %s: %d of %d elements differ", ir_dtypes[t].name,
-			ir_ops[u->op].name, bad, u->n);
+		cr_expect_eq(
+			bad, 0, "%s %s: %d of %d elements differ", ir_dtypes[t].name, ir_ops[u->op].name, bad, u->n);
 		free_all(in, 2);
 		tensor_free(r);
 	}
@@ -433,8 +409,7 @@ static const Binary f32_binary[] = {
 	{ OP_ADD, 10, { NAN, INFINITY, INFINITY, -0.0, -0.0, 1, 1, TINY, FLT_MAX, 1e38f },
 		{ 1, -INFINITY, 1, -0.0, 0.0, 0x1p-24, 0x1.8p-23, TINY, FLT_MAX, -1e38f },
 		{ NAN, NAN, INFINITY, -0.0, 0.0, 1, 0x1.000004p+0, 0x1p-148, INFINITY, 0.0 } },
-	{ OP_SUB, 6, { INFINITY, 0.0, -0.0, 1, NAN, 1 },
-		{ INFINITY, 0.0, 0.0, 1, NAN, 0x1p-25 },
+	{ OP_SUB, 6, { INFINITY, 0.0, -0.0, 1, NAN, 1 }, { INFINITY, 0.0, 0.0, 1, NAN, 0x1p-25 },
 		{ NAN, 0.0, -0.0, 0.0, NAN, 1 } },
 	{ OP_MUL, 8, { 0.0, -0.0, TINY, TINY, -1, INFINITY, 0x1p64, NAN },
 		{ INFINITY, 5, 0.5, 3, 0.0, -2, 0x1p64, 0.0 },
@@ -447,15 +422,12 @@ static const Binary f32_binary[] = {
 		{ 10, 0.0, NAN, 0x1.555556p-2, -1, -1, 3, -149, 0.5, -1, 3, INFINITY },
 		{ 1024, 1, 1, NAN, INFINITY, -INFINITY, -8, TINY, 2, 0.0, -INFINITY, 0.0 } },
 	/* NaN propagates; -0 < +0 */
-	{ OP_MAXIMUM, 8, { NAN, 1, -0.0, 0.0, -INFINITY, 2, TINY, NAN },
-		{ 1, NAN, 0.0, -0.0, INFINITY, 1, 0.0, NAN },
+	{ OP_MAXIMUM, 8, { NAN, 1, -0.0, 0.0, -INFINITY, 2, TINY, NAN }, { 1, NAN, 0.0, -0.0, INFINITY, 1, 0.0, NAN },
 		{ NAN, NAN, 0.0, 0.0, INFINITY, 2, TINY, NAN } },
-	{ OP_MINIMUM, 7, { NAN, 1, -0.0, 0.0, -INFINITY, 2, -TINY },
-		{ 1, NAN, 0.0, -0.0, INFINITY, 1, -0.0 },
+	{ OP_MINIMUM, 7, { NAN, 1, -0.0, 0.0, -INFINITY, 2, -TINY }, { 1, NAN, 0.0, -0.0, INFINITY, 1, -0.0 },
 		{ NAN, NAN, -0.0, -0.0, -INFINITY, 1, -TINY } },
 	/* fmod: the sign of the dividend */
-	{ OP_FMOD, 10, { -3, 3, 5.5, 1, INFINITY, 1, -0.0, NAN, -3, 3 },
-		{ 2, -2, 2, 0.0, 1, INFINITY, 1, 1, -2, 1.5 },
+	{ OP_FMOD, 10, { -3, 3, 5.5, 1, INFINITY, 1, -0.0, NAN, -3, 3 }, { 2, -2, 2, 0.0, 1, INFINITY, 1, 1, -2, 1.5 },
 		{ -1, 1, 1.5, NAN, NAN, 1, -0.0, NAN, -1, 0.0 } },
 	/* remainder: the sign of the divisor (fmod, then + b if the signs differ) */
 	{ OP_REMAINDER, 10, { -3, 3, -3, 5.5, -5.5, 1, -0.0, 3, 0.0, -1 },
@@ -463,37 +435,26 @@ static const Binary f32_binary[] = {
 		{ 1, -1, -1, 1.5, 0.5, NAN, -0.0, 0.0, 0.0, INFINITY } },
 	/* comparisons with NaN are false, except ne */
 	{ OP_EQ, 9, { NAN, NAN, 1, 1, -0.0, INFINITY, 1, 2, -INFINITY },
-		{ 1, NAN, NAN, 1, 0.0, INFINITY, 2, 1, INFINITY },
-		{ 0, 0, 0, 1, 1, 1, 0, 0, 0 } },
+		{ 1, NAN, NAN, 1, 0.0, INFINITY, 2, 1, INFINITY }, { 0, 0, 0, 1, 1, 1, 0, 0, 0 } },
 	{ OP_NE, 9, { NAN, NAN, 1, 1, -0.0, INFINITY, 1, 2, -INFINITY },
-		{ 1, NAN, NAN, 1, 0.0, INFINITY, 2, 1, INFINITY },
-		{ 1, 1, 1, 0, 0, 0, 1, 1, 1 } },
+		{ 1, NAN, NAN, 1, 0.0, INFINITY, 2, 1, INFINITY }, { 1, 1, 1, 0, 0, 0, 1, 1, 1 } },
 	{ OP_LT, 9, { NAN, NAN, 1, 1, -0.0, INFINITY, 1, 2, -INFINITY },
-		{ 1, NAN, NAN, 1, 0.0, INFINITY, 2, 1, INFINITY },
-		{ 0, 0, 0, 0, 0, 0, 1, 0, 1 } },
+		{ 1, NAN, NAN, 1, 0.0, INFINITY, 2, 1, INFINITY }, { 0, 0, 0, 0, 0, 0, 1, 0, 1 } },
 	{ OP_LE, 9, { NAN, NAN, 1, 1, -0.0, INFINITY, 1, 2, -INFINITY },
-		{ 1, NAN, NAN, 1, 0.0, INFINITY, 2, 1, INFINITY },
-		{ 0, 0, 0, 1, 1, 1, 1, 0, 1 } },
+		{ 1, NAN, NAN, 1, 0.0, INFINITY, 2, 1, INFINITY }, { 0, 0, 0, 1, 1, 1, 1, 0, 1 } },
 	{ OP_GT, 9, { NAN, NAN, 1, 1, -0.0, INFINITY, 1, 2, -INFINITY },
-		{ 1, NAN, NAN, 1, 0.0, INFINITY, 2, 1, INFINITY },
-		{ 0, 0, 0, 0, 0, 0, 0, 1, 0 } },
+		{ 1, NAN, NAN, 1, 0.0, INFINITY, 2, 1, INFINITY }, { 0, 0, 0, 0, 0, 0, 0, 1, 0 } },
 	{ OP_GE, 9, { NAN, NAN, 1, 1, -0.0, INFINITY, 1, 2, -INFINITY },
-		{ 1, NAN, NAN, 1, 0.0, INFINITY, 2, 1, INFINITY },
-		{ 0, 0, 0, 1, 1, 1, 0, 1, 0 } },
+		{ 1, NAN, NAN, 1, 0.0, INFINITY, 2, 1, INFINITY }, { 0, 0, 0, 1, 1, 1, 0, 1, 0 } },
 	/* atan2(y, x): the angle of (x, y), the signs of zeros kept */
-	{ OP_ATAN2, 8, { NAN, 0.0, -0.0, 0.0, 1, -1, 1, INFINITY },
-		{ 1, 1, 1, -1, 0.0, 0.0, INFINITY, INFINITY },
+	{ OP_ATAN2, 8, { NAN, 0.0, -0.0, 0.0, 1, -1, 1, INFINITY }, { 1, 1, 1, -1, 0.0, 0.0, INFINITY, INFINITY },
 		{ NAN, 0.0, -0.0, 0x1.921fb6p+1, 0x1.921fb6p+0, -0x1.921fb6p+0, 0.0, 0x1.921fb6p-1 } },
 	/* nextafter in f32: one float step towards b */
-	{ OP_NEXTAFTER, 6, { 1, 1, 0.0, -0.0, NAN, FLT_MAX },
-		{ 2, 0.0, 1, -1, 1, INFINITY },
+	{ OP_NEXTAFTER, 6, { 1, 1, 0.0, -0.0, NAN, FLT_MAX }, { 2, 0.0, 1, -1, 1, INFINITY },
 		{ 0x1.000002p+0, 0x1.fffffep-1, 0x1p-149, -0x1p-149, NAN, INFINITY } },
 };
 
-Test(interp, binary_f32_special_values)
-{
-	binary_table(DT_F32, f32_binary, NELEM(f32_binary));
-}
+Test(interp, binary_f32_special_values) { binary_table(DT_F32, f32_binary, NELEM(f32_binary)); }
 
 Test(interp, binary_table_covers_every_float_op)
 {
@@ -510,41 +471,30 @@ Test(interp, binary_table_covers_every_float_op)
 
 /* bf16: computed in float, rounded once, to nearest even */
 static const Binary bf16_binary[] = {
-	{ OP_ADD, 4, { 1, 1, 256, 0x1.fep+127 }, { 0x1p-8, 0x1.8p-7, 1, 0x1p120 },
-		{ 1, 0x1.04p+0, 256, INFINITY } },
+	{ OP_ADD, 4, { 1, 1, 256, 0x1.fep+127 }, { 0x1p-8, 0x1.8p-7, 1, 0x1p120 }, { 1, 0x1.04p+0, 256, INFINITY } },
 	{ OP_MUL, 2, { 3, 0x1p-133 }, { 0.333984375, 0.5 }, { 1, 0.0 } },
 	{ OP_DIV, 2, { 1, 0.0 }, { 3, 0.0 }, { 0.333984375, NAN } },
 	{ OP_MAXIMUM, 2, { NAN, -0.0 }, { 1, 0.0 }, { NAN, 0.0 } },
 	{ OP_LT, 2, { 1, NAN }, { 0x1.02p+0, 1 }, { 1, 0 } },
 };
 
-Test(interp, binary_bf16_rounding)
-{
-	binary_table(DT_BF16, bf16_binary, NELEM(bf16_binary));
-}
+Test(interp, binary_bf16_rounding) { binary_table(DT_BF16, bf16_binary, NELEM(bf16_binary)); }
 
 static const Binary f16_binary[] = {
 	{ OP_ADD, 4, { 2048, 65504, 1, 2048 }, { 1, 16, 0x1p-11, 3 }, { 2048, INFINITY, 1, 2052 } },
 	{ OP_MUL, 2, { 0x1p-24, 0x1p-14 }, { 0.5, 0.75 }, { 0.0, 0x1.8p-15 } },
 };
 
-Test(interp, binary_f16_rounding)
-{
-	binary_table(DT_F16, f16_binary, NELEM(f16_binary));
-}
+Test(interp, binary_f16_rounding) { binary_table(DT_F16, f16_binary, NELEM(f16_binary)); }
 
 static const Binary f64_binary[] = {
-	{ OP_ADD, 3, { 1, 0.1, 1e308 }, { 0x1p-30, 0.2, 1e308 },
-		{ 0x1.00000004p+0, 0.30000000000000004, INFINITY } },
+	{ OP_ADD, 3, { 1, 0.1, 1e308 }, { 0x1p-30, 0.2, 1e308 }, { 0x1.00000004p+0, 0.30000000000000004, INFINITY } },
 	{ OP_DIV, 2, { 1, 1 }, { 3, 0.0 }, { 0x1.5555555555555p-2, INFINITY } },
 	{ OP_MUL, 2, { 1e300, 1e-300 }, { 1e10, 1e-300 }, { INFINITY, 0.0 } },
 	{ OP_SUB, 1, { 1 }, { 0x1p-53 }, { 0x1.fffffffffffffp-1 } },
 };
 
-Test(interp, binary_f64_in_double)
-{
-	binary_table(DT_F64, f64_binary, NELEM(f64_binary));
-}
+Test(interp, binary_f64_in_double) { binary_table(DT_F64, f64_binary, NELEM(f64_binary)); }
 
 static void
 binary_int(Op op, DType t, int n, const int64_t *a, const int64_t *b, const int64_t *want)
@@ -660,10 +610,10 @@ Test(interp, where_fp8_copies_codes)
 /* f32 -> e4m3fn: |x| > 464 -> NaN (0x7F|sign), 464 -> 448, ties to even, subnormals */
 Test(interp, convert_f32_to_e4m3fn)
 {
-	static const double x[] = { 464, 465, 448, -464, 480, INFINITY, NAN, -0.0, 0x1p-10, 0x1.8p-10,
-		0x1.8p-9, 1e-12, -NAN, 240, 0x1p-6, -INFINITY };
-	static const uint8_t want[] = { 0x7E, 0x7F, 0x7E, 0xFE, 0x7F, 0x7F, 0x7F, 0x80, 0x00, 0x01,
-		0x02, 0x00, 0xFF, 0x77, 0x08, 0xFF };
+	static const double x[] = { 464, 465, 448, -464, 480, INFINITY, NAN, -0.0, 0x1p-10, 0x1.8p-10, 0x1.8p-9, 1e-12,
+		-NAN, 240, 0x1p-6, -INFINITY };
+	static const uint8_t want[] = { 0x7E, 0x7F, 0x7E, 0xFE, 0x7F, 0x7F, 0x7F, 0x80, 0x00, 0x01, 0x02, 0x00, 0xFF,
+		0x77, 0x08, 0xFF };
 	Tensor *a = tens("a", DT_F32, 1, I64(NELEM(x)), x), *r = convert(a, DT_F8E4M3FN);
 
 	expect_codes(r, want, NELEM(want), "f32 -> e4m3fn");
@@ -674,10 +624,10 @@ Test(interp, convert_f32_to_e4m3fn)
 /* f32 -> e5m2: |x| >= 61440 -> inf, NaN -> 0x7F */
 Test(interp, convert_f32_to_e5m2)
 {
-	static const double x[] = { 61440, 61439, 57344, INFINITY, -INFINITY, NAN, 65536, 1e10, -0.0,
-		0x1p-16, 0x1p-17, 0x1.8p-16, -61440, 0x1p-14, 1.25, 1.375 };
-	static const uint8_t want[] = { 0x7C, 0x7B, 0x7B, 0x7C, 0xFC, 0x7F, 0x7C, 0x7C, 0x80,
-		0x01, 0x00, 0x02, 0xFC, 0x04, 0x3D, 0x3E };
+	static const double x[] = { 61440, 61439, 57344, INFINITY, -INFINITY, NAN, 65536, 1e10, -0.0, 0x1p-16, 0x1p-17,
+		0x1.8p-16, -61440, 0x1p-14, 1.25, 1.375 };
+	static const uint8_t want[] = { 0x7C, 0x7B, 0x7B, 0x7C, 0xFC, 0x7F, 0x7C, 0x7C, 0x80, 0x01, 0x00, 0x02, 0xFC,
+		0x04, 0x3D, 0x3E };
 	Tensor *a = tens("a", DT_F32, 1, I64(NELEM(x)), x), *r = convert(a, DT_F8E5M2);
 
 	expect_codes(r, want, NELEM(want), "f32 -> e5m2");
@@ -748,8 +698,8 @@ Test(interp, convert_f64_double_rounds_through_f32)
 
 Test(interp, convert_f64_to_f32_and_back)
 {
-	Tensor *a = tens("a", DT_F64, 1, I64(8),
-		DBL(1e300, -1e300, 1e-50, -1e-50, 0.1, NAN, 0x1p-150, 0x1.0000001p-150));
+	Tensor *a =
+		tens("a", DT_F64, 1, I64(8), DBL(1e300, -1e300, 1e-50, -1e-50, 0.1, NAN, 0x1p-150, 0x1.0000001p-150));
 	Tensor *r = convert(a, DT_F32), *b = tens("b", DT_F32, 1, I64(2), DBL(0.1f, -0.0)), *rb = convert(b, DT_F64);
 
 	expect_vals(r, DBL(INFINITY, -INFINITY, 0.0, -0.0, 0x1.99999ap-4, NAN, 0.0, TINY), 8, "f64 -> f32");
@@ -922,7 +872,7 @@ Test(interp, amax_3d_outer_dims)
 	double v[12];
 	Tensor *x, *r;
 
-	for (int i = 0; i < 12; i++)   /* x[i][j][k] = (i*6 + j*2 + k) * (-1)^(i+k) */
+	for (int i = 0; i < 12; i++) /* x[i][j][k] = (i*6 + j*2 + k) * (-1)^(i+k) */
 		v[i] = (double)i * (((i / 6) + (i % 2)) % 2 ? -1 : 1);
 	x = tens("x", DT_BF16, SH(2, 3, 2), v);
 	r = reduce(OP_AMAX, x, I64(0, 2), 2, SH(3));
@@ -1146,9 +1096,15 @@ full(double v, DType t, int rank, const int64_t *dims)
 Test(interp, full_values)
 {
 	Tensor *t[] = {
-		full(448, DT_F32, SH(2)), full(-0.0, DT_F32, SH(1)), full(NAN, DT_F32, 0, NULL),
-		full(1e300, DT_F32, 0, NULL), full(5e-324, DT_F64, 0, NULL), full(0.1, DT_BF16, SH(3)),
-		full(1e-12, DT_F32, 0, NULL), full(70000, DT_F16, 0, NULL), full(-INFINITY, DT_F64, SH(2, 2)),
+		full(448, DT_F32, SH(2)),
+		full(-0.0, DT_F32, SH(1)),
+		full(NAN, DT_F32, 0, NULL),
+		full(1e300, DT_F32, 0, NULL),
+		full(5e-324, DT_F64, 0, NULL),
+		full(0.1, DT_BF16, SH(3)),
+		full(1e-12, DT_F32, 0, NULL),
+		full(70000, DT_F16, 0, NULL),
+		full(-INFINITY, DT_F64, SH(2, 2)),
 	};
 
 	expect_vals(t[0], DBL(448, 448), 2, "full 448 f32");
@@ -1166,8 +1122,12 @@ Test(interp, full_values)
 Test(interp, full_int_bool_fp8)
 {
 	Tensor *t[] = {
-		full(3.7, DT_I32, SH(2)), full(-3.5, DT_I8, 0, NULL), full(NAN, DT_B8, 0, NULL),
-		full(0.0, DT_B8, 0, NULL), full(464, DT_F8E4M3FN, SH(2)), full(-NAN, DT_F8E4M3FN, 0, NULL),
+		full(3.7, DT_I32, SH(2)),
+		full(-3.5, DT_I8, 0, NULL),
+		full(NAN, DT_B8, 0, NULL),
+		full(0.0, DT_B8, 0, NULL),
+		full(464, DT_F8E4M3FN, SH(2)),
+		full(-NAN, DT_F8E4M3FN, 0, NULL),
 		full(1e5, DT_F8E5M2, 0, NULL),
 	};
 
@@ -1275,7 +1235,7 @@ Test(interp, reuse_dead_values_and_parameter_outputs)
 	Tensor *in = tens("x", DT_F32, SH(2), DBL(3, -0.0)), *out[4] = { NULL };
 
 	a = ir_instr(fn, OP_MUL, (const uint32_t[]){ x, x }, 2, NULL, 0, DT_F32, SH(2));
-	ir_instr(fn, OP_NEG, &a, 1, NULL, 0, DT_F32, SH(2));   /* dead */
+	ir_instr(fn, OP_NEG, &a, 1, NULL, 0, DT_F32, SH(2)); /* dead */
 	b = ir_instr(fn, OP_ADD, (const uint32_t[]){ a, a }, 2, NULL, 0, DT_F32, SH(2));
 	ir_return(fn, b, NULL);
 	ir_return(fn, x, "x_out");

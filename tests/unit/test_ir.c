@@ -16,8 +16,8 @@
 #include "ir.h"
 #include "passes.h"
 
-#define IDS(...) ((const uint32_t[]){ __VA_ARGS__ })
-#define I64(...) ((const int64_t[]){ __VA_ARGS__ })
+#define IDS(...)  ((const uint32_t[]){ __VA_ARGS__ })
+#define I64(...)  ((const int64_t[]){ __VA_ARGS__ })
 #define NI64(...) ((int)(sizeof(I64(__VA_ARGS__)) / sizeof(int64_t)))
 #define NIDS(...) ((int)(sizeof(IDS(__VA_ARGS__)) / sizeof(uint32_t)))
 /* shape arguments "rank, dims" of the builder */
@@ -25,8 +25,8 @@
 /* operand and attribute arguments "ptr, count" of ir_instr */
 #define ARGS(...) IDS(__VA_ARGS__), NIDS(__VA_ARGS__)
 #define ATTR(...) I64(__VA_ARGS__), NI64(__VA_ARGS__)
-#define NOATTR NULL, 0
-#define SCALAR 0, NULL
+#define NOATTR    NULL, 0
+#define SCALAR    0, NULL
 
 static Arena *A;
 static Func *F;
@@ -163,8 +163,8 @@ same_text(const char *got, const char *want)
 		g--;
 	while (w > want && w[-1] != '\n')
 		w--;
-	cr_assert_fail("texts differ at line %d:\n  want: %.*s\n  got:  %.*s\n--- got, whole:\n%s",
-		line, (int)strcspn(w, "\n"), w, (int)strcspn(g, "\n"), g, got);
+	cr_assert_fail("texts differ at line %d:\n  want: %.*s\n  got:  %.*s\n--- got, whole:\n%s", line,
+		(int)strcspn(w, "\n"), w, (int)strcspn(g, "\n"), g, got);
 }
 
 static void
@@ -187,8 +187,7 @@ set_flags(Func *fn, uint8_t flags)
 
 /* make instructions [first, fn->nins) kernel `name` with the given ins and outs */
 static void
-add_kernel(Func *fn, const char *name, uint32_t first, const uint32_t *ins, int nins,
-	const uint32_t *outs, int nouts)
+add_kernel(Func *fn, const char *name, uint32_t first, const uint32_t *ins, int nins, const uint32_t *outs, int nouts)
 {
 	Kernel k = { 0 };
 
@@ -208,7 +207,18 @@ add_kernel(Func *fn, const char *name, uint32_t first, const uint32_t *ins, int 
 /* ---- a function with every op ---- */
 
 static const double full_values[] = {
-	1e-12, 448, -0.0, INFINITY, -INFINITY, NAN, 0.1, 1e300, 5e-324, -448, 2.5, -NAN,
+	1e-12,
+	448,
+	-0.0,
+	INFINITY,
+	-INFINITY,
+	NAN,
+	0.1,
+	1e300,
+	5e-324,
+	-448,
+	2.5,
+	-NAN,
 };
 
 /* One instruction (or a few) of every op in ops.def, by category; fails if
@@ -248,7 +258,8 @@ build_all_ops(Arena *a, bool kernels)
 			set_layout(fn, v, I64(1, 0));
 			break;
 		case OC_UNARY:
-			v = ir_instr(fn, op, ARGS(src), NOATTR, op == OP_ISFINITE || op == OP_SIGNBIT ? DT_B8 : st, SH(2, 3));
+			v = ir_instr(fn, op, ARGS(src), NOATTR, op == OP_ISFINITE || op == OP_SIGNBIT ? DT_B8 : st,
+				SH(2, 3));
 			if (op == OP_ABS)
 				set_name(fn, v, "abs.x");
 			break;
@@ -264,9 +275,7 @@ build_all_ops(Arena *a, bool kernels)
 			ir_instr(fn, op, ARGS(x, y), NOATTR, DT_B8, SH(2, 3));
 			ir_instr(fn, op, ARGS(i, i), NOATTR, DT_B8, SH(2, 3));
 			break;
-		case OC_WHERE:
-			ir_instr(fn, op, ARGS(b, x, s), NOATTR, DT_F32, SH(2, 3));
-			break;
+		case OC_WHERE: ir_instr(fn, op, ARGS(b, x, s), NOATTR, DT_F32, SH(2, 3)); break;
 		case OC_REDUCE:
 			red = ir_instr(fn, op, ARGS(x), ATTR(1), DT_F32, SH(2));
 			ir_instr(fn, op, ARGS(x), ATTR(0, 1), DT_F32, SCALAR);
@@ -287,7 +296,8 @@ build_all_ops(Arena *a, bool kernels)
 			case OP_TRANSPOSE:
 				v = ir_instr(fn, op, ARGS(x), ATTR(1, 0), DT_F32, SH(3, 2));
 				set_layout(fn, v, I64(1, 0));
-				ir_instr(fn, op, ARGS(r8), ATTR(7, 6, 5, 4, 3, 2, 1, 0), DT_F32, SH(2, 1, 2, 1, 2, 1, 2, 1));
+				ir_instr(fn, op, ARGS(r8), ATTR(7, 6, 5, 4, 3, 2, 1, 0), DT_F32,
+					SH(2, 1, 2, 1, 2, 1, 2, 1));
 				break;
 			case OP_SQUEEZE:
 				ir_instr(fn, op, ARGS(r8), ATTR(0, 2, 6), DT_F32, SH(2, 2, 1, 2, 2));
@@ -301,8 +311,7 @@ build_all_ops(Arena *a, bool kernels)
 				ir_instr(fn, op, ARGS(x), ATTR(1), DT_F32, SH(2, 3));
 				ir_instr(fn, op, ARGS(r8), ATTR(0, 7), DT_F32, SH(1, 2, 1, 2, 1, 2, 1, 2));
 				break;
-			default:
-				cr_assert_fail("shape op %s: teach build_all_ops to build it", oi->name);
+			default: cr_assert_fail("shape op %s: teach build_all_ops to build it", oi->name);
 			}
 			break;
 		case OC_CAT:
@@ -330,21 +339,16 @@ build_all_ops(Arena *a, bool kernels)
 				ir_instr(fn, op, ARGS(x, i), ATTR(1), DT_F32, SH(2, 3));
 			}
 			break;
-		case OC_PAD:
-			ir_instr(fn, op, ARGS(x, s), ATTR(1, -1, 0, 2, 0, 1), DT_F32, SH(3, 6));
-			break;
-		case OC_BITCAST:
-			ir_instr(fn, op, ARGS(x), NOATTR, DT_I32, SH(2, 3));
-			break;
-		case OC_IOTA:
-			ir_instr(fn, op, NULL, 0, ATTR(-2, 3), DT_I64, SH(5));
-			break;
+		case OC_PAD:     ir_instr(fn, op, ARGS(x, s), ATTR(1, -1, 0, 2, 0, 1), DT_F32, SH(3, 6)); break;
+		case OC_BITCAST: ir_instr(fn, op, ARGS(x), NOATTR, DT_I32, SH(2, 3)); break;
+		case OC_IOTA:    ir_instr(fn, op, NULL, 0, ATTR(-2, 3), DT_I64, SH(5)); break;
 		case OC_GEMM:
 			if (op == OP_MATMUL) {
 				ir_instr(fn, op, ARGS(x, y), NOATTR, DT_F32, SH(2, 2));
 				set_flags(fn, IF_TRANS_B);
 				v = ir_instr(fn, OP_RESHAPE, ARGS(x), NOATTR, DT_F32, SH(3, 2));
-				ir_instr(fn, op, ARGS(x, v, ir_full(fn, 0.5, DT_F32, SH(2))), ATTR(EPI_GELU), DT_F32, SH(2, 2));
+				ir_instr(fn, op, ARGS(x, v, ir_full(fn, 0.5, DT_F32, SH(2))), ATTR(EPI_GELU), DT_F32,
+					SH(2, 2));
 				break;
 			}
 			gemm = ir_instr(fn, op, ARGS(a8, w8, s, s, bias), NOATTR, DT_BF16, SH(4, 8));
@@ -354,7 +358,7 @@ build_all_ops(Arena *a, bool kernels)
 			ir_instr(fn, op, ARGS(a8, w8, s, s), NOATTR, DT_F16, SH(4, 8));
 			set_flags(fn, IF_FAST_ACCUM | IF_NO_FIXUP);
 			break;
-		case OC_EXTERN: {   /* two results of one call, then one of another */
+		case OC_EXTERN: { /* two results of one call, then one of another */
 			static const Extern two = { "lib.two", "@0, 'mean', dims=(0, 1), eps=1e-05", 2 };
 			static const Extern one = { "lib.one", "", 1 };
 			DType dts[2] = { DT_F32, DT_I64 };
@@ -365,8 +369,7 @@ build_all_ops(Arena *a, bool kernels)
 			ir_extern(fn, &one, NULL, 0, dts + 1, ranks + 1, (const int64_t (*)[IR_MAXRANK])dims + 1);
 			break;
 		}
-		default:
-			built[op] = false;
+		default: built[op] = false;
 		}
 	}
 	for (int op = 0; op < OP_COUNT; op++)
@@ -435,15 +438,9 @@ roundtrip_builder(bool kernels)
 	free(t2);
 }
 
-Test(ir_text, roundtrip_builder_every_op)
-{
-	roundtrip_builder(false);
-}
+Test(ir_text, roundtrip_builder_every_op) { roundtrip_builder(false); }
 
-Test(ir_text, roundtrip_builder_with_kernels)
-{
-	roundtrip_builder(true);
-}
+Test(ir_text, roundtrip_builder_with_kernels) { roundtrip_builder(true); }
 
 /* a pass rebuilds the function (ir_rewrite_begin, ir_copy_instr,
  * ir_rewrite_end): copying every instruction must give the same text,
@@ -490,9 +487,18 @@ Test(ir_text, rowmajor_def_const)
 Test(ir_text, full_value_spellings)
 {
 	static const char *const want[] = {
-		"full 1e-12 : f32[]", "full 448 : f32[]", "full -0 : f32[]", "full inf : f32[]",
-		"full -inf : f32[]", "full nan : f32[]", "full 0.1 : f32[]", "full 1e+300 : f64[]",
-		"full 5e-324 : f64[]", "full -448 : f32[]", "full 2.5 : f32[]", "full -nan : f32[]",
+		"full 1e-12 : f32[]",
+		"full 448 : f32[]",
+		"full -0 : f32[]",
+		"full inf : f32[]",
+		"full -inf : f32[]",
+		"full nan : f32[]",
+		"full 0.1 : f32[]",
+		"full 1e+300 : f64[]",
+		"full 5e-324 : f64[]",
+		"full -448 : f32[]",
+		"full 2.5 : f32[]",
+		"full -nan : f32[]",
 	};
 	char *t;
 
@@ -628,7 +634,6 @@ join_every_op_text(void)
 	snprintf(every_op_text, sizeof every_op_text, "%s%s", every_op_text1, every_op_text2);
 }
 
-
 Test(ir_text, roundtrip_text_every_op)
 {
 	join_every_op_text();
@@ -648,24 +653,23 @@ Test(ir_text, roundtrip_text_every_op)
 	free(t);
 }
 
-static const char kernel_text[] =
-	"func @computation(%input: bf16[16,32], %weight: bf16[64,32]) {\n"
-	"  kernel @k0(%input, %weight) -> (%t177, %q, %wq) {\n"
-	"    %t173 = convert_element_type %input : f32[16,32]\n"
-	"    %t174 = abs %t173 : f32[16,32]\n"
-	"    %t177 = amax %t174 [0,1] : f32[]\n"
-	"    %q = convert_element_type %t173 no_fixup : f8e4m3fn[16,32]\n"
-	"    %w = convert_element_type %weight : f32[64,32]\n"
-	"    %wq = convert_element_type %w : f8e4m3fn[64,32]{1,0}\n"
-	"  }\n"
-	"  %wt = transpose %wq [1,0] : f8e4m3fn[32,64]{1,0}\n"
-	"  %one = full 1 : f32[]\n"
-	"  %t122 = scaled_mm %q, %wt, %one, %one fast_accum : bf16[16,64]\n"
-	"  kernel @k1(%t177) -> (%11) {\n"
-	"    %11 = reciprocal %t177 : f32[]\n"
-	"  }\n"
-	"  return %t122, %11 as scale_inv, %q as x\n"
-	"}\n";
+static const char kernel_text[] = "func @computation(%input: bf16[16,32], %weight: bf16[64,32]) {\n"
+				  "  kernel @k0(%input, %weight) -> (%t177, %q, %wq) {\n"
+				  "    %t173 = convert_element_type %input : f32[16,32]\n"
+				  "    %t174 = abs %t173 : f32[16,32]\n"
+				  "    %t177 = amax %t174 [0,1] : f32[]\n"
+				  "    %q = convert_element_type %t173 no_fixup : f8e4m3fn[16,32]\n"
+				  "    %w = convert_element_type %weight : f32[64,32]\n"
+				  "    %wq = convert_element_type %w : f8e4m3fn[64,32]{1,0}\n"
+				  "  }\n"
+				  "  %wt = transpose %wq [1,0] : f8e4m3fn[32,64]{1,0}\n"
+				  "  %one = full 1 : f32[]\n"
+				  "  %t122 = scaled_mm %q, %wt, %one, %one fast_accum : bf16[16,64]\n"
+				  "  kernel @k1(%t177) -> (%11) {\n"
+				  "    %11 = reciprocal %t177 : f32[]\n"
+				  "  }\n"
+				  "  return %t122, %11 as scale_inv, %q as x\n"
+				  "}\n";
 
 /* kernel blocks: their outputs are values defined inside the block */
 Test(ir_text, roundtrip_text_kernels)
@@ -688,13 +692,12 @@ Test(ir_text, roundtrip_text_kernels)
 /* a kernel whose outputs are empty needs nothing from inside the block */
 Test(ir_text, roundtrip_text_kernel_without_outputs)
 {
-	static const char text[] =
-		"func @f(%x: f32[4]) {\n"
-		"  kernel @k0(%x) -> () {\n"
-		"    %a = abs %x : f32[4]\n"
-		"  }\n"
-		"  return %x\n"
-		"}\n";
+	static const char text[] = "func @f(%x: f32[4]) {\n"
+				   "  kernel @k0(%x) -> () {\n"
+				   "    %a = abs %x : f32[4]\n"
+				   "  }\n"
+				   "  return %x\n"
+				   "}\n";
 	Func *fn = parse_ok(text);
 	char *t = print_str(fn);
 
@@ -706,13 +709,12 @@ Test(ir_text, roundtrip_text_kernel_without_outputs)
 /* names of digits only are ids: they print as the value's id */
 Test(ir_text, numeric_names_are_ids)
 {
-	Func *fn = parse_ok(
-		"func @f(%7: f32[2], %x: f32[2]) {\n"
-		"  %12 = add %7, %x : f32[2]\n"
-		"  %y = neg %12 : f32[2]\n"
-		"  %0 = abs %y : f32[2]\n"
-		"  return %0, %12 as z\n"
-		"}\n");
+	Func *fn = parse_ok("func @f(%7: f32[2], %x: f32[2]) {\n"
+			    "  %12 = add %7, %x : f32[2]\n"
+			    "  %y = neg %12 : f32[2]\n"
+			    "  %0 = abs %y : f32[2]\n"
+			    "  return %0, %12 as z\n"
+			    "}\n");
 	char *t = print_str(fn);
 
 	same_text(t,
@@ -730,15 +732,14 @@ Test(ir_text, numeric_names_are_ids)
 
 Test(ir_text, comments_and_spacing)
 {
-	Func *fn = parse_ok(
-		"; a comment before the function\n"
-		"# and another kind\n"
-		"func   @f ( %x :f32[ 2 , 3 ] ) {   ; trailing\n"
-		"\t%a=abs %x:f32[2,3]   # trailing hash\n"
-		"\r\n"
-		"  %s = sum %a [ 0 , 1 ] : f32[]\n"
-		"  return %s as total ,%a\n"
-		"}  ; done\n");
+	Func *fn = parse_ok("; a comment before the function\n"
+			    "# and another kind\n"
+			    "func   @f ( %x :f32[ 2 , 3 ] ) {   ; trailing\n"
+			    "\t%a=abs %x:f32[2,3]   # trailing hash\n"
+			    "\r\n"
+			    "  %s = sum %a [ 0 , 1 ] : f32[]\n"
+			    "  return %s as total ,%a\n"
+			    "}  ; done\n");
 	char *t = print_str(fn);
 
 	same_text(t,
@@ -1435,7 +1436,7 @@ Test(ir_verify, kernel_out_of_order)
 	add_kernel(F, "k0", 0, ARGS(x), ARGS(a));
 	ir_instr(F, OP_ABS, ARGS(a), NOATTR, DT_F32, SH(2));
 	add_kernel(F, "k1", 1, ARGS(a), ARGS(a + 1));
-	F->kernels[1].first = 0;   /* overlaps k0 */
+	F->kernels[1].first = 0; /* overlaps k0 */
 	rejects(F, "kernel k1: instructions out of order");
 }
 
@@ -1454,20 +1455,18 @@ Test(ir_verify, kernel_foreign_instruction)
 
 Test(ir_parse, negative_dims_in_text)
 {
-	parse_fails_at("func @f(%x: f32[2,-1]) {\n  return %x\n}\n",
-		"t.ir:1:13: error: negative dimension -1");
+	parse_fails_at("func @f(%x: f32[2,-1]) {\n  return %x\n}\n", "t.ir:1:13: error: negative dimension -1");
 }
 
 Test(ir_parse, negative_dims_in_result)
 {
-	parse_fails("func @f(%x: f32[2]) {\n  %y = reshape %x : f32[-2,-1]\n  return %y\n}\n",
-		"negative dimension -2");
+	parse_fails("func @f(%x: f32[2]) {\n  %y = reshape %x : f32[-2,-1]\n  return %y\n}\n", "negative dimension -2");
 }
 
 Test(ir_parse, layout_not_a_permutation)
 {
-	parse_fails_at("func @f(%x: f32[2,3]{1,1}) {\n  return %x\n}\n",
-		"t.ir:1:21: error: layout is not a permutation");
+	parse_fails_at(
+		"func @f(%x: f32[2,3]{1,1}) {\n  return %x\n}\n", "t.ir:1:21: error: layout is not a permutation");
 }
 
 Test(ir_parse, layout_out_of_range)
@@ -1508,10 +1507,7 @@ Test(ir_parse, use_before_def)
 		"t.ir:2:12: error: '%z' is not defined");
 }
 
-Test(ir_parse, undefined_return)
-{
-	parse_fails("func @f(%x: f32[]) {\n  return %x, %q\n}\n", "'%q' is not defined");
-}
+Test(ir_parse, undefined_return) { parse_fails("func @f(%x: f32[]) {\n  return %x, %q\n}\n", "'%q' is not defined"); }
 
 Test(ir_parse, duplicate_definition)
 {
@@ -1531,8 +1527,7 @@ Test(ir_parse, duplicate_numeric_name)
 
 Test(ir_parse, text_after_function)
 {
-	parse_fails_at("func @f(%x: f32[]) {\n  return %x\n}\nreturn %x\n",
-		"t.ir:4:1: error: text after the function");
+	parse_fails_at("func @f(%x: f32[]) {\n  return %x\n}\nreturn %x\n", "t.ir:4:1: error: text after the function");
 }
 
 Test(ir_parse, binary_data)
@@ -1571,36 +1566,21 @@ Test(ir_parse, rank_above_eight)
 	parse_fails("func @f(%x: f32[1,1,1,1,1,1,1,1,1]) {\n  return %x\n}\n", "more than 8 entries");
 }
 
-Test(ir_parse, rank_eight_is_fine)
-{
-	parse_ok("func @f(%x: f32[1,1,1,1,1,1,1,1]) {\n  return %x\n}\n");
-}
+Test(ir_parse, rank_eight_is_fine) { parse_ok("func @f(%x: f32[1,1,1,1,1,1,1,1]) {\n  return %x\n}\n"); }
 
-Test(ir_parse, bad_integer)
-{
-	parse_fails("func @f(%x: f32[2x]) {\n  return %x\n}\n", "bad integer '2x'");
-}
+Test(ir_parse, bad_integer) { parse_fails("func @f(%x: f32[2x]) {\n  return %x\n}\n", "bad integer '2x'"); }
 
-Test(ir_parse, missing_func)
-{
-	parse_fails_at("fn @f() {\n  return\n}\n", "t.ir:1:1: error: expected 'func'");
-}
+Test(ir_parse, missing_func) { parse_fails_at("fn @f() {\n  return\n}\n", "t.ir:1:1: error: expected 'func'"); }
 
 Test(ir_parse, missing_return)
 {
-	parse_fails("func @f(%x: f32[]) {\n  %y = neg %x : f32[]\n}\n",
-		"expected an instruction, 'kernel' or 'return'");
+	parse_fails(
+		"func @f(%x: f32[]) {\n  %y = neg %x : f32[]\n}\n", "expected an instruction, 'kernel' or 'return'");
 }
 
-Test(ir_parse, missing_close_brace)
-{
-	parse_fails("func @f(%x: f32[]) {\n  return %x\n", "expected '}'");
-}
+Test(ir_parse, missing_close_brace) { parse_fails("func @f(%x: f32[]) {\n  return %x\n", "expected '}'"); }
 
-Test(ir_parse, empty_input)
-{
-	parse_fails_at("", "t.ir:1:1: error: expected 'func'");
-}
+Test(ir_parse, empty_input) { parse_fails_at("", "t.ir:1:1: error: expected 'func'"); }
 
 Test(ir_parse, empty_kernel)
 {
@@ -1621,17 +1601,15 @@ Test(ir_parse, return_as_needs_name)
 	parse_fails("func @f(%x: f32[]) {\n  return %x as\n}\n", "expected an output name");
 }
 
-Test(ir_parse, missing_type)
-{
-	parse_fails("func @f(%x: f32[]) {\n  %y = neg %x\n}\n", "expected ':'");
-}
+Test(ir_parse, missing_type) { parse_fails("func @f(%x: f32[]) {\n  %y = neg %x\n}\n", "expected ':'"); }
 
 /* a result shape whose element count overflows int64 is an error, not UB */
 Test(ir_parse, reshape_to_huge_shape)
 {
 	parse_fails("func @f(%x: f32[1]) {\n"
-		"  %y = reshape %x : f32[4294967296,4294967296,4294967296]\n"
-		"  return %y\n}\n", "");
+		    "  %y = reshape %x : f32[4294967296,4294967296,4294967296]\n"
+		    "  return %y\n}\n",
+		"");
 }
 
 /* ---- externs ---- */
@@ -1658,16 +1636,15 @@ affine(const Extern *e, Tensor **ins, int nins, Tensor **outs, int nouts, char *
 	return true;
 }
 
-static const char extern_text[] =
-	"func @f(%x: f32[2,3]) {\n"
-	"  %a = neg %x : f32[2,3]\n"
-	"  %dead = abs %x : f32[2,3]\n"
-	"  %y, %n = extern \"lib.affine\" (%a, scale=2.0, shift=0.5) : f32[2,3], i64[]\n"
-	"  %z, %w = extern \"lib.affine\" (%dead, scale=3.0) : f32[2,3], i64[]\n"
-	"  %b = exp %y : f32[2,3]\n"
-	"  %c = abs %x : f32[2,3]\n"
-	"  return %b, %n, %c\n"
-	"}\n";
+static const char extern_text[] = "func @f(%x: f32[2,3]) {\n"
+				  "  %a = neg %x : f32[2,3]\n"
+				  "  %dead = abs %x : f32[2,3]\n"
+				  "  %y, %n = extern \"lib.affine\" (%a, scale=2.0, shift=0.5) : f32[2,3], i64[]\n"
+				  "  %z, %w = extern \"lib.affine\" (%dead, scale=3.0) : f32[2,3], i64[]\n"
+				  "  %b = exp %y : f32[2,3]\n"
+				  "  %c = abs %x : f32[2,3]\n"
+				  "  return %b, %n, %c\n"
+				  "}\n";
 
 /* the interpreter calls a registered host implementation; the passes keep
  * the call (both results, when one is used), drop the call nothing reads,
@@ -1694,7 +1671,8 @@ Test(ir_extern, interpret_across_passes)
 	cr_assert(pass_lowered(opt, err, sizeof err), "%s", err);
 	cr_assert(ir_interpret(opt, &x, o2, err, sizeof err), "%s", err);
 	for (int i = 0; i < 3; i++) {
-		cr_assert_eq(memcmp(o1[i]->data, o2[i]->data, tensor_bytes(o1[i])), 0, "output %d differs after the passes", i);
+		cr_assert_eq(memcmp(o1[i]->data, o2[i]->data, tensor_bytes(o1[i])), 0,
+			"output %d differs after the passes", i);
 		tensor_free(o1[i]);
 		tensor_free(o2[i]);
 	}
@@ -1705,11 +1683,10 @@ Test(ir_extern, interpret_across_passes)
 /* one name for two results: refused */
 Test(ir_extern, reader_counts_results)
 {
-	static const char text[] =
-		"func @f(%x: f32[4]) {\n"
-		"  %y = extern \"lib.two\" (%x) : f32[4], f32[4]\n"
-		"  return %y\n"
-		"}\n";
+	static const char text[] = "func @f(%x: f32[4]) {\n"
+				   "  %y = extern \"lib.two\" (%x) : f32[4], f32[4]\n"
+				   "  return %y\n"
+				   "}\n";
 	char *diag;
 
 	cr_assert_null(parse_mem(text, strlen(text), &diag));

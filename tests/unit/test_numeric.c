@@ -13,8 +13,8 @@
 
 #include "ir.h"
 
-#define NRANDOM 2000000   /* random inputs per kind (raw bits, near range) */
-#define NSHOW 5           /* mismatches printed per test */
+#define NRANDOM 2000000 /* random inputs per kind (raw bits, near range) */
+#define NSHOW   5       /* mismatches printed per test */
 
 typedef struct {
 	const char *name;
@@ -27,28 +27,73 @@ typedef struct {
 	float (*dec)(uint32_t);
 } Fmt;
 
-static uint32_t enc_e4m3fn(float x) { return f32_to_e4m3fn(x); }
-static uint32_t enc_e5m2(float x) { return f32_to_e5m2(x); }
-static uint32_t enc_bf16(float x) { return f32_to_bf16(x); }
-static uint32_t enc_f16(float x) { return f32_to_f16(x); }
-static float dec_e4m3fn(uint32_t b) { return e4m3fn_to_f32((uint8_t)b); }
-static float dec_e5m2(uint32_t b) { return e5m2_to_f32((uint8_t)b); }
-static float dec_bf16(uint32_t b) { return bf16_to_f32((uint16_t)b); }
-static float dec_f16(uint32_t b) { return f16_to_f32((uint16_t)b); }
+static uint32_t
+enc_e4m3fn(float x)
+{
+	return f32_to_e4m3fn(x);
+}
+static uint32_t
+enc_e5m2(float x)
+{
+	return f32_to_e5m2(x);
+}
+static uint32_t
+enc_bf16(float x)
+{
+	return f32_to_bf16(x);
+}
+static uint32_t
+enc_f16(float x)
+{
+	return f32_to_f16(x);
+}
+static float
+dec_e4m3fn(uint32_t b)
+{
+	return e4m3fn_to_f32((uint8_t)b);
+}
+static float
+dec_e5m2(uint32_t b)
+{
+	return e5m2_to_f32((uint8_t)b);
+}
+static float
+dec_bf16(uint32_t b)
+{
+	return bf16_to_f32((uint16_t)b);
+}
+static float
+dec_f16(uint32_t b)
+{
+	return f16_to_f32((uint16_t)b);
+}
 
 static const Fmt E4M3FN = { "e4m3fn", 4, 3, true, 0x7F, true, 115, 137, enc_e4m3fn, dec_e4m3fn };
 static const Fmt E5M2 = { "e5m2", 5, 2, false, 0x7F, true, 108, 144, enc_e5m2, dec_e5m2 };
 static const Fmt BF16 = { "bf16", 8, 7, false, 0x7FC0, false, 0, 12, enc_bf16, dec_bf16 };
 static const Fmt F16 = { "f16", 5, 10, false, 0x7E00, true, 100, 144, enc_f16, dec_f16 };
 
-static int fmt_bits(const Fmt *f) { return 1 + f->ebits + f->mbits; }
-static uint32_t sign_bit(const Fmt *f) { return UINT32_C(1) << (f->ebits + f->mbits); }
-static int hexw(const Fmt *f) { return fmt_bits(f) / 4; }
+static int
+fmt_bits(const Fmt *f)
+{
+	return 1 + f->ebits + f->mbits;
+}
+static uint32_t
+sign_bit(const Fmt *f)
+{
+	return UINT32_C(1) << (f->ebits + f->mbits);
+}
+static int
+hexw(const Fmt *f)
+{
+	return fmt_bits(f) / 4;
+}
 
 /* The value a positive code would have if it were a finite number:
  * exponent 0 is subnormal m * 2^(1-bias-mbits), else (2^mbits + m) *
  * 2^(e-bias-mbits). Exact in a double for all four formats. */
-static double code_value(const Fmt *f, uint32_t c)
+static double
+code_value(const Fmt *f, uint32_t c)
 {
 	int bias = (1 << (f->ebits - 1)) - 1;
 	uint32_t e = (c >> f->mbits) & ((UINT32_C(1) << f->ebits) - 1);
@@ -62,7 +107,8 @@ static double code_value(const Fmt *f, uint32_t c)
 /* Reference decoder from the format definition. fn formats: only all-ones
  * exponent and mantissa is NaN, no inf. IEEE formats: all-ones exponent is
  * inf (mantissa 0) or NaN. */
-static double ref_decode(const Fmt *f, uint32_t c)
+static double
+ref_decode(const Fmt *f, uint32_t c)
 {
 	uint32_t mag = c & (sign_bit(f) - 1);
 	uint32_t emax = (UINT32_C(1) << f->ebits) - 1, mmax = (UINT32_C(1) << f->mbits) - 1;
@@ -88,10 +134,11 @@ static double ref_decode(const Fmt *f, uint32_t c)
 typedef struct {
 	const Fmt *f;
 	uint32_t top;
-	double *v;            /* v[0..top] */
+	double *v; /* v[0..top] */
 } Table;
 
-static Table table_make(const Fmt *f)
+static Table
+table_make(const Fmt *f)
 {
 	Table t = { f, 0, NULL };
 
@@ -109,7 +156,8 @@ static Table table_make(const Fmt *f)
  * (= even mantissa), at or beyond v[top] -> top; sign put back; NaN -> the
  * format's NaN code, signed or not as c10 does it. Comparing 2|x| with the
  * sum of the neighbours is exact in double. */
-static uint32_t ref_encode(const Table *t, float x)
+static uint32_t
+ref_encode(const Table *t, float x)
 {
 	const Fmt *f = t->f;
 	uint32_t s = signbit(x) ? sign_bit(f) : 0, lo = 0, hi = t->top, c;
@@ -119,7 +167,7 @@ static uint32_t ref_encode(const Table *t, float x)
 		return f->nan | (f->nan_signed ? s : 0);
 	if (a >= t->v[t->top])
 		return t->top | s;
-	while (hi - lo > 1) {          /* invariant v[lo] <= a < v[hi] */
+	while (hi - lo > 1) { /* invariant v[lo] <= a < v[hi] */
 		uint32_t mid = lo + (hi - lo) / 2;
 		if (t->v[mid] <= a)
 			lo = mid;
@@ -141,32 +189,36 @@ typedef struct {
 	long n, bad;
 } Check;
 
-static void check(Check *k, float x)
+static void
+check(Check *k, float x)
 {
 	const Fmt *f = k->t->f;
 	uint32_t want = ref_encode(k->t, x), got = f->enc(x);
 
 	k->n++;
 	if (got != want && k->bad++ < NSHOW)
-		cr_log_error("%s: x = %a (bits 0x%08x): want 0x%0*x, got 0x%0*x", f->name,
-		             (double)x, f32_bits(x), hexw(f), want, hexw(f), got);
+		cr_log_error("%s: x = %a (bits 0x%08x): want 0x%0*x, got 0x%0*x", f->name, (double)x, f32_bits(x),
+			hexw(f), want, hexw(f), got);
 }
 
-static void check_both(Check *k, float x)
+static void
+check_both(Check *k, float x)
 {
 	check(k, x);
 	check(k, -x);
 }
 
-static void check_done(Check *k, const char *what)
+static void
+check_done(Check *k, const char *what)
 {
-	cr_assert_eq(k->bad, 0, "%s %s: %ld of %ld encodings differ from the reference",
-	             k->t->f->name, what, k->bad, k->n);
+	cr_assert_eq(
+		k->bad, 0, "%s %s: %ld of %ld encodings differ from the reference", k->t->f->name, what, k->bad, k->n);
 }
 
 /* Every code: decodes to the reference value (NaN: a NaN with the code's
  * sign), and encodes back to itself (NaN codes: to the format's NaN code). */
-static void all_codes(const Fmt *f)
+static void
+all_codes(const Fmt *f)
 {
 	long bad = 0;
 
@@ -176,12 +228,12 @@ static void all_codes(const Fmt *f)
 		uint32_t s = (c & sign_bit(f)) ? sign_bit(f) : 0;
 		uint32_t back = f->enc(got), wback = isnan(want) ? f->nan | (f->nan_signed ? s : 0) : c;
 		bool ok = isnan(want) ? isnan(got) && !signbit(got) == !s
-		                      : (double)(float)want == want && f32_bits(got) == f32_bits((float)want);
+				      : (double)(float)want == want && f32_bits(got) == f32_bits((float)want);
 
 		if ((!ok || back != wback) && bad++ < NSHOW)
-			cr_log_error("%s code 0x%0*x: decode want %a got %a (bits 0x%08x); encode back want 0x%0*x got 0x%0*x",
-			             f->name, hexw(f), c, want, (double)got, f32_bits(got),
-			             hexw(f), wback, hexw(f), back);
+			cr_log_error(
+				"%s code 0x%0*x: decode want %a got %a (bits 0x%08x); encode back want 0x%0*x got 0x%0*x",
+				f->name, hexw(f), c, want, (double)got, f32_bits(got), hexw(f), wback, hexw(f), back);
 	}
 	cr_assert_eq(bad, 0, "%s: %ld codes decode or round-trip wrong", f->name, bad);
 }
@@ -189,7 +241,8 @@ static void all_codes(const Fmt *f)
 /* Each finite value, the midpoints between neighbours (including the one
  * below the overflow code), the floats one ulp either side of each, and
  * values up to 8 times the overflow code's. */
-static void midpoints(const Fmt *f)
+static void
+midpoints(const Fmt *f)
 {
 	Table t = table_make(f);
 	Check k = { &t, 0, 0 };
@@ -206,7 +259,7 @@ static void midpoints(const Fmt *f)
 		check_both(&k, nextafterf(m, INFINITY));
 		check_both(&k, nextafterf(m, 0));
 	}
-	for (int i = 0; i <= 448; i++)       /* past the overflow code */
+	for (int i = 0; i <= 448; i++) /* past the overflow code */
 		check_both(&k, (float)(t.v[t.top] * (64 + i) / 64));
 	check_both(&k, nextafterf((float)t.v[t.top], INFINITY));
 	check_done(&k, "midpoints");
@@ -215,12 +268,27 @@ static void midpoints(const Fmt *f)
 
 /* Zeros, infinities, NaNs of both signs and several payloads, float32
  * subnormals and extremes. */
-static void specials(const Fmt *f)
+static void
+specials(const Fmt *f)
 {
 	static const uint32_t bits[] = {
-		0x00000000, 0x00000001, 0x00000002, 0x007FFFFF, 0x00800000, 0x00400000,
-		0x7F7FFFFF, 0x7F800000, 0x7F800001, 0x7FC00000, 0x7FFFFFFF, 0x7FA00000,
-		0x3F800000, 0x33800000, 0x34000000, 0x3A800000, 0x3B000000,
+		0x00000000,
+		0x00000001,
+		0x00000002,
+		0x007FFFFF,
+		0x00800000,
+		0x00400000,
+		0x7F7FFFFF,
+		0x7F800000,
+		0x7F800001,
+		0x7FC00000,
+		0x7FFFFFFF,
+		0x7FA00000,
+		0x3F800000,
+		0x33800000,
+		0x34000000,
+		0x3A800000,
+		0x3B000000,
 	};
 	Table t = table_make(f);
 	Check k = { &t, 0, 0 };
@@ -233,7 +301,8 @@ static void specials(const Fmt *f)
 	free(t.v);
 }
 
-static uint64_t xorshift(uint64_t *s)
+static uint64_t
+xorshift(uint64_t *s)
 {
 	*s ^= *s << 13;
 	*s ^= *s >> 7;
@@ -244,7 +313,8 @@ static uint64_t xorshift(uint64_t *s)
 /* Random floats: raw 32-bit patterns (every exponent, NaNs included), and
  * patterns with a biased float exponent in [fexp_lo, fexp_hi], around the
  * format's range, subnormals and overflow. */
-static void random_floats(const Fmt *f, uint64_t seed)
+static void
+random_floats(const Fmt *f, uint64_t seed)
 {
 	Table t = table_make(f);
 	Check k = { &t, 0, 0 };
@@ -306,8 +376,8 @@ Test(numeric, pytorch_rules)
 	EXPECT_CODE(f32_to_e4m3fn, 0x1p-9f, 0x01);
 	EXPECT_CODE(f32_to_e4m3fn, 0x1p-10f, 0x00);
 	EXPECT_CODE(f32_to_e4m3fn, 0x3p-10f, 0x02);
-	EXPECT_CODE(f32_to_e4m3fn, 0x1.1p0f, 0x38);    /* 1.0625: tie, to even 1.0 */
-	EXPECT_CODE(f32_to_e4m3fn, 0x1.3p0f, 0x3A);    /* 1.1875: tie, to even 1.25 */
+	EXPECT_CODE(f32_to_e4m3fn, 0x1.1p0f, 0x38); /* 1.0625: tie, to even 1.0 */
+	EXPECT_CODE(f32_to_e4m3fn, 0x1.3p0f, 0x3A); /* 1.1875: tie, to even 1.25 */
 
 	EXPECT_CODE(f32_to_e5m2, 57344.0f, 0x7B);
 	EXPECT_CODE(f32_to_e5m2, nextafterf(61440.0f, 0), 0x7B);
@@ -323,7 +393,7 @@ Test(numeric, pytorch_rules)
 	EXPECT_CODE(f32_to_e5m2, 0x1p-17f, 0x00);
 
 	EXPECT_CODE(f32_to_bf16, nan, 0x7FC0);
-	EXPECT_CODE(f32_to_bf16, mnan, 0x7FC0);        /* c10 drops the sign */
+	EXPECT_CODE(f32_to_bf16, mnan, 0x7FC0); /* c10 drops the sign */
 	EXPECT_CODE(f32_to_bf16, bits_f32(0x7F800001), 0x7FC0);
 	EXPECT_CODE(f32_to_bf16, INFINITY, 0x7F80);
 	EXPECT_CODE(f32_to_bf16, -INFINITY, 0xFF80);

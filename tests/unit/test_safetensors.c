@@ -32,16 +32,26 @@ static const struct {
 	const char *name;
 	int size;
 } all[] = {
-	{"BOOL", 1}, {"U8", 1},   {"I8", 1},   {"I16", 2},
-	{"I32", 4},  {"I64", 8},  {"F16", 2},  {"BF16", 2},
-	{"F32", 4},  {"F64", 8},  {"F8_E4M3", 1}, {"F8_E5M2", 1},
+	{ "BOOL", 1 },
+	{ "U8", 1 },
+	{ "I8", 1 },
+	{ "I16", 2 },
+	{ "I32", 4 },
+	{ "I64", 8 },
+	{ "F16", 2 },
+	{ "BF16", 2 },
+	{ "F32", 4 },
+	{ "F64", 8 },
+	{ "F8_E4M3", 1 },
+	{ "F8_E5M2", 1 },
 };
 #define NDTYPES ((int)(sizeof all / sizeof all[0]))
 
 /* ---- helpers ---- */
 
 /* A fresh, empty file under /tmp; the caller removes it. */
-static void tmppath(char path[64])
+static void
+tmppath(char path[64])
 {
 	int fd;
 
@@ -51,7 +61,8 @@ static void tmppath(char path[64])
 	close(fd);
 }
 
-static unsigned char *slurp(const char *path, size_t *len)
+static unsigned char *
+slurp(const char *path, size_t *len)
 {
 	FILE *f = fopen(path, "rb");
 	unsigned char *b;
@@ -68,7 +79,8 @@ static unsigned char *slurp(const char *path, size_t *len)
 	return b;
 }
 
-static void spit(const char *path, const void *b, size_t len)
+static void
+spit(const char *path, const void *b, size_t len)
 {
 	FILE *f = fopen(path, "wb");
 
@@ -77,14 +89,16 @@ static void spit(const char *path, const void *b, size_t len)
 	fclose(f);
 }
 
-static void le64(unsigned char *b, uint64_t v)
+static void
+le64(unsigned char *b, uint64_t v)
 {
 	for (int k = 0; k < 8; k++)
 		b[k] = (unsigned char)(v >> 8 * k);
 }
 
 /* A file image: the 8-byte length of hdr, hdr, then datalen pattern bytes. */
-static unsigned char *image(const char *hdr, size_t hlen, size_t datalen, size_t *len)
+static unsigned char *
+image(const char *hdr, size_t hlen, size_t datalen, size_t *len)
 {
 	unsigned char *b = malloc(8 + hlen + datalen);
 
@@ -98,7 +112,8 @@ static unsigned char *image(const char *hdr, size_t hlen, size_t datalen, size_t
 
 /* st_read_mem on a copy of the first len bytes of b in a buffer of exactly
  * len bytes, so that any read past the end trips AddressSanitizer. */
-static int readexact(const unsigned char *b, size_t len, StFile *f, char *err)
+static int
+readexact(const unsigned char *b, size_t len, StFile *f, char *err)
 {
 	unsigned char *c = malloc(len ? len : 1);
 	int rc;
@@ -110,18 +125,19 @@ static int readexact(const unsigned char *b, size_t len, StFile *f, char *err)
 }
 
 /* A failed read: -1, *f left empty, a one-line "FILE: reason" message. */
-static void failed(int rc, const StFile *f, const char *err, const char *file)
+static void
+failed(int rc, const StFile *f, const char *err, const char *file)
 {
 	cr_expect_eq(rc, -1);
 	cr_expect(f->n == 0 && f->t == NULL, "failed read left %d tensors", f->n);
 	cr_expect(!strncmp(err, file, strlen(file)) && err[strlen(file)] == ':',
-	          "message \"%s\" does not start with \"%s:\"", err, file);
+		"message \"%s\" does not start with \"%s:\"", err, file);
 	cr_expect(strchr(err, '\n') == NULL, "message has a newline: \"%s\"", err);
 }
 
 /* A tensor of the given shape whose bytes are a pattern seeded by seed. */
-static StTensor mk(const char *name, const char *dtype, int rank, const int64_t *dims,
-                   unsigned seed)
+static StTensor
+mk(const char *name, const char *dtype, int rank, const int64_t *dims, unsigned seed)
 {
 	StTensor t;
 	size_t n = (size_t)st_dtype_size(dtype);
@@ -139,7 +155,8 @@ static StTensor mk(const char *name, const char *dtype, int rank, const int64_t 
 	return t;
 }
 
-static void freeall(StTensor *ts, int n)
+static void
+freeall(StTensor *ts, int n)
 {
 	for (int i = 0; i < n; i++) {
 		free(ts[i].name);
@@ -148,7 +165,8 @@ static void freeall(StTensor *ts, int n)
 }
 
 /* got equals want in every field; prints the first mismatching bytes. */
-static void same(const StTensor *want, const StTensor *got)
+static void
+same(const StTensor *want, const StTensor *got)
 {
 	int bad = 0;
 
@@ -156,8 +174,7 @@ static void same(const StTensor *want, const StTensor *got)
 	cr_expect_str_eq(got->dtype, want->dtype, "tensor %s", want->name);
 	cr_expect_eq(got->rank, want->rank, "tensor %s: rank", want->name);
 	for (int k = 0; k < ST_MAXRANK; k++)
-		cr_expect_eq(got->dims[k], k < want->rank ? want->dims[k] : 0,
-		             "tensor %s: dims[%d]", want->name, k);
+		cr_expect_eq(got->dims[k], k < want->rank ? want->dims[k] : 0, "tensor %s: dims[%d]", want->name, k);
 	cr_expect_eq(got->nbytes, want->nbytes, "tensor %s: nbytes", want->name);
 	cr_expect(got->data != NULL, "tensor %s: data is NULL", want->name);
 	if (got->nbytes != want->nbytes || !got->data)
@@ -166,15 +183,15 @@ static void same(const StTensor *want, const StTensor *got)
 		unsigned char w = ((unsigned char *)want->data)[k];
 		unsigned char g = ((unsigned char *)got->data)[k];
 		if (w != g) {
-			cr_expect_fail("tensor %s: byte %zu: expected 0x%02x, got 0x%02x", want->name,
-			               k, w, g);
+			cr_expect_fail("tensor %s: byte %zu: expected 0x%02x, got 0x%02x", want->name, k, w, g);
 			bad++;
 		}
 	}
 }
 
 /* Write ts to a temporary file, read it back both ways, compare in order. */
-static void roundtrip(const StTensor *ts, int n)
+static void
+roundtrip(const StTensor *ts, int n)
 {
 	char path[64], err[ERRLEN] = "";
 	StFile f, g;
@@ -213,8 +230,8 @@ Test(safetensors, dtype_sizes)
 
 Test(safetensors, roundtrip_every_dtype_and_rank)
 {
-	static const int64_t zero[][ST_MAXRANK] = {{0}, {2, 0, 3}, {1, 2, 1, 2, 1, 2, 1, 0}};
-	static const int zrank[] = {1, 3, 8};
+	static const int64_t zero[][ST_MAXRANK] = { { 0 }, { 2, 0, 3 }, { 1, 2, 1, 2, 1, 2, 1, 0 } };
+	static const int zrank[] = { 1, 3, 8 };
 	StTensor ts[NDTYPES * 12];
 	int n = 0;
 	char name[64];
@@ -241,13 +258,14 @@ Test(safetensors, roundtrip_every_dtype_and_rank)
 
 Test(safetensors, roundtrip_names_that_need_escaping)
 {
-	static const char *names[] = {
-		"q\"uote", "back\\slash", "\\\"\\\"", "/sl/ash", "ctl\n\r\t\b\f\x01\x1f",
-		"\xc3\xbcn\xc3\xaf" "c\xc3\xb8" "d\xc3\xa9", "\xe6\x97\xa5\xe6\x9c\xac",
-		"emoji \xf0\x9f\x98\x80", "", "__metadata", "x y", "\x7f"};
+	static const char *names[] = { "q\"uote", "back\\slash", "\\\"\\\"", "/sl/ash", "ctl\n\r\t\b\f\x01\x1f",
+		"\xc3\xbcn\xc3\xaf"
+		"c\xc3\xb8"
+		"d\xc3\xa9",
+		"\xe6\x97\xa5\xe6\x9c\xac", "emoji \xf0\x9f\x98\x80", "", "__metadata", "x y", "\x7f" };
 	enum { N = sizeof names / sizeof names[0] };
 	StTensor ts[N];
-	int64_t dims[1] = {3};
+	int64_t dims[1] = { 3 };
 
 	for (int i = 0; i < N; i++)
 		ts[i] = mk(names[i], "I16", 1, dims, (unsigned)i);
@@ -257,7 +275,9 @@ Test(safetensors, roundtrip_names_that_need_escaping)
 
 Test(safetensors, writer_escapes_like_serde_json)
 {
-	StTensor t = mk("a\"b\\c\nd\x01\x1f" "\xc3\xa9", "U8", 0, NULL, 0);
+	StTensor t = mk("a\"b\\c\nd\x01\x1f"
+			"\xc3\xa9",
+		"U8", 0, NULL, 0);
 	char path[64], err[ERRLEN] = "";
 	unsigned char *b;
 	size_t len;
@@ -268,7 +288,7 @@ Test(safetensors, writer_escapes_like_serde_json)
 	b = slurp(path, &len);
 	remove(path);
 	cr_expect(len > 8 + strlen(want) && !memcmp(b + 8, want, strlen(want)),
-	          "header \"%.*s\" does not start with \"%s\"", (int)(len - 8), b + 8, want);
+		"header \"%.*s\" does not start with \"%s\"", (int)(len - 8), b + 8, want);
 	free(b);
 	freeall(&t, 1);
 }
@@ -279,7 +299,7 @@ Test(safetensors, empty_file)
 	char path[64], err[ERRLEN] = "";
 	unsigned char *b;
 	size_t len;
-	StFile f = {.n = 1};
+	StFile f = { .n = 1 };
 
 	tmppath(path);
 	cr_assert_eq(st_write(path, NULL, 0, err, sizeof err), 0, "%s", err);
@@ -299,7 +319,8 @@ Test(safetensors, empty_file)
 
 /* st_write of t gives exactly the 8-byte length, hdr padded with spaces to
  * a multiple of 8, and data; st_read_mem of those bytes gives t back. */
-static void exact(const StTensor *t, const char *hdr, size_t padded)
+static void
+exact(const StTensor *t, const char *hdr, size_t padded)
 {
 	size_t hlen = strlen(hdr), len = 8 + padded + t->nbytes, glen;
 	unsigned char *want = malloc(len), *got;
@@ -325,8 +346,8 @@ static void exact(const StTensor *t, const char *hdr, size_t padded)
 	for (size_t k = 0; k < len && k < glen; k++)
 		if (got[k] != want[k]) {
 			cr_expect_fail("byte %zu: expected 0x%02x '%c', got 0x%02x '%c'", k, want[k],
-			               want[k] >= 32 && want[k] < 127 ? want[k] : '.', got[k],
-			               got[k] >= 32 && got[k] < 127 ? got[k] : '.');
+				want[k] >= 32 && want[k] < 127 ? want[k] : '.', got[k],
+				got[k] >= 32 && got[k] < 127 ? got[k] : '.');
 			break;
 		}
 	free(got);
@@ -338,28 +359,26 @@ static void exact(const StTensor *t, const char *hdr, size_t padded)
  * 0..5, whose 65-byte header takes 7 spaces of padding). */
 Test(safetensors, python_layout_byte_exact)
 {
-	static const float a[2] = {1.0f, -2.5f}, attn[6] = {0, 1, 2, 3, 4, 5};
-	StTensor t = {.name = "a", .dtype = "F32", .rank = 1, .dims = {2}, .nbytes = 8,
-	              .data = (void *)a};
-	StTensor u = {.name = "attn0", .dtype = "F32", .rank = 4, .dims = {1, 1, 2, 3},
-	              .nbytes = 24, .data = (void *)attn};
+	static const float a[2] = { 1.0f, -2.5f }, attn[6] = { 0, 1, 2, 3, 4, 5 };
+	StTensor t = { .name = "a", .dtype = "F32", .rank = 1, .dims = { 2 }, .nbytes = 8, .data = (void *)a };
+	StTensor u = {
+		.name = "attn0", .dtype = "F32", .rank = 4, .dims = { 1, 1, 2, 3 }, .nbytes = 24, .data = (void *)attn
+	};
 
 	exact(&t, "{\"a\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[0,8]}}", 56);
-	exact(&u, "{\"attn0\":{\"dtype\":\"F32\",\"shape\":[1,1,2,3],\"data_offsets\":[0,24]}}",
-	      72);
+	exact(&u, "{\"attn0\":{\"dtype\":\"F32\",\"shape\":[1,1,2,3],\"data_offsets\":[0,24]}}", 72);
 }
 
 /* Metadata first, pretty-printed, keys not in offset order, unknown fields,
  * \u escapes: tensors come back sorted by offset. */
 Test(safetensors, python_style_with_metadata)
 {
-	static const char hdr[] =
-		"{\n  \"__metadata__\": {\"format\": \"pt\", \"note\": \"a \\\"b\\\" \\u00e9\"},\n"
-		"  \"w\\u00e9\\ud83d\\ude00\\/\": {\"dtype\": \"F8_E4M3\", \"shape\": [3],\n"
-		"     \"data_offsets\": [8, 11], \"extra\": {\"x\": [1, -2.5e+3, true, false,"
-		" null, \"s\", {\"y\": []}, {}]}},\n"
-		"  \"b\": {\"data_offsets\": [0, 8], \"shape\": [2, 2], \"dtype\": \"BF16\"},\n"
-		"  \"z\": {\"dtype\": \"I64\", \"shape\": [0, 4], \"data_offsets\": [11, 11]}\n}\n";
+	static const char hdr[] = "{\n  \"__metadata__\": {\"format\": \"pt\", \"note\": \"a \\\"b\\\" \\u00e9\"},\n"
+				  "  \"w\\u00e9\\ud83d\\ude00\\/\": {\"dtype\": \"F8_E4M3\", \"shape\": [3],\n"
+				  "     \"data_offsets\": [8, 11], \"extra\": {\"x\": [1, -2.5e+3, true, false,"
+				  " null, \"s\", {\"y\": []}, {}]}},\n"
+				  "  \"b\": {\"data_offsets\": [0, 8], \"shape\": [2, 2], \"dtype\": \"BF16\"},\n"
+				  "  \"z\": {\"dtype\": \"I64\", \"shape\": [0, 4], \"data_offsets\": [11, 11]}\n}\n";
 	unsigned char *b;
 	size_t len;
 	StFile f;
@@ -392,98 +411,93 @@ static const struct {
 #define T(x) "{\"a\":{" x "}}"
 #define OK_A "\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[0,8]"
 	/* JSON syntax */
-	{"", 8, "'[' or '{' expected"},
-	{"   ", 8, "'[' or '{' expected"},
-	{"[]", 8, "header is not a JSON object"},
-	{"\"a\"", 8, "'[' or '{' expected"},
-	{"{", 8, "string or '}' expected near end of file"},
-	{"{\"a\":{" OK_A "}", 8, "'}' expected near end of file"},
-	{"{\"a\":{" OK_A "]}", 8, "'}' expected near ']'"},
-	{T(OK_A) "}", 8, "end of file expected near '}'"},
-	{T(OK_A) " x", 8, "end of file expected near 'x'"},
-	{"{\"a\" {" OK_A "}}", 8, "':' expected"},
-	{"{\"a\":{" OK_A "},}", 8, "string or '}' expected"},
-	{"{a:{" OK_A "}}", 8, "string or '}' expected"},
-	{"{\"a", 8, "premature end of input"},
-	{"{\"a\\\"}", 8, "premature end of input"},
-	{"{\"a\\q\":{" OK_A "}}", 8, "invalid escape"},
-	{"{\"a\\u12\":{" OK_A "}}", 8, "invalid escape"},
-	{"{\"a\\u12g4\":{" OK_A "}}", 8, "invalid escape"},
-	{"{\"a\\ud800\":{" OK_A "}}", 8, "invalid Unicode '\\uD800'"},
-	{"{\"a\\ud800\\u0041\":{" OK_A "}}", 8, "invalid Unicode '\\uD800\\u0041'"},
-	{"{\"a\\udc00\":{" OK_A "}}", 8, "invalid Unicode '\\uDC00'"},
-	{"{\"a\\u0000b\":{" OK_A "}}", 8, "NUL byte in object key"},
-	{"{\"a\x01\":{" OK_A "}}", 8, "control character 0x1"},
-	{"{\"a\xff\":{" OK_A "}}", 8, "unable to decode byte 0xff"},
-	{"{\"a\xc0\xaf\":{" OK_A "}}", 8, "unable to decode byte 0xc0"},
-	{"{\"a\xed\xa0\x80\":{" OK_A "}}", 8, "unable to decode byte 0xed"},
-	{"{\"a\xe6\x97\":{" OK_A "}}", 8, "unable to decode byte 0xe6"},
-	{"\xef\xbb\xbf" T(OK_A), 8, "'[' or '{' expected"},
-	{"{\"a\":[1]}", 0, "entry is not a JSON object"},
-	{"{\"a\":{" OK_A ",\"x\":tru}}", 8, "invalid token near 'tru'"},
-	{"{\"a\":{" OK_A ",\"x\":01}}", 8, "invalid token near '0'"},
-	{"{\"a\":{" OK_A ",\"x\":-}}", 8, "invalid token near '-'"},
-	{"{\"a\":{" OK_A ",\"x\":1.}}", 8, "invalid token near '1.'"},
-	{"{\"a\":{" OK_A ",\"x\":[1 2]}}", 8, "']' expected near '2'"},
-	{"{\"a\":{" OK_A ",\"x\":{\"k\" 1}}}", 8, "':' expected near '1'"},
+	{ "", 8, "'[' or '{' expected" },
+	{ "   ", 8, "'[' or '{' expected" },
+	{ "[]", 8, "header is not a JSON object" },
+	{ "\"a\"", 8, "'[' or '{' expected" },
+	{ "{", 8, "string or '}' expected near end of file" },
+	{ "{\"a\":{" OK_A "}", 8, "'}' expected near end of file" },
+	{ "{\"a\":{" OK_A "]}", 8, "'}' expected near ']'" },
+	{ T(OK_A) "}", 8, "end of file expected near '}'" },
+	{ T(OK_A) " x", 8, "end of file expected near 'x'" },
+	{ "{\"a\" {" OK_A "}}", 8, "':' expected" },
+	{ "{\"a\":{" OK_A "},}", 8, "string or '}' expected" },
+	{ "{a:{" OK_A "}}", 8, "string or '}' expected" },
+	{ "{\"a", 8, "premature end of input" },
+	{ "{\"a\\\"}", 8, "premature end of input" },
+	{ "{\"a\\q\":{" OK_A "}}", 8, "invalid escape" },
+	{ "{\"a\\u12\":{" OK_A "}}", 8, "invalid escape" },
+	{ "{\"a\\u12g4\":{" OK_A "}}", 8, "invalid escape" },
+	{ "{\"a\\ud800\":{" OK_A "}}", 8, "invalid Unicode '\\uD800'" },
+	{ "{\"a\\ud800\\u0041\":{" OK_A "}}", 8, "invalid Unicode '\\uD800\\u0041'" },
+	{ "{\"a\\udc00\":{" OK_A "}}", 8, "invalid Unicode '\\uDC00'" },
+	{ "{\"a\\u0000b\":{" OK_A "}}", 8, "NUL byte in object key" },
+	{ "{\"a\x01\":{" OK_A "}}", 8, "control character 0x1" },
+	{ "{\"a\xff\":{" OK_A "}}", 8, "unable to decode byte 0xff" },
+	{ "{\"a\xc0\xaf\":{" OK_A "}}", 8, "unable to decode byte 0xc0" },
+	{ "{\"a\xed\xa0\x80\":{" OK_A "}}", 8, "unable to decode byte 0xed" },
+	{ "{\"a\xe6\x97\":{" OK_A "}}", 8, "unable to decode byte 0xe6" },
+	{ "\xef\xbb\xbf" T(OK_A), 8, "'[' or '{' expected" },
+	{ "{\"a\":[1]}", 0, "entry is not a JSON object" },
+	{ "{\"a\":{" OK_A ",\"x\":tru}}", 8, "invalid token near 'tru'" },
+	{ "{\"a\":{" OK_A ",\"x\":01}}", 8, "invalid token near '0'" },
+	{ "{\"a\":{" OK_A ",\"x\":-}}", 8, "invalid token near '-'" },
+	{ "{\"a\":{" OK_A ",\"x\":1.}}", 8, "invalid token near '1.'" },
+	{ "{\"a\":{" OK_A ",\"x\":[1 2]}}", 8, "']' expected near '2'" },
+	{ "{\"a\":{" OK_A ",\"x\":{\"k\" 1}}}", 8, "':' expected near '1'" },
 	/* keys */
-	{T("\"shape\":[2],\"data_offsets\":[0,8]"), 8, "missing \"dtype\""},
-	{T("\"dtype\":\"F32\",\"data_offsets\":[0,8]"), 8, "missing \"shape\""},
-	{T("\"dtype\":\"F32\",\"shape\":[2]"), 8, "missing \"data_offsets\""},
-	{"{\"a\":{}}", 0, "missing \"dtype\""},
-	{T(OK_A ",\"dtype\":\"F32\""), 8, "duplicate object key near '\"dtype\"'"},
-	{T(OK_A ",\"shape\":[2]"), 8, "duplicate object key near '\"shape\"'"},
-	{T(OK_A ",\"data_offsets\":[0,8]"), 8, "duplicate object key near '\"data_offsets\"'"},
-	{"{\"a\":{" OK_A "},\"a\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[8,16]}}",
-	 16, "duplicate object key near '\"a\"'"},
-	{"{\"a\":{" OK_A "},\"\\u0061\":{\"dtype\":\"U8\",\"shape\":[],\"data_offsets\":[8,9]}}",
-	 9, "duplicate object key near '\"\\u0061\"'"},
-	{"{\"__metadata__\":{\"k\":1}}", 0, "__metadata__ value of \"k\" is not a string"},
-	{"{\"__metadata__\":{\"k\":{}}}", 0, "is not a string"},
-	{"{\"__metadata__\":\"x\"}", 0, "\"__metadata__\" is not a JSON object"},
-	{"{\"__metadata__\":{},\"__metadata__\":{}}", 0, "duplicate object key near '\"__metadata__\"'"},
+	{ T("\"shape\":[2],\"data_offsets\":[0,8]"), 8, "missing \"dtype\"" },
+	{ T("\"dtype\":\"F32\",\"data_offsets\":[0,8]"), 8, "missing \"shape\"" },
+	{ T("\"dtype\":\"F32\",\"shape\":[2]"), 8, "missing \"data_offsets\"" },
+	{ "{\"a\":{}}", 0, "missing \"dtype\"" },
+	{ T(OK_A ",\"dtype\":\"F32\""), 8, "duplicate object key near '\"dtype\"'" },
+	{ T(OK_A ",\"shape\":[2]"), 8, "duplicate object key near '\"shape\"'" },
+	{ T(OK_A ",\"data_offsets\":[0,8]"), 8, "duplicate object key near '\"data_offsets\"'" },
+	{ "{\"a\":{" OK_A "},\"a\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[8,16]}}", 16,
+		"duplicate object key near '\"a\"'" },
+	{ "{\"a\":{" OK_A "},\"\\u0061\":{\"dtype\":\"U8\",\"shape\":[],\"data_offsets\":[8,9]}}", 9,
+		"duplicate object key near '\"\\u0061\"'" },
+	{ "{\"__metadata__\":{\"k\":1}}", 0, "__metadata__ value of \"k\" is not a string" },
+	{ "{\"__metadata__\":{\"k\":{}}}", 0, "is not a string" },
+	{ "{\"__metadata__\":\"x\"}", 0, "\"__metadata__\" is not a JSON object" },
+	{ "{\"__metadata__\":{},\"__metadata__\":{}}", 0, "duplicate object key near '\"__metadata__\"'" },
 	/* dtype */
-	{T("\"dtype\":\"F33\",\"shape\":[2],\"data_offsets\":[0,8]"), 8, "unknown dtype \"F33\""},
-	{T("\"dtype\":\"f32\",\"shape\":[2],\"data_offsets\":[0,8]"), 8, "unknown dtype"},
-	{T("\"dtype\":\"F32\\u0000\",\"shape\":[2],\"data_offsets\":[0,8]"), 8, "\\u0000 is not allowed"},
-	{T("\"dtype\":\"F8_E4M3FNUZ\",\"shape\":[2],\"data_offsets\":[0,2]"), 2, "unknown dtype"},
-	{T("\"dtype\":32,\"shape\":[2],\"data_offsets\":[0,8]"), 8, "dtype is not a string"},
+	{ T("\"dtype\":\"F33\",\"shape\":[2],\"data_offsets\":[0,8]"), 8, "unknown dtype \"F33\"" },
+	{ T("\"dtype\":\"f32\",\"shape\":[2],\"data_offsets\":[0,8]"), 8, "unknown dtype" },
+	{ T("\"dtype\":\"F32\\u0000\",\"shape\":[2],\"data_offsets\":[0,8]"), 8, "\\u0000 is not allowed" },
+	{ T("\"dtype\":\"F8_E4M3FNUZ\",\"shape\":[2],\"data_offsets\":[0,2]"), 2, "unknown dtype" },
+	{ T("\"dtype\":32,\"shape\":[2],\"data_offsets\":[0,8]"), 8, "dtype is not a string" },
 	/* shape */
-	{T("\"dtype\":\"F32\",\"shape\":[-2],\"data_offsets\":[0,8]"), 8, "negative dimension"},
-	{T("\"dtype\":\"F32\",\"shape\":[2.0],\"data_offsets\":[0,8]"), 8, "dimension is not an integer"},
-	{T("\"dtype\":\"F32\",\"shape\":[2e0],\"data_offsets\":[0,8]"), 8, "dimension is not an integer"},
-	{T("\"dtype\":\"F32\",\"shape\":[\"2\"],\"data_offsets\":[0,8]"), 8, "dimension is not an integer"},
-	{T("\"dtype\":\"F32\",\"shape\":[2,],\"data_offsets\":[0,8]"), 8, "unexpected token near ']'"},
-	{T("\"dtype\":\"F32\",\"shape\":[02],\"data_offsets\":[0,8]"), 8, "invalid token near '0'"},
-	{T("\"dtype\":\"F32\",\"shape\":2,\"data_offsets\":[0,8]"), 8, "shape is not a JSON array"},
-	{T("\"dtype\":\"F32\",\"shape\":[1,1,1,1,1,1,1,1,2],\"data_offsets\":[0,8]"), 8,
-	 "rank exceeds 8"},
-	{T("\"dtype\":\"F32\",\"shape\":[9223372036854775808],\"data_offsets\":[0,8]"), 8,
-	 "too big integer"},
-	{T("\"dtype\":\"F32\",\"shape\":[4294967296,4294967296],\"data_offsets\":[0,0]"), 0,
-	 "element count overflow"},
-	{T("\"dtype\":\"I64\",\"shape\":[9223372036854775807,2,0],\"data_offsets\":[0,0]"), 0,
-	 "element count overflow"},
+	{ T("\"dtype\":\"F32\",\"shape\":[-2],\"data_offsets\":[0,8]"), 8, "negative dimension" },
+	{ T("\"dtype\":\"F32\",\"shape\":[2.0],\"data_offsets\":[0,8]"), 8, "dimension is not an integer" },
+	{ T("\"dtype\":\"F32\",\"shape\":[2e0],\"data_offsets\":[0,8]"), 8, "dimension is not an integer" },
+	{ T("\"dtype\":\"F32\",\"shape\":[\"2\"],\"data_offsets\":[0,8]"), 8, "dimension is not an integer" },
+	{ T("\"dtype\":\"F32\",\"shape\":[2,],\"data_offsets\":[0,8]"), 8, "unexpected token near ']'" },
+	{ T("\"dtype\":\"F32\",\"shape\":[02],\"data_offsets\":[0,8]"), 8, "invalid token near '0'" },
+	{ T("\"dtype\":\"F32\",\"shape\":2,\"data_offsets\":[0,8]"), 8, "shape is not a JSON array" },
+	{ T("\"dtype\":\"F32\",\"shape\":[1,1,1,1,1,1,1,1,2],\"data_offsets\":[0,8]"), 8, "rank exceeds 8" },
+	{ T("\"dtype\":\"F32\",\"shape\":[9223372036854775808],\"data_offsets\":[0,8]"), 8, "too big integer" },
+	{ T("\"dtype\":\"F32\",\"shape\":[4294967296,4294967296],\"data_offsets\":[0,0]"), 0,
+		"element count overflow" },
+	{ T("\"dtype\":\"I64\",\"shape\":[9223372036854775807,2,0],\"data_offsets\":[0,0]"), 0,
+		"element count overflow" },
 	/* offsets */
-	{T("\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[0,4]"), 4,
-	 "span 4 bytes, but shape * dtype size is 8"},
-	{T("\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[8,0]"), 8, "end before begin"},
-	{T(OK_A), 4, "out of bounds"},
-	{T("\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[0]"), 8, "exactly 2 entries"},
-	{T("\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[0,8,16]"), 8, "exactly 2 entries"},
-	{T("\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[0,18446744073709551616]"), 8,
-	 "too big integer"},
-	{T("\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[-8,0]"), 8, "negative data offset"},
-	{"{\"a\":{" OK_A "},\"b\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[4,12]}}",
-	 12, "tensor \"b\" overlaps tensor \"a\""},
-	{"{\"a\":{" OK_A "},\"z\":{\"dtype\":\"F32\",\"shape\":[0],\"data_offsets\":[4,4]}}",
-	 8, "tensor \"z\" overlaps tensor \"a\""},
-	{"{\"a\":{" OK_A "},\"b\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[12,20]}}",
-	 20, "hole in the byte buffer: bytes [8, 12)"},
-	{T("\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[4,12]"), 12,
-	 "hole in the byte buffer: bytes [0, 4)"},
-	{T(OK_A), 12, "byte buffer not fully covered: bytes [8, 12)"},
-	{"{}", 4, "byte buffer not fully covered"},
+	{ T("\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[0,4]"), 4, "span 4 bytes, but shape * dtype size is 8" },
+	{ T("\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[8,0]"), 8, "end before begin" },
+	{ T(OK_A), 4, "out of bounds" },
+	{ T("\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[0]"), 8, "exactly 2 entries" },
+	{ T("\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[0,8,16]"), 8, "exactly 2 entries" },
+	{ T("\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[0,18446744073709551616]"), 8, "too big integer" },
+	{ T("\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[-8,0]"), 8, "negative data offset" },
+	{ "{\"a\":{" OK_A "},\"b\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[4,12]}}", 12,
+		"tensor \"b\" overlaps tensor \"a\"" },
+	{ "{\"a\":{" OK_A "},\"z\":{\"dtype\":\"F32\",\"shape\":[0],\"data_offsets\":[4,4]}}", 8,
+		"tensor \"z\" overlaps tensor \"a\"" },
+	{ "{\"a\":{" OK_A "},\"b\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[12,20]}}", 20,
+		"hole in the byte buffer: bytes [8, 12)" },
+	{ T("\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[4,12]"), 12, "hole in the byte buffer: bytes [0, 4)" },
+	{ T(OK_A), 12, "byte buffer not fully covered: bytes [8, 12)" },
+	{ "{}", 4, "byte buffer not fully covered" },
 #undef T
 #undef OK_A
 };
@@ -495,10 +509,9 @@ Test(safetensors, malformed_corpus)
 	cr_assert_geq(ncases, 25);
 	for (size_t i = 0; i < ncases; i++) {
 		char err[ERRLEN] = "";
-		StFile f = {.n = 7, .t = (StTensor *)&f};
+		StFile f = { .n = 7, .t = (StTensor *)&f };
 		size_t len;
-		unsigned char *b = image(bad[i].hdr, strlen(bad[i].hdr), bad[i].datalen,
-		                         &len);
+		unsigned char *b = image(bad[i].hdr, strlen(bad[i].hdr), bad[i].datalen, &len);
 		int rc = readexact(b, len, &f, err);
 
 		cr_expect_eq(rc, -1, "case %zu (%s): accepted", i, bad[i].want);
@@ -506,8 +519,8 @@ Test(safetensors, malformed_corpus)
 			st_free(&f);
 		else
 			failed(rc, &f, err, "<memory>");
-		cr_expect(strstr(err, bad[i].want) != NULL,
-		          "case %zu: message \"%s\" lacks \"%s\"", i, err, bad[i].want);
+		cr_expect(
+			strstr(err, bad[i].want) != NULL, "case %zu: message \"%s\" lacks \"%s\"", i, err, bad[i].want);
 		free(b);
 	}
 }
@@ -515,7 +528,7 @@ Test(safetensors, malformed_corpus)
 /* The 8-byte length itself is wrong. */
 Test(safetensors, malformed_length)
 {
-	unsigned char b[32] = {0};
+	unsigned char b[32] = { 0 };
 	char err[ERRLEN] = "";
 	StFile f;
 
@@ -543,10 +556,11 @@ Test(safetensors, malformed_length)
 
 /* An unknown field nested to the given depth with '{"k":[' pairs (or only
  * '[' if arrays), closed properly. */
-static unsigned char *nested(int depth, int arrays, size_t *len)
+static unsigned char *
+nested(int depth, int arrays, size_t *len)
 {
 	static const char pre[] = "{\"a\":{\"dtype\":\"U8\",\"shape\":[],\"data_offsets\":[0,1],"
-	                          "\"x\":";
+				  "\"x\":";
 	size_t cap = sizeof pre + 8 * (size_t)depth + 8, n = strlen(pre);
 	char *h = malloc(cap);
 	unsigned char *b;
@@ -567,10 +581,11 @@ static unsigned char *nested(int depth, int arrays, size_t *len)
  * so that the innermost value is an array in both forms. */
 Test(safetensors, deep_nesting)
 {
-	static const struct { int depth, arrays, ok; } cases[] = {
-		{100000, 1, 0}, {100000, 0, 0}, {JSON_PARSER_MAX_DEPTH, 1, 0},
-		{JSON_PARSER_MAX_DEPTH, 0, 0}, {JSON_PARSER_MAX_DEPTH - 2, 1, 1},
-		{JSON_PARSER_MAX_DEPTH - 2, 0, 1}, {64, 0, 1}};
+	static const struct {
+		int depth, arrays, ok;
+	} cases[] = { { 100000, 1, 0 }, { 100000, 0, 0 }, { JSON_PARSER_MAX_DEPTH, 1, 0 },
+		{ JSON_PARSER_MAX_DEPTH, 0, 0 }, { JSON_PARSER_MAX_DEPTH - 2, 1, 1 },
+		{ JSON_PARSER_MAX_DEPTH - 2, 0, 1 }, { 64, 0, 1 } };
 	char err[ERRLEN] = "";
 	StFile f;
 	size_t len;
@@ -590,14 +605,14 @@ Test(safetensors, deep_nesting)
 }
 
 /* A valid image with metadata, several dtypes and a 0-element tensor. */
-static unsigned char *sample(size_t *len)
+static unsigned char *
+sample(size_t *len)
 {
-	static const char hdr[] =
-		"{\"__metadata__\":{\"format\":\"pt\"},"
-		"\"w\":{\"dtype\":\"F32\",\"shape\":[2,2],\"data_offsets\":[0,16]},"
-		"\"e\":{\"dtype\":\"BF16\",\"shape\":[0,3],\"data_offsets\":[16,16]},"
-		"\"s\\u00e9\":{\"dtype\":\"F8_E4M3\",\"shape\":[],\"data_offsets\":[16,17]},"
-		"\"b\":{\"dtype\":\"I16\",\"shape\":[3],\"data_offsets\":[17,23]}}    ";
+	static const char hdr[] = "{\"__metadata__\":{\"format\":\"pt\"},"
+				  "\"w\":{\"dtype\":\"F32\",\"shape\":[2,2],\"data_offsets\":[0,16]},"
+				  "\"e\":{\"dtype\":\"BF16\",\"shape\":[0,3],\"data_offsets\":[16,16]},"
+				  "\"s\\u00e9\":{\"dtype\":\"F8_E4M3\",\"shape\":[],\"data_offsets\":[16,17]},"
+				  "\"b\":{\"dtype\":\"I16\",\"shape\":[3],\"data_offsets\":[17,23]}}    ";
 
 	return image(hdr, strlen(hdr), 23, len);
 }
@@ -635,8 +650,8 @@ Test(safetensors, truncation_sweep)
  * accepts must be consistent. */
 Test(safetensors, byte_flip_sweep)
 {
-	static const unsigned char vals[] = {0x00, 0x01, ' ', '"', '\\', '{', '}', '[', ']', ',',
-	                                     ':', '0', '9', '-', '.', 'e', 'u', 0x7f, 0x80, 0xff};
+	static const unsigned char vals[] = { 0x00, 0x01, ' ', '"', '\\', '{', '}', '[', ']', ',', ':', '0', '9', '-',
+		'.', 'e', 'u', 0x7f, 0x80, 0xff };
 	size_t len, hend;
 	unsigned char *b = sample(&len);
 	char err[ERRLEN];
@@ -701,7 +716,7 @@ Test(safetensors, header_only)
 	}
 	/* what does not need the buffer is still checked */
 	static const char overlap[] = "{\"a\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[0,8]},"
-		"\"b\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[4,12]}}";
+				      "\"b\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[4,12]}}";
 	static const char span[] = "{\"a\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[0,4]}}";
 	free(b);
 	b = image(overlap, strlen(overlap), 0, &len);
@@ -738,7 +753,7 @@ Test(safetensors, mapped_private)
 	for (int k = 0; k < f.n; k++) {
 		unsigned char *d = f.t[k].data;
 		cr_expect(d >= (unsigned char *)f.base && d + f.t[k].nbytes <= (unsigned char *)f.base + len,
-		          "tensor %s is outside the map", f.t[k].name);
+			"tensor %s is outside the map", f.t[k].name);
 		memset(d, 0xAB, f.t[k].nbytes);
 	}
 	st_free(&f);
@@ -754,10 +769,9 @@ Test(safetensors, read_errors)
 {
 	char err[ERRLEN] = "", small[12];
 	StFile f;
-	unsigned char b[8] = {0};
+	unsigned char b[8] = { 0 };
 
-	failed(st_read("/nonexistent/x.safetensors", &f, err, sizeof err), &f, err,
-	       "/nonexistent/x.safetensors");
+	failed(st_read("/nonexistent/x.safetensors", &f, err, sizeof err), &f, err, "/nonexistent/x.safetensors");
 	cr_expect(strstr(err, "cannot open") != NULL, "%s", err);
 	failed(st_read("/tmp", &f, err, sizeof err), &f, err, "/tmp");
 	cr_expect(strstr(err, "not a regular file") != NULL, "%s", err);
@@ -772,10 +786,11 @@ Test(safetensors, read_errors)
 
 /* st_write rejects t (one of two tensors) with a message containing want,
  * and leaves no file behind. */
-static void wfail(StTensor t, const char *want)
+static void
+wfail(StTensor t, const char *want)
 {
-	int64_t d1[1] = {2};
-	StTensor ts[2] = {mk("ok", "U8", 1, d1, 0), t};
+	int64_t d1[1] = { 2 };
+	StTensor ts[2] = { mk("ok", "U8", 1, d1, 0), t };
 	char path[64], err[ERRLEN] = "";
 	FILE *f;
 
@@ -793,10 +808,9 @@ static void wfail(StTensor t, const char *want)
 
 Test(safetensors, write_errors)
 {
-	int64_t d[2] = {2, 3};
-	unsigned char data[64] = {0};
-	StTensor t = {.name = "t", .dtype = "F32", .rank = 2, .dims = {2, 3}, .nbytes = 24,
-	              .data = data}, u;
+	int64_t d[2] = { 2, 3 };
+	unsigned char data[64] = { 0 };
+	StTensor t = { .name = "t", .dtype = "F32", .rank = 2, .dims = { 2, 3 }, .nbytes = 24, .data = data }, u;
 	char err[ERRLEN] = "";
 
 	u = t, memcpy(u.dtype, "F33", 4), wfail(u, "unknown dtype \"F33\"");
@@ -823,7 +837,7 @@ Test(safetensors, write_errors)
 
 Test(safetensors, free_and_find_edge_cases)
 {
-	StFile f = {0};
+	StFile f = { 0 };
 
 	st_free(NULL);
 	st_free(&f);
