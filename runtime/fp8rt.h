@@ -241,6 +241,12 @@ FP8RT_API fp8rt_status fp8rt_program_find_function(const fp8rt_program *prog, co
 FP8RT_API fp8rt_status fp8rt_function_io_count(const fp8rt_program *prog, int f, int *ninputs, int *noutputs);
 FP8RT_API fp8rt_status fp8rt_function_input(const fp8rt_program *prog, int f, int i, fp8rt_tensor_info *out);
 FP8RT_API fp8rt_status fp8rt_function_output(const fp8rt_program *prog, int f, int i, fp8rt_tensor_info *out);
+/* Whether output i of function f is a copy of an input: *input gets that
+ * input's number, or -1. A trace that returns its inputs (Thunder's
+ * augmented forward returns its flat_args) has such outputs; a caller may
+ * pass the input's memory as the output, and the copy, onto itself, is then
+ * skipped (the function writes that output nowhere else). */
+FP8RT_API fp8rt_status fp8rt_function_output_source(const fp8rt_program *prog, int f, int i, int *input);
 
 FP8RT_API int fp8rt_program_state_count(const fp8rt_program *prog); /* 0 for NULL */
 /* State slot i: its name (the trace's), type, and the function that writes

@@ -1137,6 +1137,60 @@ rt_plan_ref_bytes(const RtPlan *plan, const RtFunc *fn, RtRef r)
 	return rt_type_numel(t) * (int64_t)rt_dtype_size(t->dtype);
 }
 
+static int
+is_out(RtRef r, int out)
+{
+	return r.kind == REF_OUT && r.index == out;
+}
+
+/* how many times step s names out:`out` */
+static int
+out_refs(const RtStep *s, int out)
+{
+	int n = 0;
+	switch (s->kind) {
+	case STEP_LAUNCH:
+		for (int i = 0; i < s->u.launch.nargs; i++)
+			n += is_out(s->u.launch.args[i], out);
+		return n;
+	case STEP_GEMM: {
+		const RtGemm *g = &s->u.gemm;
+		return is_out(g->d, out) + is_out(g->a, out) + is_out(g->b, out) +
+			(g->scaled && (is_out(g->scale_a, out) + is_out(g->scale_b, out))) +
+			(g->has_bias && is_out(g->bias, out));
+	}
+	case STEP_COPY: return is_out(s->u.copy.dst, out) + is_out(s->u.copy.src, out);
+	case STEP_CALL:
+		for (int i = 0; i < s->u.call.nins; i++)
+			n += is_out(s->u.call.ins[i], out);
+		for (int i = 0; i < s->u.call.nouts; i++)
+			n += is_out(s->u.call.outs[i], out);
+		return n;
+	}
+	return n;
+}
+
+int
+rt_plan_output_source(const RtPlan *plan, const RtFunc *fn, int out)
+{
+	const RtStep *copy = NULL;
+	int refs = 0;
+	for (int i = 0; i < fn->nstep; i++) {
+		int n = out_refs(&fn->step[i], out);
+		if (n && fn->step[i].kind == STEP_COPY)
+			copy = &fn->step[i];
+		refs += n;
+	}
+	if (refs != 1 || !copy || !is_out(copy->u.copy.dst, out) || copy->u.copy.src.kind != REF_IN)
+		return -1;
+	const RtType *ti = &fn->in[copy->u.copy.src.index].type, *to = &fn->out[out].type;
+	if (ti->dtype != to->dtype || ti->rank != to->rank ||
+		memcmp(ti->dims, to->dims, (size_t)ti->rank * sizeof *ti->dims) ||
+		copy->u.copy.bytes != rt_plan_ref_bytes(plan, fn, copy->u.copy.dst))
+		return -1;
+	return copy->u.copy.src.index;
+}
+
 const char *
 rt_ref_str(RtRef r, char *buf, size_t n)
 {

@@ -152,6 +152,11 @@ void rt_plan_free(RtPlan *plan);
  * state slot's) and its size in bytes (a buffer's declared bytes). */
 const RtType *rt_plan_ref_type(const RtPlan *plan, const RtFunc *fn, RtRef r);
 int64_t rt_plan_ref_bytes(const RtPlan *plan, const RtFunc *fn, RtRef r);
+/* The input whose copy output `out` of fn is, or -1: the output's only
+ * reference in fn's steps is one copy of all its bytes from that input, of
+ * the same type. (A caller may then pass the input's memory as the output:
+ * the copy onto itself is skipped.) */
+int rt_plan_output_source(const RtPlan *plan, const RtFunc *fn, int out);
 /* The elements a gemm operand spans: (batch-1)*stride + rows*cols. */
 int64_t rt_gemm_span(int64_t batch, int64_t stride, int64_t rows, int64_t cols);
 /* "in:3" into buf (at least 24 bytes) */

@@ -863,6 +863,24 @@ fp8rt_register_extern(fp8rt_context *ctx, const char *name, fp8rt_extern_fn fn, 
 /* ---- workspaces ------------------------------------------------------------ */
 
 fp8rt_status
+fp8rt_function_output_source(const fp8rt_program *p, int f, int i, int *input)
+{
+	const RtFunc *fn = NULL;
+	fp8rt_status st = get_func(p, f, "fp8rt_function_output_source", &fn);
+	if (st != FP8RT_OK)
+		return st;
+	if (!input)
+		return rt_err(p->ctx, FP8RT_INVALID_ARGUMENT, "fp8rt_function_output_source: input is NULL");
+	if (i < 0 || i >= fn->nout)
+		return rt_err(p->ctx, FP8RT_INVALID_ARGUMENT,
+			"fp8rt_function_output_source: output %d out of range "
+			"(%s has %d)",
+			i, fn->name, fn->nout);
+	*input = rt_plan_output_source(&p->plan, fn, i);
+	return FP8RT_OK;
+}
+
+fp8rt_status
 fp8rt_function_workspace(const fp8rt_program *p, int f, size_t *bytes)
 {
 	const RtFunc *fn = NULL;
@@ -1195,11 +1213,12 @@ enqueue_step(fp8rt_program *p, const Fn *fn, int i, CUstream stream)
 		if ((st = rt_gemm_enqueue(ctx, &g, stream)) != FP8RT_OK)
 			rt_err(ctx, st, "%s:%d: gemm: %s", p->name, s->line, fp8rt_last_error(ctx));
 		return st;
-	case STEP_COPY:
-		if (s->u.copy.bytes)
-			CHECK(drv.cuMemcpyDtoDAsync(ref_ptr(p, fn, s->u.copy.dst), ref_ptr(p, fn, s->u.copy.src),
-				(size_t)s->u.copy.bytes, stream));
+	case STEP_COPY: {
+		CUdeviceptr dst = ref_ptr(p, fn, s->u.copy.dst), src = ref_ptr(p, fn, s->u.copy.src);
+		if (s->u.copy.bytes && dst != src) /* an output given the input's memory: nothing to copy */
+			CHECK(drv.cuMemcpyDtoDAsync(dst, src, (size_t)s->u.copy.bytes, stream));
 		return FP8RT_OK;
+	}
 	case STEP_CALL: return enqueue_call(p, fn, s, &fn->calls[i], stream);
 	}
 fail:

@@ -436,7 +436,10 @@ class State:
 
 class Function:
     """One function of a program: .name, .inputs and .outputs (TensorInfo),
-    .workspace_bytes. Calling it runs it."""
+    .workspace_bytes, .sources (per output: the number of the input it is a
+    copy of — a trace that returns its inputs — or None). Calling it runs
+    it; an output that is a copy of an input is, unless `out` is given, that
+    input's array itself (nothing is copied)."""
 
     def __init__(self, program, index):
         self.program, self.index = program, index
@@ -449,9 +452,13 @@ class Function:
         for i in range(ni.value):
             _check(_lib.fp8rt_function_input(p, index, i, ctypes.byref(ti)))
             self.inputs.append(_info(ti))
+        src = ctypes.c_int()
+        self.sources = []
         for i in range(no.value):
             _check(_lib.fp8rt_function_output(p, index, i, ctypes.byref(ti)))
             self.outputs.append(_info(ti))
+            _check(_lib.fp8rt_function_output_source(p, index, i, ctypes.byref(src)))
+            self.sources.append(src.value if src.value >= 0 else None)
         ws = ctypes.c_size_t()
         _check(_lib.fp8rt_function_workspace(p, index, ctypes.byref(ws)))
         self.workspace_bytes = ws.value
@@ -495,10 +502,12 @@ class Function:
         prog = self.program
         if not prog._prog:
             raise ValueError(f"{prog.name} is closed")
+        prog.need_device()
         s = _stream(stream if stream is not None or prog.stream is None else prog.stream())
         keep = []
         ptrs = self._pointers(inputs, self.inputs, "inputs", s, keep)
-        outs = tuple(out) if out is not None else tuple(prog.allocate(o.dtype, o.shape) for o in self.outputs)
+        outs = tuple(out) if out is not None else tuple(
+            inputs[j] if j is not None else prog.allocate(o.dtype, o.shape) for o, j in zip(self.outputs, self.sources))
         optrs = self._pointers(outs, self.outputs, "outputs", s, keep)
         for i, p in enumerate(ptrs):   # only the pointers: pad bytes would overwrite the rest
             _PTR.pack_into(self._tin, i * _TENSOR_SIZE, p)
@@ -574,9 +583,12 @@ class Program(_Closing):
     def __repr__(self):
         return f"<fp8cc program {self.name}: {', '.join(map(repr, self.functions))}>"
 
-    def allocate(self, dtype, shape):
+    def need_device(self):
         if self.context is None:
             raise ValueError(f"{self.name} was read without a device: it cannot run")
+
+    def allocate(self, dtype, shape):
+        self.need_device()
         return self.allocator(dtype, shape) if self.allocator else DeviceArray(self.context, dtype, shape)
 
     @property

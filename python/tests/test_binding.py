@@ -155,6 +155,18 @@ class Binding(unittest.TestCase):
         self.assertEqual(len(calls), 2)
         self.assertEqual(values(y2), values(y))
 
+    def test_outputs_that_are_inputs(self):
+        prog = fp8cc.load(AFFINE.encode(), context=self.ctx,
+                          externs={"py.affine": affine})
+        f = prog.functions[0]
+        self.assertEqual(f.sources, [None, 0])   # y by the extern, z a copy of x
+        x = array(self.ctx, [float(i) for i in range(32)], (4, 8))
+        y, z = prog(x)
+        self.assertIs(z, x)   # x itself: nothing allocated, nothing copied
+        z2 = array(self.ctx, [0.0] * 32, (4, 8))
+        prog(x, out=(y, z2))   # given, it is written
+        self.assertEqual(values(z2), [float(i) for i in range(32)])
+
     def test_extern_without_graph_runs_every_time(self):
         calls = []
         prog = fp8cc.load(AFFINE.encode(), context=self.ctx,

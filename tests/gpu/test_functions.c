@@ -643,6 +643,77 @@ Test(scaled_mm, row_wise_plan)
 	CHECK_OK(fp8rt_context_destroy(ctx), NULL);
 }
 
+/* ---- outputs that are copies of inputs --------------------------------------------- */
+
+/* how often the mock driver's entry `name` was called (cuda.h's names:
+ * cuMemcpyDtoDAsync is cuMemcpyDtoDAsync_v2) */
+static int
+mock_count(const char *name)
+{
+	int (*count)(const char *, int *) =
+		(int (*)(const char *, int *))(uintptr_t)dlsym(dlopen(MOCKCUDA_PATH, RTLD_NOW), "mockcuda_count");
+	return count(name, NULL);
+}
+
+/* y: a copy of x and nothing else (fp8rt_function_output_source says x);
+ * z: written by a kernel; w: a copy of x that a kernel then writes over.
+ * Given x's own memory as y, the copy is skipped: one device copy (w's) a
+ * run instead of two, and y still holds x. */
+Test(outputs, copies_of_inputs)
+{
+	static const char plan[] = "// fp8cc-plan 2\n"
+				   "// target sm_90\n"
+				   "// function main\n"
+				   "// input 0 x f32[1024]\n"
+				   "// output 0 y f32[1024]\n"
+				   "// output 1 z f32[1024]\n"
+				   "// output 2 w f32[1024]\n"
+				   "// workspace 0\n"
+				   "// launch k0 grid=0 block=256 smem=0 coop=0 args=in:0,out:1\n"
+				   "// copy dst=out:0 src=in:0 bytes=4096\n"
+				   "// copy dst=out:2 src=in:0 bytes=4096\n"
+				   "// launch k0 grid=0 block=256 smem=0 coop=0 args=in:0,out:2\n"
+				   "// end-plan\n";
+	fp8rt_context *ctx = mock_context();
+	fp8rt_program *p = NULL;
+	char *ext = test_extern_ptx(), *ptx = test_replace(ext, test_extern_plan, plan);
+	CHECK_OK(fp8rt_program_load_data(ctx, ptx, strlen(ptx), "copies.ptx", &p), ctx);
+	int src[3];
+	for (int i = 0; i < 3; i++)
+		CHECK_OK(fp8rt_function_output_source(p, 0, i, &src[i]), ctx);
+	cr_assert(src[0] == 0 && src[1] == -1 && src[2] == -1, "sources %d %d %d", src[0], src[1], src[2]);
+	ASSERT_FAILS(fp8rt_function_output_source(p, 0, 3, &src[0]), FP8RT_INVALID_ARGUMENT, ctx,
+		"fp8rt_function_output_source: output 3 out of range (main has 3)");
+	ASSERT_FAILS(fp8rt_function_output_source(p, 0, 0, NULL), FP8RT_INVALID_ARGUMENT, ctx, "input is NULL");
+	ASSERT_FAILS(fp8rt_function_output_source(p, 1, 0, &src[0]), FP8RT_INVALID_ARGUMENT, ctx, "out of range");
+
+	Buf x = buf_new(ctx, 1, (int64_t[]){ N }, 5), y = buf_new(ctx, 1, (int64_t[]){ N }, 0),
+	    z = buf_new(ctx, 1, (int64_t[]){ N }, 0), w = buf_new(ctx, 1, (int64_t[]){ N }, 0);
+	float *want = malloc(N * sizeof *want);
+	cr_assert(want);
+	memcpy(want, x.h, N * sizeof *want);
+	CHECK_OK(fp8rt_program_set_graphs(p, 0), ctx);
+	fp8rt_tensor outs[3] = { y.t, z.t, w.t };
+	int before = mock_count("cuMemcpyDtoDAsync_v2");
+	CHECK_OK(fp8rt_run(p, &x.t, 1, outs, 3, NULL), ctx);
+	cr_assert_eq(mock_count("cuMemcpyDtoDAsync_v2") - before, 2, "%d copies with y apart from x, not two",
+		mock_count("cuMemcpyDtoDAsync_v2") - before);
+	buf_get(ctx, &y, N);
+	assert_equal(want, y.h, N, "y");
+	outs[0] = x.t; /* y in x's memory */
+	before = mock_count("cuMemcpyDtoDAsync_v2");
+	CHECK_OK(fp8rt_run(p, &x.t, 1, outs, 3, NULL), ctx);
+	cr_assert_eq(mock_count("cuMemcpyDtoDAsync_v2") - before, 1, "one copy (w's) with y in x's memory");
+	buf_get(ctx, &x, N);
+	assert_equal(want, x.h, N, "y, in x's memory");
+	CHECK_OK(fp8rt_program_destroy(p), ctx);
+	buf_free(ctx, &x), buf_free(ctx, &y), buf_free(ctx, &z), buf_free(ctx, &w);
+	free(want);
+	free(ptx);
+	free(ext);
+	CHECK_OK(fp8rt_context_destroy(ctx), NULL);
+}
+
 /* ---- externs ------------------------------------------------------------------- */
 
 typedef struct {
