@@ -23,6 +23,7 @@ from safetensors.torch import load_file
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "python"))
 import fp8cc.torch as ft  # noqa: E402
+import torch_trace  # noqa: E402  (tests/gpu, beside this file)
 
 fails = 0
 
@@ -142,6 +143,14 @@ def llama_forward(d):
     check(torch.equal(first.view(torch.uint8), outs[0].view(torch.uint8)), "real trace 14: the same bits on a second run")
     us = sorted(f.time(*args, out=outs, warmup=2, iters=10))[5]
     print(f"     real trace 14: {us / 1000:.2f} ms per forward (step by step: the torch externs are not captured; libfp8rt's timing)")
+    copies = sum(1 for o, j in zip(outs, f.sources) if j is not None and o is args[j])
+    check(copies > 0, f"real trace 14: {copies} outputs are the inputs themselves (the flat_args: nothing copied)")
+    # the same trace op by op in torch (tests/gpu/torch_trace.py): its fusion
+    # regions as their prims, torch's own linear and attention
+    ref = torch_trace.run("tests/real/14_llama2_augmented_forward.trace", args)["output"]
+    err = rel(first, ref)
+    check(err <= 2e-2, f"real trace 14 against the trace run op by op in torch: logits relative Frobenius {err:.1e} "
+          "(bf16 GEMMs in cuBLASLt's order through 16 layers)")
 
 
 def main():
