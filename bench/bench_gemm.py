@@ -58,7 +58,7 @@ def operands(name):
     if form == "scaled_mm":
         one = torch.ones((), device="cuda")
         return {"a": randn(s["m"], s["k"]), "w": randn(s["n"], s["k"]), "scale_a": one * 0.5, "scale_b": one * 0.25}
-    if form == "mlp":
+    if form.startswith("mlp"):
         h, i = s["h"], s["i"]
         return {"x": randn(s["t"], h), "w_gate": randn(i, h, scale=h ** -0.5), "w_up": randn(i, h, scale=h ** -0.5),
                 "w_down": randn(h, i, scale=i ** -0.5)}
@@ -67,6 +67,22 @@ def operands(name):
 
 def mlp(x, w_gate, w_up, w_down):
     return F.linear(F.silu(F.linear(x, w_gate)) * F.linear(x, w_up), w_down)
+
+
+def to_fp8(t):
+    """torchao's tensor-wise dynamic scaling: e4m3 and 1/scale"""
+    scale = 448.0 / t.abs().amax().float().clamp(min=1e-12)
+    return (t.float() * scale).clamp(-448, 448).to(torch.float8_e4m3fn), scale.reciprocal()
+
+
+def fp8_linear(x, w):
+    xq, xs = to_fp8(x)
+    wq, ws = to_fp8(w)
+    return torch._scaled_mm(xq, wq.t(), scale_a=xs, scale_b=ws, out_dtype=torch.bfloat16)
+
+
+def mlp_fp8(x, w_gate, w_up, w_down):
+    return fp8_linear(F.silu(fp8_linear(x, w_gate)) * fp8_linear(x, w_up), w_down)
 
 
 def torch_ops(name):
@@ -88,19 +104,21 @@ def torch_ops(name):
             a, w.t(), scale_a=scale_a, scale_b=scale_b, out_dtype=torch.bfloat16, use_fast_accum=fast))]
     if form == "mlp":
         return [("eager", mlp), ("torch.compile", torch.compile(mlp))]
+    if form == "mlp_fp8":
+        return [("eager", mlp_fp8), ("torch.compile", torch.compile(mlp_fp8))]
     raise ValueError(form)
 
 
 def flops(name):
     form, dt, s, opt = CASES[name]
-    if form == "mlp":
+    if form.startswith("mlp"):
         return 3 * 2 * s["t"] * s["h"] * s["i"]
     return 2 * s.get("b", 1) * s["m"] * s["k"] * s["n"]
 
 
 def sizes(name):
     form, dt, s, opt = CASES[name]
-    if form == "mlp":
+    if form.startswith("mlp"):
         return f"{s['t']} tokens, {s['h']}→{s['i']}→{s['h']}"
     mkn = f"{s['m']}×{s['k']}×{s['n']}"
     return f"{s['b']} × {mkn}" if "b" in s else mkn

@@ -8,8 +8,11 @@ CASES is the table bench/bench_gemm.py times: each case a form, a dtype and
 its sizes. Forms: mm (a (M,K) · b (K,N)), linear (x (M,K) · w (N,K)ᵀ, with
 an optional bias and epilogue), bmm (a (B,M,K) · b (B,K,N)), bmm_nt
 (q (B,M,K) · k (B,N,K)ᵀ), scaled_mm (fp8 a (M,K) · w (N,K)ᵀ, tensor-wise
-scales, a bf16 result) and mlp (Llama's: silu(x wgᵀ) · (x wuᵀ), then wdᵀ,
-silu in f32 as torch computes it). Standard library only."""
+scales, a bf16 result), mlp (Llama's: silu(x wgᵀ) · (x wuᵀ), then wdᵀ,
+silu in f32 as torch computes it) and mlp_fp8 (the same with each linear an
+fp8 one as torchao's Float8Linear makes it: the activation and the weight
+quantized to e4m3 with tensor-wise dynamic scales, amax → 448/amax → a
+clamped cast, then torch._scaled_mm to bf16). Standard library only."""
 import sys
 
 # name: (form, dtype, sizes, options)
@@ -27,6 +30,7 @@ CASES = {
     "scaled_mm_fast_8192x4096x14336": ("scaled_mm", "f8e4m3fn", dict(m=8192, k=4096, n=14336),
                                        dict(fast_accum=True)),
     "mlp_bf16_4096x4096x11008": ("mlp", "bf16", dict(t=4096, h=4096, i=11008), {}),
+    "mlp_fp8_4096x4096x11008": ("mlp_fp8", "bf16", dict(t=4096, h=4096, i=11008), {}),
 }
 
 
@@ -77,7 +81,52 @@ def program(name):
                 f"  %hid = mul %silu, %up : {ty(dt, t, i)}\n"
                 f"  %mm = matmul %hid, %w_down trans_b : {ty(dt, t, h)}\n"
                 f"  return %mm\n}}\n")
+    if form == "mlp_fp8":
+        return mlp_fp8(name, dt, s["t"], s["h"], s["i"])
     raise ValueError(form)
+
+
+def quantize(v, dims):
+    """IR lines: v (bf16) to e4m3 %v_q with tensor-wise dynamic scaling, and
+    %v_inv = 1/scale (the scaled_mm's scale)"""
+    f = ty("f32", *dims)
+    return (f"  %{v}_f = convert_element_type %{v} : {f}\n"
+            f"  %{v}_a = abs %{v}_f : {f}\n"
+            f"  %{v}_m = amax %{v}_a [0,1] : f32[]\n"
+            f"  %{v}_c = maximum %{v}_m, %tiny : f32[]\n"
+            f"  %{v}_s = div %max, %{v}_c : f32[]\n"
+            f"  %{v}_b = broadcast_in_dim %{v}_s [] : {f}\n"
+            f"  %{v}_y = mul %{v}_f, %{v}_b : {f}\n"
+            f"  %{v}_lo = maximum %{v}_y, %min : {f}\n"
+            f"  %{v}_hi = minimum %{v}_lo, %max : {f}\n"
+            f"  %{v}_q = convert_element_type %{v}_hi : {ty('f8e4m3fn', *dims)}\n"
+            f"  %{v}_inv = reciprocal %{v}_s : f32[]\n")
+
+
+def fp8_linear(out, x, w, m, k, n):
+    """%out (bf16 (m,n)) = x · wᵀ from the quantized %x_q and %w_q"""
+    return (f"  %{w}_t = transpose %{w}_q [1,0] : {ty('f8e4m3fn', k, n)}\n"
+            f"  %{out} = scaled_mm %{x}_q, %{w}_t, %{x}_inv, %{w}_inv : {ty('bf16', m, n)}\n")
+
+
+def mlp_fp8(name, dt, t, h, i):
+    f32 = ty("f32", t, i)
+    return (f"func @{name}(%x: {ty(dt, t, h)}, %w_gate: {ty(dt, i, h)}, %w_up: {ty(dt, i, h)}, "
+            f"%w_down: {ty(dt, h, i)}) {{\n"
+            f"  %tiny = full 1e-12 : f32[]\n  %max = full 448 : f32[]\n  %min = full -448 : f32[]\n"
+            + quantize("x", (t, h)) + quantize("w_gate", (i, h)) + quantize("w_up", (i, h))
+            + fp8_linear("gate", "x", "w_gate", t, h, i) + fp8_linear("up", "x", "w_up", t, h, i)
+            + f"  %g = convert_element_type %gate : {f32}\n"
+            f"  %ng = neg %g : {f32}\n"
+            f"  %e = exp %ng : {f32}\n"
+            f"  %one = full 1 : f32[]\n"
+            f"  %den = add %e, %one : {f32}\n"
+            f"  %sg = div %g, %den : {f32}\n"
+            f"  %silu = convert_element_type %sg : {ty(dt, t, i)}\n"
+            f"  %hid = mul %silu, %up : {ty(dt, t, i)}\n"
+            + quantize("hid", (t, i)) + quantize("w_down", (h, i))
+            + fp8_linear("mm", "hid", "w_down", t, i, h)
+            + "  return %mm\n}\n")
 
 
 def main():
