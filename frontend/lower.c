@@ -8,100 +8,6 @@
  * what its op computes; a type comment that says otherwise is an error. */
 #include "trace.h"
 
-/* ---- symbols ---- */
-
-static Sym *
-sym_find(Reader *r, const char *name)
-{
-	uint32_t *i = map_get(&r->symmap, name);
-
-	return i ? &r->syms[*i] : NULL;
-}
-
-static uint32_t
-sym_intern(Reader *r, const char *name)
-{
-	uint32_t *i = map_get(&r->symmap, name);
-
-	if (i)
-		return *i;
-	GROW(r, r->syms, r->capsyms, r->nsyms + 1);
-	memset(&r->syms[r->nsyms], 0, sizeof r->syms[0]);
-	r->syms[r->nsyms].name = name;
-	map_put(r->a, &r->symmap, name, r->nsyms);
-	return r->nsyms++;
-}
-
-/* (re)define name as s; inside a frame the old meaning is logged */
-static void
-define(Reader *r, const char *name, Sym s)
-{
-	uint32_t i;
-
-	if (strcmp(name, "_") == 0)
-		return;
-	i = sym_intern(r, name);
-	if (r->nframes > 1) {
-		GROW(r, r->log, r->caplog, r->nlog + 1);
-		r->log[r->nlog].sym = i;
-		r->log[r->nlog++].old = r->syms[i];
-	}
-	s.name = r->syms[i].name;
-	s.stamp = ++r->stamp;
-	r->syms[i] = s;
-}
-
-/* A value unpacked from a collection whose members the trace does not type:
- * say where its type can come from. */
-static noreturn void
-untyped(Reader *r, const Expr *e, const Sym *s)
-{
-	const char *coll = s->owner;
-	uint32_t line = s->line, others = 0;
-
-	for (uint32_t i = 0; i < r->nsyms; i++) /* one error for them all */
-		if (r->syms[i].kind == SYM_UNTYPED && r->syms[i].line == line && r->syms[i].owner == coll) {
-			others += &r->syms[i] != s;
-			r->syms[i].kind = SYM_ERR;
-		}
-	tr_errat(r, e->line, e->col,
-		"'%s' has no type: it is unpacked from '%s' at line %u, which does not type "
-		"%s; give --signature FILE (a safetensors file of example inputs, by name or position)%s",
-		e->s, coll, line, others ? arena_printf(r->a, "it or %u more of its members", others) : "it",
-		r->backward ? " or compile the backward with its forward trace" : "");
-}
-
-/* the symbol a name refers to: errors for undefined, deleted, local and
- * untyped names; a name an earlier error left undefined gives up quietly */
-Sym *
-tr_lookup(Reader *r, const Expr *e)
-{
-	Sym *s = sym_find(r, e->s);
-
-	if (!s || s->kind == SYM_NONE)
-		tr_errat(r, e->line, e->col, "undefined name '%s'", e->s);
-	if (s->kind == SYM_ERR)
-		tr_silent(r);
-	if (s->kind == SYM_DEL)
-		tr_errat(r, e->line, e->col, "'%s' was deleted at line %u", e->s, s->line);
-	if (s->kind == SYM_LOCAL)
-		tr_errat(r, e->line, e->col, "'%s' is defined only inside the subsymbols of %s at line %u", e->s,
-			s->owner, s->line);
-	if (s->kind == SYM_UNTYPED)
-		untyped(r, e, s);
-	if (s->kind == SYM_PYNONE)
-		tr_errat(r, e->line, e->col, "'%s' is None here (it is unpacked from '%s' at line %u)", e->s, s->owner,
-			s->line);
-	return s;
-}
-
-/* the symbol of a name, if it has one; no errors */
-Sym *
-tr_sym(Reader *r, const char *name)
-{
-	return sym_find(r, name);
-}
-
 /* give value v the trace's name, made unique among value names */
 static void
 name_value(Reader *r, uint32_t v, const char *name)
@@ -153,7 +59,7 @@ define_val(Reader *r, const char *name, uint32_t v)
 
 	sym.kind = SYM_VAL;
 	sym.val = v;
-	define(r, name, sym);
+	tr_define(r, name, sym);
 }
 
 /* an input that the trace updates in place; later updates win */
@@ -223,7 +129,7 @@ bind_extern(Reader *r, const Stmt *s, const ExtRes *res, uint32_t nv0)
 		if (tn == &s->names[i])
 			tr_errat(r, s->line, s->ty.ncol, "'%s' is not a tensor: %s gives a %s there", s->names[i].s,
 				r->callee, res->kind[i] == 'i' ? "Python int" : "None");
-		define(r, s->names[i].s, num);
+		tr_define(r, s->names[i].s, num);
 	}
 }
 
@@ -246,7 +152,7 @@ bind_result(Reader *r, const Stmt *s, uint32_t v, uint32_t nv0, const Sym *num)
 	if (s->nnames == 0 || strcmp(s->names[0].s, "_") == 0)
 		return;
 	if (num) {
-		define(r, s->names[0].s, *num);
+		tr_define(r, s->names[0].s, *num);
 		return;
 	}
 	if (v >= nv0 && !r->fn->vals[v].name)
@@ -263,7 +169,7 @@ collect(Reader *r, const Expr *e, Saved **sv, uint32_t *n, uint32_t *cap)
 
 	switch (e->kind) {
 	case E_NAME:
-		s = sym_find(r, e->s);
+		s = tr_sym(r, e->s);
 		if (!s || s->kind == SYM_NONE)
 			return;
 		s = tr_lookup(r, e);
@@ -301,7 +207,7 @@ make_object(Reader *r, const Stmt *s)
 	sym.line = s->line;
 	sym.owner = r->callee;
 	for (uint32_t i = 0; i < s->nnames; i++)
-		define(r, s->names[i].s, sym);
+		tr_define(r, s->names[i].s, sym);
 }
 
 /* a tensor-subclass constructor: a callee whose last part is capitalized */
@@ -319,35 +225,6 @@ static bool
 is_noop(const char *name)
 {
 	return !strcmp(name, "clear_collection") || !strcmp(name, "clear_mutable_collection");
-}
-
-/* the uses of a callee without subsymbols, in the whole trace */
-static uint32_t
-count_uses(Reader *r, const char *callee)
-{
-	uint32_t n = 0;
-
-	for (uint32_t i = 0; i < r->nstmts; i++) {
-		const Stmt *s = &r->stmts[i];
-
-		n += s->kind == S_CALL && s->end == i + 1 && !strcmp(s->e->fn->s, callee);
-	}
-	return n;
-}
-
-/* A callee fp8cc cannot lower: said once per callee (what), with how often
- * the trace calls it; its other uses give up quietly. */
-noreturn void
-tr_refuse(Reader *r, const Stmt *s, const char *what)
-{
-	uint32_t n;
-
-	if (map_get(&r->reported, r->callee))
-		tr_silent(r);
-	map_put(r->a, &r->reported, r->callee, 1);
-	n = count_uses(r, r->callee);
-	tr_errat(r, s->line, r->ccol, "%s%s", what,
-		n > 1 ? arena_printf(r->a, " (%u uses; the others are not reported)", n) : "");
 }
 
 static noreturn void
@@ -422,7 +299,7 @@ lower_del(Reader *r, const Stmt *s)
 
 	for (uint32_t i = 0; i < s->nnames; i++) {
 		Expr e = { 0 };
-		Sym *old = sym_find(r, s->names[i].s);
+		Sym *old = tr_sym(r, s->names[i].s);
 
 		e.kind = E_NAME;
 		e.line = s->line;
@@ -432,7 +309,7 @@ lower_del(Reader *r, const Stmt *s)
 			tr_lookup(r, &e);
 		sym.kind = SYM_DEL;
 		sym.line = s->line;
-		define(r, e.s, sym);
+		tr_define(r, e.s, sym);
 	}
 }
 
@@ -560,7 +437,7 @@ unknown_member(Reader *r, const Stmt *s, const Name *n, const Sym *coll, uint32_
 	} else {
 		sym.kind = SYM_UNTYPED;
 	}
-	define(r, n->s, sym);
+	tr_define(r, n->s, sym);
 }
 
 /* a member of a collection whose contents the forward trace gave */
@@ -589,7 +466,7 @@ known_member(Reader *r, const Stmt *s, const Name *n, const Sym *coll, const PyO
 	case PY_NONE: sym.kind = SYM_PYNONE; break;
 	case PY_ERR:  sym.kind = SYM_ERR; break;
 	}
-	define(r, n->s, sym);
+	tr_define(r, n->s, sym);
 }
 
 /* unpack := targets "=" NAME: the members of a collection, in order; or, with
@@ -603,7 +480,7 @@ lower_unpack(Reader *r, const Stmt *s)
 		if (s->tuple || (c->kind != SYM_VAL && c->kind != SYM_NUM && c->kind != SYM_OBJ))
 			tr_errat(r, s->e->line, s->e->col, "'%s' is not a collection to unpack", s->e->s);
 		coll = *c;
-		define(r, s->names[0].s, coll);
+		tr_define(r, s->names[0].s, coll);
 		return;
 	}
 	coll = *c;
@@ -626,7 +503,7 @@ static void
 lower_type(Reader *r, const Stmt *s)
 {
 	char *name = arena_strndup(r->a, s->ty.name, s->ty.nlen);
-	Sym *sym = sym_find(r, name);
+	Sym *sym = tr_sym(r, name);
 	uint32_t dtcol, shcol;
 	Type t;
 
@@ -664,7 +541,7 @@ frame_outputs(Reader *r, const Frame *f, const Stmt *s)
 	const Name *tn = typed_name(r, s);
 
 	for (uint32_t i = 0; i < s->nnames; i++) {
-		Sym *sym = sym_find(r, s->names[i].s);
+		Sym *sym = tr_sym(r, s->names[i].s);
 
 		if (strcmp(s->names[i].s, "_") == 0)
 			continue;
@@ -783,7 +660,7 @@ check_names(Reader *r, const Expr *e)
 {
 	const Sym *s;
 
-	if (e->kind == E_NAME && (!(s = sym_find(r, e->s)) || s->kind != SYM_ERR))
+	if (e->kind == E_NAME && (!(s = tr_sym(r, e->s)) || s->kind != SYM_ERR))
 		tr_lookup(r, e);
 	for (uint32_t i = 0; i < e->n; i++)
 		check_names(r, e->elts[i]);
@@ -819,7 +696,7 @@ saved_obj(Reader *r, const Expr *e)
 
 	switch (e->kind) {
 	case E_NAME:
-		if ((s = sym_find(r, e->s)) && s->kind == SYM_ERR)
+		if ((s = tr_sym(r, e->s)) && s->kind == SYM_ERR)
 			return new_py(r, PY_ERR);
 		s = tr_lookup(r, e);
 		if (s->kind == SYM_VAL) {
@@ -965,7 +842,7 @@ collection_param(Reader *r, uint32_t i)
 		r->link->read_saved |= !cot;
 	}
 	r->ncoll++;
-	define(r, r->params[i].s, sym);
+	tr_define(r, r->params[i].s, sym);
 }
 
 /* true if the parameter is unpacked somewhere: a collection */
@@ -1018,7 +895,7 @@ tr_add_params(Reader *r)
 		} else {
 			Sym sym = { .kind = SYM_ERR };
 
-			define(r, r->params[i].s, sym);
+			tr_define(r, r->params[i].s, sym);
 		}
 	}
 	r->backward = r->ncoll > 0 && !r->params[0].star;
@@ -1059,7 +936,7 @@ recover(Reader *r, uint32_t si)
 		r->nframes = 1;
 	}
 	for (uint32_t i = 0; s->kind != S_DEL && i < s->nnames; i++)
-		define(r, s->names[i].s, err);
+		tr_define(r, s->names[i].s, err);
 }
 
 /* lower the body, replacing unknown callees by their subsymbols (an explicit

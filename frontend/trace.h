@@ -307,9 +307,13 @@ void tr_parse_stmt(Reader *r, Stmt *s);
 void tr_check_numel(Reader *r, uint32_t line, uint32_t col, const Type *t);
 void tr_parse_type(Reader *r, uint32_t line, const TypeCmt *tc, Type *t, uint32_t *dtcol, uint32_t *shcol);
 
+/* ---- scope.c ---- */
+Sym *tr_lookup(Reader *r, const Expr *e);                            /* errors for undefined, deleted, local, untyped */
+Sym *tr_sym(Reader *r, const char *name);                            /* the symbol, if any; no errors */
+void tr_define(Reader *r, const char *name, Sym s);                  /* (re)define; logged inside a frame */
+noreturn void tr_refuse(Reader *r, const Stmt *s, const char *what); /* once per callee, with its count */
+
 /* ---- lower.c ---- */
-Sym *tr_lookup(Reader *r, const Expr *e);
-Sym *tr_sym(Reader *r, const char *name);
 void tr_update(Reader *r, uint32_t input, uint32_t val);
 void tr_add_params(Reader *r);
 void tr_lower_body(Reader *r);
@@ -351,7 +355,6 @@ Lower tr_find_known(const char *name, Op *op);
 const char *tr_unsupported_why(const char *callee);
 
 /* ---- lower.c ---- */
-noreturn void tr_refuse(Reader *r, const Stmt *s, const char *what); /* once per callee, with its count */
 
 /* ---- externs.c ---- */
 bool tr_extern_callee(const char *callee); /* may be an extern call (not prims.X, not refused) */
