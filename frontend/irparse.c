@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "fe.h"
+#include "ident.h"
 
 enum { T_EOF, T_NAME, T_VAL, T_GLOBAL, T_NUM, T_PUNCT, T_ARROW };
 
@@ -637,18 +638,6 @@ ret(P *p)
 	return true;
 }
 
-/* s[0..n) is an identifier: [A-Za-z_][A-Za-z0-9_]* */
-static bool
-ident(const char *s, size_t n)
-{
-	if (n == 0 || isdigit((unsigned char)s[0]))
-		return false;
-	for (size_t i = 0; i < n; i++)
-		if (!isalnum((unsigned char)s[i]) && s[i] != '_')
-			return false;
-	return true;
-}
-
 /* After an instruction that failed: the names it was to define poisoned,
  * then on to the next line, so that the rest of the function is read and
  * its errors reported too. */
@@ -681,8 +670,9 @@ func(P *p)
 	next(p);
 	if (p->t.kind != T_GLOBAL)
 		return err(p, &p->t, "expected a function name (@name)");
-	if (!ident(p->t.s + 1, p->t.n - 1)) /* the plan's `function NAME` is one */
-		return err(p, &p->t, "function name '%.*s': a letter or '_' first, then letters, digits and '_'",
+	if (!plan_ident(p->t.s + 1, p->t.n - 1)) /* the plan's `function NAME` is one */
+		return err(p, &p->t,
+			"function name '%.*s': a letter, '_' or '$' first, then letters, digits, '_' and '$'",
 			(int)p->t.n, p->t.s);
 	p->fn = ir_func_new(p->fn->arena, NULL);
 	p->fn->name = arena_strndup(p->fn->arena, p->t.s + 1, p->t.n - 1);

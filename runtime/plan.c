@@ -8,6 +8,7 @@
  * workspace, the operands of gemm and copy steps). The first error stops it,
  * as "NAME:LINE: message".
  */
+#include "ident.h"
 #include "plan.h"
 #include "arena.h"
 #include "gemm_rules.h"
@@ -637,19 +638,11 @@ parse_ref_list(Parser *p, Str s, const char *key, RtRef **out, int *nout)
 	return FP8RT_OK;
 }
 
-/* kernel := [A-Za-z_$] [A-Za-z0-9_$]* */
+/* kernel := [A-Za-z_$] [A-Za-z0-9_$]*  (common/ident.h) */
 static int
 is_ident(Str s)
 {
-	if (s.n == 0 || (s.p[0] >= '0' && s.p[0] <= '9'))
-		return 0;
-	for (size_t i = 0; i < s.n; i++) {
-		char c = s.p[i];
-		if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' ||
-			    c == '$'))
-			return 0;
-	}
-	return 1;
+	return plan_ident(s.p, s.n);
 }
 
 /* launch KERNEL grid=G block=B smem=S coop=C args=R,R,... */
