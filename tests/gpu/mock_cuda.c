@@ -719,7 +719,8 @@ cuGraphInstantiate(CUgraphExec *e, CUgraph g, unsigned long long flags)
 	struct CUgraphExec_st *x = calloc(1, sizeof *x);
 	x->g.n = g->n;
 	x->g.ops = malloc((size_t)(g->n ? g->n : 1) * sizeof *g->ops);
-	memcpy(x->g.ops, g->ops, (size_t)g->n * sizeof *g->ops);
+	if (g->n) /* a capture of nothing (a copy onto itself skipped) is an empty graph */
+		memcpy(x->g.ops, g->ops, (size_t)g->n * sizeof *g->ops);
 	live.execs++;
 	*e = x;
 	return CUDA_SUCCESS;
