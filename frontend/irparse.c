@@ -6,6 +6,8 @@
  * checked by the verifier as it is read, so errors point at its line. */
 #include <ctype.h>
 #include <errno.h>
+#include <setjmp.h>
+#include <stdnoreturn.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -30,6 +32,7 @@ typedef struct {
 	const char *bol; /* beginning of the current line */
 	Tok t;           /* current token */
 	bool failed;
+	jmp_buf *jb;      /* where an error unwinds to */
 	uint32_t nerrors; /* reported so far (one a line, at most FE_MAXERRORS) */
 	uint32_t errline; /* the line of the last one */
 	Map names;        /* value names -> ids (POISON: its instruction failed) */
@@ -42,7 +45,7 @@ typedef struct {
 
 /* one error a line (what follows on a line that failed is noise), and at
  * most FE_MAXERRORS a file */
-static bool
+static noreturn void
 err(P *p, const Tok *t, const char *fmt, ...)
 {
 	va_list ap;
@@ -55,7 +58,16 @@ err(P *p, const Tok *t, const char *fmt, ...)
 		p->errline = t->line;
 	}
 	p->failed = true;
-	return false;
+	longjmp(*p->jb, 1);
+}
+
+/* give up what is being read without a message: it uses a name that an
+ * earlier error left undefined */
+static noreturn void
+quiet(P *p)
+{
+	p->failed = true;
+	longjmp(*p->jb, 1);
 }
 
 static bool
@@ -126,114 +138,106 @@ is(P *p, const char *punct)
 		p->t.kind != T_GLOBAL;
 }
 
-static bool
+static void
 expect(P *p, const char *punct)
 {
 	if (!is(p, punct))
-		return err(p, &p->t, "expected '%s'", punct);
+		err(p, &p->t, "expected '%s'", punct);
 	next(p);
-	return true;
 }
 
 /* ---- names ---- */
 
 /* bind the value token's name to id; the value keeps it unless it is all digits */
-static bool
+static void
 define(P *p, const Tok *t, uint32_t id)
 {
 	const char *name;
 	size_t i;
 
 	if (map_getn(&p->names, t->s + 1, t->n - 1))
-		return err(p, t, "'%.*s' is defined twice", (int)t->n, t->s);
+		err(p, t, "'%.*s' is defined twice", (int)t->n, t->s);
 	name = arena_strndup(p->fn->arena, t->s + 1, t->n - 1);
 	map_put(p->fn->arena, &p->names, name, id);
 	for (i = 1; i < t->n && isdigit((unsigned char)t->s[i]); i++)
 		;
 	p->fn->vals[id].name = i == t->n ? NULL : name;
-	return true;
 }
 
 /* ref := "%" NAME */
-static bool
+static void
 ref(P *p, uint32_t *id)
 {
 	uint32_t *v;
 
 	if (p->t.kind != T_VAL)
-		return err(p, &p->t, "expected a value (%%name)");
+		err(p, &p->t, "expected a value (%%name)");
 	if (!(v = map_getn(&p->names, p->t.s + 1, p->t.n - 1)))
-		return err(p, &p->t, "'%.*s' is not defined", (int)p->t.n, p->t.s);
+		err(p, &p->t, "'%.*s' is not defined", (int)p->t.n, p->t.s);
 	if (*v == POISON)
-		return p->failed = true, false;
+		quiet(p);
 	*id = *v;
 	next(p);
-	return true;
 }
 
 /* ---- types ---- */
 
-static bool
+static void
 integer(P *p, int64_t *v)
 {
 	char *end;
 
 	if (p->t.kind != T_NUM)
-		return err(p, &p->t, "expected an integer");
+		err(p, &p->t, "expected an integer");
 	errno = 0;
 	*v = strtoll(p->t.s, &end, 10);
 	if (end != p->t.s + p->t.n || errno)
-		return err(p, &p->t, "bad integer '%.*s'", (int)p->t.n, p->t.s);
+		err(p, &p->t, "bad integer '%.*s'", (int)p->t.n, p->t.s);
 	next(p);
-	return true;
 }
 
 /* ints := open [INT {"," INT}] close */
-static bool
+static void
 ints(P *p, const char *open, const char *close, int64_t *v, int max, int *n)
 {
 	*n = 0;
-	if (!expect(p, open))
-		return false;
+	expect(p, open);
 	while (!is(p, close)) {
 		if (*n >= max)
-			return err(p, &p->t, "more than %d entries", max);
-		if ((*n && !expect(p, ",")) || !integer(p, &v[(*n)++]))
-			return false;
+			err(p, &p->t, "more than %d entries", max);
+		if (*n)
+			expect(p, ",");
+		integer(p, &v[(*n)++]);
 	}
 	next(p);
-	return true;
 }
 
 /* type := DTYPE "[" dims "]" ["{" layout "}"] */
-static bool
+static void
 type(P *p, DType *dt, int *rank, int64_t *dims, int64_t *layout, bool *haslayout)
 {
 	int t, n;
 	Tok at = p->t;
 
 	if (p->t.kind != T_NAME || (t = dt_lookup(p->t.s, p->t.n, 0)) < 0)
-		return err(p, &p->t, "unknown dtype '%.*s'", (int)p->t.n, p->t.s);
+		err(p, &p->t, "unknown dtype '%.*s'", (int)p->t.n, p->t.s);
 	*dt = (DType)t;
 	next(p);
-	if (!ints(p, "[", "]", dims, IR_MAXRANK, rank))
-		return false;
+	ints(p, "[", "]", dims, IR_MAXRANK, rank);
 	for (int i = 0; i < *rank; i++)
 		if (dims[i] < 0)
-			return err(p, &at, "negative dimension %lld", (long long)dims[i]);
+			err(p, &at, "negative dimension %lld", (long long)dims[i]);
 	*haslayout = is(p, "{");
 	if (!*haslayout)
-		return true;
+		return;
 	at = p->t;
-	if (!ints(p, "{", "}", layout, IR_MAXRANK, &n))
-		return false;
+	ints(p, "{", "}", layout, IR_MAXRANK, &n);
 	if (n != *rank)
-		return err(p, &at, "layout needs %d entries", *rank);
+		err(p, &at, "layout needs %d entries", *rank);
 	for (int i = 0; i < n; i++)
 		for (int j = 0; j < n; j++)
 			if (layout[j] < 0 || layout[j] >= n || (i != j && layout[i] == layout[j]))
-				return err(p, &at, "layout is not a permutation");
-	return true;
+				err(p, &at, "layout is not a permutation");
 }
 
 static void
@@ -244,28 +248,27 @@ set_layout(Func *fn, uint32_t v, const int64_t *layout)
 
 /* param := "%" NAME ":" type */
 /* saved := "saved" INT — the state slot a parameter reads or an output writes */
-static bool
+static void
 saved(P *p, int32_t *slot)
 {
 	char *end;
 	long v;
 
 	if (!is(p, "saved"))
-		return true;
+		return;
 	next(p);
 	errno = 0;
 	v = p->t.kind == T_NUM ? strtol(p->t.s, &end, 10) : -1;
 	if (p->t.kind != T_NUM || errno || end != p->t.s + p->t.n || v < 0 || v > 1 << 20)
-		return err(p, &p->t, "expected a state slot number after 'saved'");
+		err(p, &p->t, "expected a state slot number after 'saved'");
 	*slot = (int32_t)v;
 	if (v + 1 > p->nslots)
 		p->nslots = (uint32_t)v + 1;
 	next(p);
-	return true;
 }
 
 /* param := "%" NAME ":" type [saved] */
-static bool
+static void
 param(P *p)
 {
 	Tok name = p->t;
@@ -276,37 +279,35 @@ param(P *p)
 	uint32_t id;
 
 	if (name.kind != T_VAL)
-		return err(p, &p->t, "expected a parameter (%%name)");
+		err(p, &p->t, "expected a parameter (%%name)");
 	next(p);
-	if (!expect(p, ":") || !type(p, &dt, &rank, dims, layout, &hl))
-		return false;
+	expect(p, ":");
+	type(p, &dt, &rank, dims, layout, &hl);
 	id = ir_param(p->fn, NULL, dt, rank, dims);
 	if (hl)
 		set_layout(p->fn, id, layout);
-	if (!saved(p, &p->fn->pslot[p->fn->nparams - 1]))
-		return false;
-	return define(p, &name, id);
+	saved(p, &p->fn->pslot[p->fn->nparams - 1]);
+	define(p, &name, id);
 }
 
 /* ---- instructions ---- */
 
-static bool
+static void
 number(P *p, double *v)
 {
 	char *end;
 	char buf[64];
 
 	if (p->t.kind != T_NUM && !(p->t.kind == T_NAME && (is(p, "nan") || is(p, "inf"))))
-		return err(p, &p->t, "expected a number");
+		err(p, &p->t, "expected a number");
 	if (p->t.n >= sizeof buf)
-		return err(p, &p->t, "number too long");
+		err(p, &p->t, "number too long");
 	memcpy(buf, p->t.s, p->t.n);
 	buf[p->t.n] = 0;
 	*v = strtod(buf, &end);
 	if (*end)
-		return err(p, &p->t, "bad number '%s'", buf);
+		err(p, &p->t, "bad number '%s'", buf);
 	next(p);
-	return true;
 }
 
 /* instr := "%" NAME "=" OP [refs] [NUMBER] ["[" ints "]"] {FLAG} ":" type */
@@ -315,7 +316,7 @@ number(P *p, double *v)
 /* The raw text from the current token (a '(') to its matching ')', quotes
  * respected: the extern's argument list, with each %name made @k, the k-th
  * tensor, into the canonical form ir/extern.c checks. Leaves p after ')'. */
-static bool
+static void
 ext_args(P *p, char *spec, size_t cap, uint32_t *ops, uint32_t *nops)
 {
 	const char *s = p->t.s + 1;
@@ -327,7 +328,7 @@ ext_args(P *p, char *spec, size_t cap, uint32_t *ops, uint32_t *nops)
 	for (;; s++) {
 		char c = *s;
 		if (!c || c == '\n')
-			return err(p, &p->t, "extern: the argument list has no ')'");
+			err(p, &p->t, "extern: the argument list has no ')'");
 		if (quote) {
 			if (c == '\\' && s[1]) { /* an escape: both characters */
 				spec[n++] = c;
@@ -350,28 +351,27 @@ ext_args(P *p, char *spec, size_t cap, uint32_t *ops, uint32_t *nops)
 			if (!(v = map_getn(&p->names, s + 1, (size_t)(e - s - 1)))) {
 				Tok t = { T_VAL, s, (size_t)(e - s), p->line, (uint32_t)(s - p->bol) + 1 };
 
-				return err(p, &t, "'%.*s' is not defined", (int)(e - s), s);
+				err(p, &t, "'%.*s' is not defined", (int)(e - s), s);
 			}
 			if (*nops == 64)
-				return err(p, &p->t, "extern: more than 64 tensor arguments");
+				err(p, &p->t, "extern: more than 64 tensor arguments");
 			n += (size_t)snprintf(spec + n, cap - n, "@%u", *nops);
 			ops[(*nops)++] = *v;
 			s = e - 1;
 			continue;
 		}
 		if (n + 16 >= cap)
-			return err(p, &p->t, "extern: the argument list is too long");
+			err(p, &p->t, "extern: the argument list is too long");
 		spec[n++] = c;
 	}
 	spec[n] = 0;
 	p->p = s + 1;
 	next(p);
-	return true;
 }
 
 /* extern := VAL {"," VAL} "=" "extern" STRING "(" args ")" ":" type {"," type}
  * — the results' names are in names[0..nres) */
-static bool
+static void
 extern_call(P *p, const Tok *names, uint32_t nres, const Tok *optok)
 {
 	Func *fn = p->fn;
@@ -384,48 +384,45 @@ extern_call(P *p, const Tok *names, uint32_t nres, const Tok *optok)
 	bool hl;
 
 	if (!is(p, "\""))
-		return err(p, &p->t, "extern: expected the callee's name in double quotes");
+		err(p, &p->t, "extern: expected the callee's name in double quotes");
 	const char *q = p->t.s + 1, *end = q;
 	while (*end && (isname((unsigned char)*end) || *end == ':'))
 		end++;
 	if (*end != '"' || end == q)
-		return err(p, &p->t, "extern: expected the callee's name in double quotes");
+		err(p, &p->t, "extern: expected the callee's name in double quotes");
 	e->name = arena_strndup(fn->arena, q, (size_t)(end - q));
 	p->p = end + 1;
 	next(p);
 	if (!is(p, "("))
-		return err(p, &p->t, "extern: expected '(' and the arguments");
-	if (!ext_args(p, spec, sizeof spec, ops, &nops))
-		return false;
+		err(p, &p->t, "extern: expected '(' and the arguments");
+	ext_args(p, spec, sizeof spec, ops, &nops);
 	if (!ext_args_check(spec, nops, msg, sizeof msg))
-		return err(p, optok, "%s", msg);
+		err(p, optok, "%s", msg);
 	e->args = arena_strndup(fn->arena, spec, strlen(spec));
 	e->nres = nres;
-	if (!expect(p, ":"))
-		return false;
+	expect(p, ":");
 	for (uint32_t i = 0; i < nres; i++) {
-		if ((i && !expect(p, ",")) || !type(p, &dts[i], &ranks[i], dims[i], layout, &hl))
-			return false;
+		if (i)
+			expect(p, ",");
+		type(p, &dts[i], &ranks[i], dims[i], layout, &hl);
 		if (hl)
-			return err(p, &p->t, "extern: results are row-major (no layout)");
+			err(p, &p->t, "extern: results are row-major (no layout)");
 	}
 	if (is(p, ","))
-		return err(p, &p->t, "extern: %u result%s named, more types given", nres, nres == 1 ? "" : "s");
+		err(p, &p->t, "extern: %u result%s named, more types given", nres, nres == 1 ? "" : "s");
 	uint32_t first = ir_extern(fn, e, ops, (int)nops, dts, ranks, (const int64_t (*)[IR_MAXRANK])dims);
 	for (uint32_t i = 0; i < nres; i++) {
 		Instr *in = &fn->ins[fn->nins - nres + i];
 
 		in->line = optok->line;
 		in->col = optok->col;
-		if (!define(p, &names[i], first + i))
-			return false;
+		define(p, &names[i], first + i);
 		if (!ir_check_instr(fn, in, msg, sizeof msg))
-			return err(p, optok, "%s", msg);
+			err(p, optok, "%s", msg);
 	}
-	return true;
 }
 
-static bool
+static void
 instr(P *p, int32_t kernel)
 {
 	Tok name = p->t, optok;
@@ -446,39 +443,39 @@ instr(P *p, int32_t kernel)
 	while (is(p, ",")) { /* several results: an extern's */
 		next(p);
 		if (p->t.kind != T_VAL)
-			return err(p, &p->t, "expected a value (%%name)");
+			err(p, &p->t, "expected a value (%%name)");
 		if (nres == NELEM(names))
-			return err(p, &p->t, "more than %d results", (int)NELEM(names));
+			err(p, &p->t, "more than %d results", (int)NELEM(names));
 		names[nres++] = p->t;
 		next(p);
 	}
-	if (!expect(p, "="))
-		return false;
+	expect(p, "=");
 	optok = p->t;
 	if (p->t.kind != T_NAME || (op = op_lookup(p->t.s, p->t.n)) < 0)
-		return err(p, &p->t, "unknown op '%.*s'", (int)p->t.n, p->t.s);
+		err(p, &p->t, "unknown op '%.*s'", (int)p->t.n, p->t.s);
 	next(p);
 	if (op == OP_EXTERN && kernel >= 0)
-		return err(p, &optok, "an extern cannot be in a kernel");
-	if (op == OP_EXTERN)
-		return extern_call(p, names, nres, &optok);
+		err(p, &optok, "an extern cannot be in a kernel");
+	if (op == OP_EXTERN) {
+		extern_call(p, names, nres, &optok);
+		return;
+	}
 	if (nres > 1)
-		return err(p, &names[1], "only an extern has several results");
+		err(p, &names[1], "only an extern has several results");
 	while (p->t.kind == T_VAL) {
 		if (nargs >= NELEM(args))
-			return err(p, &p->t, "too many operands");
-		if (!ref(p, &args[nargs++]))
-			return false;
+			err(p, &p->t, "too many operands");
+		ref(p, &args[nargs++]);
 		if (!is(p, ","))
 			break;
 		next(p);
 		if (p->t.kind != T_VAL)
-			return err(p, &p->t, "expected a value (%%name)");
+			err(p, &p->t, "expected a value (%%name)");
 	}
-	if (op == OP_FULL && !number(p, &fval))
-		return false;
-	if (is(p, "[") && !ints(p, "[", "]", attr, NELEM(attr), &nattr))
-		return false;
+	if (op == OP_FULL)
+		number(p, &fval);
+	if (is(p, "["))
+		ints(p, "[", "]", attr, NELEM(attr), &nattr);
 	for (; p->t.kind == T_NAME; next(p)) {
 		if (is(p, "fast_accum"))
 			flags |= IF_FAST_ACCUM;
@@ -489,10 +486,10 @@ instr(P *p, int32_t kernel)
 		else if (is(p, "trans_b"))
 			flags |= IF_TRANS_B;
 		else
-			return err(p, &p->t, "unknown flag '%.*s'", (int)p->t.n, p->t.s);
+			err(p, &p->t, "unknown flag '%.*s'", (int)p->t.n, p->t.s);
 	}
-	if (!expect(p, ":") || !type(p, &dt, &rank, dims, layout, &hl))
-		return false;
+	expect(p, ":");
+	type(p, &dt, &rank, dims, layout, &hl);
 	res = ir_instr(p->fn, (Op)op, args, (int)nargs, attr, nattr, dt, rank, dims);
 	if (hl)
 		set_layout(p->fn, res, layout);
@@ -502,31 +499,28 @@ instr(P *p, int32_t kernel)
 	in->kernel = kernel;
 	in->line = optok.line;
 	in->col = optok.col;
-	if (!define(p, &name, res))
-		return false;
+	define(p, &name, res);
 	if (!ir_check_instr(p->fn, in, msg, sizeof msg))
-		return err(p, &optok, "%s", msg);
-	return true;
+		err(p, &optok, "%s", msg);
 }
 
 /* refs := "(" [ref {"," ref}] ")" — pushed to fn->argv */
-static bool
+static void
 refs(P *p, uint32_t *at, uint32_t *n)
 {
 	uint32_t id;
 
 	*n = 0;
 	*at = p->fn->nargv;
-	if (!expect(p, "("))
-		return false;
+	expect(p, "(");
 	while (!is(p, ")")) {
-		if ((*n && !expect(p, ",")) || !ref(p, &id))
-			return false;
+		if (*n)
+			expect(p, ",");
+		ref(p, &id);
 		ir_push_ids(p->fn, &id, 1);
 		(*n)++;
 	}
 	next(p);
-	return true;
 }
 
 typedef struct {
@@ -552,7 +546,7 @@ reset(P *p, Mark m)
 
 /* kernel := "kernel" "@" NAME refs "->" refs "{" {instr} "}"
  * The outputs are defined in the body: read it first, then come back. */
-static bool
+static void
 kernel(P *p)
 {
 	Func *fn = p->fn;
@@ -562,41 +556,37 @@ kernel(P *p)
 
 	next(p);
 	if (p->t.kind != T_GLOBAL)
-		return err(p, &p->t, "expected a kernel name (@name)");
+		err(p, &p->t, "expected a kernel name (@name)");
 	k.name = arena_strndup(fn->arena, p->t.s + 1, p->t.n - 1);
 	next(p);
-	if (!refs(p, &k.ins, &k.nins) || (p->t.kind != T_ARROW && !err(p, &p->t, "expected '->'")))
-		return false;
+	refs(p, &k.ins, &k.nins);
+	if (p->t.kind != T_ARROW)
+		err(p, &p->t, "expected '->'");
 	next(p);
 	outs = mark(p);
 	while (!is(p, "{") && p->t.kind != T_EOF)
 		next(p);
-	if (!expect(p, "{"))
-		return false;
+	expect(p, "{");
 	k.first = fn->nins;
 	while (p->t.kind == T_VAL)
-		if (!instr(p, idx))
-			return false;
+		instr(p, idx);
 	k.count = fn->nins - k.first;
 	if (k.count == 0)
-		return err(p, &p->t, "empty kernel");
-	if (!expect(p, "}"))
-		return false;
+		err(p, &p->t, "empty kernel");
+	expect(p, "}");
 	end = mark(p);
 	reset(p, outs);
-	if (!refs(p, &k.outs, &k.nouts))
-		return false;
+	refs(p, &k.outs, &k.nouts);
 	if (!is(p, "{"))
-		return err(p, &p->t, "expected '{'");
+		err(p, &p->t, "expected '{'");
 	reset(p, end);
 	arena_grow(fn->arena, (void **)&fn->kernels, &fn->capkernels, fn->nkernels + 1, sizeof k);
 	fn->kernels[fn->nkernels++] = k;
-	return true;
 }
 
 /* the NAME after "as": digits may come first (84, 84_1: the names of
  * outputs whose value is known by its id) */
-static bool
+static void
 out_name(P *p, const char **name)
 {
 	const char *s = p->t.s;
@@ -604,15 +594,14 @@ out_name(P *p, const char **name)
 	while (isname((unsigned char)*s))
 		s++;
 	if (s == p->t.s || (p->t.kind != T_NAME && p->t.kind != T_NUM))
-		return err(p, &p->t, "expected an output name");
+		err(p, &p->t, "expected an output name");
 	*name = arena_strndup(p->fn->arena, p->t.s, (size_t)(s - p->t.s));
 	p->p = s;
 	next(p);
-	return true;
 }
 
 /* ret := "return" [out {"," out}]; out := ref ["as" NAME] [saved] */
-static bool
+static void
 ret(P *p)
 {
 	uint32_t id;
@@ -620,22 +609,18 @@ ret(P *p)
 
 	next(p);
 	while (p->t.kind == T_VAL) {
-		if (!ref(p, &id))
-			return false;
+		ref(p, &id);
 		name = NULL;
 		if (is(p, "as")) {
 			next(p);
-			if (!out_name(p, &name))
-				return false;
+			out_name(p, &name);
 		}
 		ir_return(p->fn, id, name);
-		if (!saved(p, &p->fn->rslot[p->fn->nrets - 1]))
-			return false;
+		saved(p, &p->fn->rslot[p->fn->nrets - 1]);
 		if (!is(p, ","))
 			break;
 		next(p);
 	}
-	return true;
 }
 
 /* After an instruction that failed: the names it was to define poisoned,
@@ -659,61 +644,65 @@ recover(P *p, Mark start)
 		next(p);
 }
 
-/* func := "func" "@" NAME "(" [param {"," param}] ")" "{" {instr | kernel} ret "}" */
+/* func := "func" "@" NAME "(" [param {"," param}] ")" "{" {instr | kernel} ret "}"
+ * An error in an instruction or the return is reported and the reading goes
+ * on at the next line (recover): false then. An error anywhere else unwinds
+ * to the caller's recovery point. */
 static bool
 func(P *p)
 {
-	bool ok = true;
+	volatile bool ok = true;
+	jmp_buf jb, *volatile outer = p->jb;
 
 	if (!is(p, "func"))
-		return err(p, &p->t, "expected 'func'");
+		err(p, &p->t, "expected 'func'");
 	next(p);
 	if (p->t.kind != T_GLOBAL)
-		return err(p, &p->t, "expected a function name (@name)");
+		err(p, &p->t, "expected a function name (@name)");
 	if (!plan_ident(p->t.s + 1, p->t.n - 1)) /* the plan's `function NAME` is one */
-		return err(p, &p->t,
-			"function name '%.*s': a letter, '_' or '$' first, then letters, digits, '_' and '$'",
+		err(p, &p->t, "function name '%.*s': a letter, '_' or '$' first, then letters, digits, '_' and '$'",
 			(int)p->t.n, p->t.s);
 	p->fn = ir_func_new(p->fn->arena, NULL);
 	p->fn->name = arena_strndup(p->fn->arena, p->t.s + 1, p->t.n - 1);
 	p->names = (Map){ 0 }; /* names are the function's own */
 	next(p);
-	if (!expect(p, "("))
-		return false;
-	while (!is(p, ")"))
-		if ((p->fn->nparams && !expect(p, ",")) || !param(p))
-			return false;
+	expect(p, "(");
+	while (!is(p, ")")) {
+		if (p->fn->nparams)
+			expect(p, ",");
+		param(p);
+	}
 	next(p);
-	if (!expect(p, "{"))
-		return false;
+	expect(p, "{");
 	for (;;) {
-		if (p->t.kind == T_VAL) {
+		if (p->t.kind == T_VAL || is(p, "return")) {
+			volatile bool last = is(p, "return");
 			Mark start = mark(p);
 
-			if (!instr(p, -1)) {
+			p->jb = &jb;
+			if (setjmp(jb) == 0) {
+				if (last)
+					ret(p);
+				else
+					instr(p, -1);
+			} else {
+				p->jb = outer;
 				if (p->nerrors >= FE_MAXERRORS)
-					return false;
+					longjmp(*outer, 1);
 				ok = false;
 				recover(p, start);
 			}
+			p->jb = outer;
+			if (last)
+				break;
 		} else if (is(p, "kernel")) {
-			if (!kernel(p))
-				return false;
-		} else if (is(p, "return")) {
-			Mark start = mark(p);
-
-			if (!ret(p)) {
-				if (p->nerrors >= FE_MAXERRORS)
-					return false;
-				ok = false;
-				recover(p, start);
-			}
-			break;
+			kernel(p);
 		} else {
-			return err(p, &p->t, "expected an instruction, 'kernel' or 'return'");
+			err(p, &p->t, "expected an instruction, 'kernel' or 'return'");
 		}
 	}
-	return expect(p, "}") && ok;
+	expect(p, "}");
+	return ok;
 }
 
 bool
@@ -727,7 +716,7 @@ fe_is_ir(const Source *src)
 
 /* a state slot is written by one output of one function, before any
  * function that reads it */
-static bool
+static void
 slots_ok(P *p, Program *prog)
 {
 	int32_t *writer = arena_alloc(prog->arena, (prog->nslots + 1) * sizeof *writer);
@@ -739,20 +728,21 @@ slots_ok(P *p, Program *prog)
 
 		for (uint32_t i = 0; i < fn->nparams; i++)
 			if (fn->pslot[i] >= 0 && (writer[fn->pslot[i]] < 0 || writer[fn->pslot[i]] == (int32_t)f))
-				return err(p, &p->t, "@%s reads state slot %d, which no function before it writes",
-					fn->name, fn->pslot[i]);
+				err(p, &p->t, "@%s reads state slot %d, which no function before it writes", fn->name,
+					fn->pslot[i]);
 		for (uint32_t i = 0; i < fn->nrets; i++) {
 			if (fn->rslot[i] < 0)
 				continue;
 			if (writer[fn->rslot[i]] >= 0)
-				return err(p, &p->t, "state slot %d is written twice", fn->rslot[i]);
+				err(p, &p->t, "state slot %d is written twice", fn->rslot[i]);
 			writer[fn->rslot[i]] = (int32_t)f;
 		}
 	}
-	return true;
 }
 
-/* program := func {func} */
+/* program := func {func}
+ * A function with errors: the next one is read too (every error of the file
+ * in one run), and the program is not made. */
 Program *
 fe_read_ir_program(Arena *a, const Source *src)
 {
@@ -761,16 +751,18 @@ fe_read_ir_program(Arena *a, const Source *src)
 	Program *prog = ir_program_new(a);
 	char msg[256];
 	uint32_t pos;
+	jmp_buf jb;
 
 	if (memchr(src->text, 0, src->len)) {
 		fe_error(src, 1, 1, "binary data in the input");
 		return NULL;
 	}
 	p.fn = &dummy;
+	p.jb = &jb;
+	if (setjmp(jb) != 0) /* an error outside an instruction: the function is given up */
+		return NULL;
 	next(&p);
 	do {
-		/* a function with errors: the next one is read too (every error
-		 * of the file in one run), the program is not made */
 		if (!func(&p))
 			continue;
 		if (!ir_verify(p.fn, msg, sizeof msg, &pos)) {
@@ -781,12 +773,11 @@ fe_read_ir_program(Arena *a, const Source *src)
 	} while (is(&p, "func") && p.nerrors < FE_MAXERRORS);
 	if (p.failed)
 		return NULL;
-	if (p.t.kind != T_EOF) {
+	if (p.t.kind != T_EOF)
 		err(&p, &p.t, "text after the function");
-		return NULL;
-	}
 	prog->nslots = p.nslots;
-	return slots_ok(&p, prog) ? prog : NULL;
+	slots_ok(&p, prog);
+	return prog;
 }
 
 Func *
