@@ -715,15 +715,24 @@ enum {
 
 static const char *const scale_modes[] = { [FP8RT_SCALE_TENSOR] = "tensor", [FP8RT_SCALE_ROW] = "row" };
 
+/* the index of s in words[0..n), or -1 */
+static int
+word_index(Str s, const char *const *words, int n)
+{
+	for (int i = 0; i < n; i++)
+		if (eq(s, words[i]))
+			return i;
+	return -1;
+}
+
 static fp8rt_status
 parse_epilogue(Parser *p, Str s, RtEpilogue *e)
 {
-	for (int i = 0; i < (int)(sizeof epilogues / sizeof epilogues[0]); i++)
-		if (eq(s, epilogues[i])) {
-			*e = (RtEpilogue)i;
-			return FP8RT_OK;
-		}
-	return fail(p, "epilogue: unknown epilogue '%.*s' (none, relu or gelu)", W(s));
+	int i = word_index(s, epilogues, (int)(sizeof epilogues / sizeof epilogues[0]));
+	if (i < 0)
+		return fail(p, "epilogue: unknown epilogue '%.*s' (none, relu or gelu)", W(s));
+	*e = (RtEpilogue)i;
+	return FP8RT_OK;
 }
 
 /* the version 2 keys (version 1 leaves them at the TN form) */
@@ -744,12 +753,11 @@ parse_gemm_v2(Parser *p, const Str *val, RtGemm *g)
 static fp8rt_status
 parse_scale_mode(Parser *p, Str s, fp8rt_scale_mode *m)
 {
-	for (int i = 0; i < (int)(sizeof scale_modes / sizeof scale_modes[0]); i++)
-		if (eq(s, scale_modes[i])) {
-			*m = (fp8rt_scale_mode)i;
-			return FP8RT_OK;
-		}
-	return fail(p, "scale_mode: unknown scale mode '%.*s' (tensor or row)", W(s));
+	int i = word_index(s, scale_modes, (int)(sizeof scale_modes / sizeof scale_modes[0]));
+	if (i < 0)
+		return fail(p, "scale_mode: unknown scale mode '%.*s' (tensor or row)", W(s));
+	*m = (fp8rt_scale_mode)i;
+	return FP8RT_OK;
 }
 
 /* version 1: gemm d=R a=R b=R scale_a=R scale_b=R bias=R|none m=M n=N k=K atype=T btype=T dtype=T fast_accum=0|1
