@@ -13,6 +13,7 @@ on a replay, and its time.
 usage: python3 tests/gpu/test_python.py DIR FP8RUN     (DIR: prepare.sh's)
 Prints one "ok" or "FAILED" line per check; exits 1 on any failure."""
 import os
+import re
 import subprocess
 import sys
 import time
@@ -147,10 +148,36 @@ def llama_forward(d):
     check(copies > 0, f"real trace 14: {copies} outputs are the inputs themselves (the flat_args: nothing copied)")
     # the same trace op by op in torch (tests/gpu/torch_trace.py): its fusion
     # regions as their prims, torch's own linear and attention
-    ref = torch_trace.run("tests/real/14_llama2_augmented_forward.trace", args)["output"]
+    # (an augmented forward returns (results, saved for backward))
+    path = "tests/real/14_llama2_augmented_forward.trace"
+    res, saved = torch_trace.run(path, args)
+    ref = res["output"]
     err = rel(first, ref)
-    check(err <= 2e-2, f"real trace 14 against the trace run op by op in torch: logits relative Frobenius {err:.1e} "
+    drift(path, f, outs, saved[0])
+    # bf16 GEMMs rounded in cuBLASLt's order, not torch's: about 1.3e-3 a
+    # layer, growing layer by layer (2026-12-01: 1.5e-3 after the first,
+    # 2.1e-2 after the 16th, the worst saved intermediate 3.1e-2); a wrong
+    # kernel gives O(1)
+    check(err <= 5e-2, f"real trace 14 against the trace run op by op in torch: logits relative Frobenius {err:.1e} "
           "(bf16 GEMMs in cuBLASLt's order through 16 layers)")
+
+
+def drift(path, f, outs, saved):
+    """Where the logits' difference comes from: every saved intermediate of
+    the forward (the trace's second result, all outputs of fp8cc's program
+    too) against the op-by-op run, in the order the trace computes them."""
+    text = open(path).read()
+    names = re.findall(r"t\d+", re.search(r"\}, \(\((.*?)\),", text).group(1))
+    where = {m.group(1): m.start() for m in re.finditer(r"\b(t\d+)\b[^=\n]*= ", text)}
+    got = {str(o.name): t for o, t in zip(f.outputs, outs)}
+    errs = sorted((where.get(n, 0), n, rel(got[n], t)) for n, t in zip(names, saved)
+                  if torch.is_tensor(t) and t.is_floating_point() and n in got)
+    if not errs:
+        return
+    line = "  ".join(f"{n} {e:.1e}" for _, n, e in errs[:: max(1, len(errs) // 12)])
+    print(f"     real trace 14, saved intermediates in trace order (every {max(1, len(errs) // 12)}th): {line}")
+    worst = max(errs, key=lambda x: x[2])
+    print(f"     worst intermediate {worst[1]} {worst[2]:.1e} of {len(errs)}")
 
 
 def main():
