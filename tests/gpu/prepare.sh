@@ -106,6 +106,13 @@ for c in $(python3 bench/gemm_ir.py); do
 	"$ptxas" -arch=sm_90 "$out/bench/gemm_$c.ptx" -o /dev/null
 done
 
+# the kernel benchmark's programs (bench/kernel_ir.py lists them)
+for c in $(python3 bench/kernel_ir.py); do
+	python3 bench/kernel_ir.py "$c" > "$out/bench/kernel_$c.ir"
+	"$fp8cc" "$out/bench/kernel_$c.ir" -o "$out/bench/kernel_$c.ptx"
+	"$ptxas" -arch=sm_90 "$out/bench/kernel_$c.ptx" -o /dev/null
+done
+
 (cd "$out/debs" && apt-get download libcriterion3 libcriterion-dev libnanomsg5 libgit2-1.5 \
 	libboxfort-dev libmbedtls14 libmbedx509-1 libmbedcrypto7 libhttp-parser2.9 libssh2-1 \
 	libjansson4 libjansson-dev >/dev/null 2>&1)

@@ -1,0 +1,140 @@
+#!/usr/bin/env python3
+"""Benchmark fp8cc's memory-bound kernels against PyTorch eager and
+torch.compile of the same functions, and against the copy bandwidth, all
+measured in one run.
+
+usage: bench_kernels.py FP8RUN OUT.md LABEL=PTXDIR [LABEL=PTXDIR ...]
+
+For each case of bench/kernel_ir.py (tensor-wise, row-wise and
+both-layouts e4m3 quantize, softmax, RMSNorm, LayerNorm) each PTXDIR holds
+kernel_CASE.ptx (compiled by tests/gpu/prepare.sh; two directories compare
+two compilers in the same run). fp8run runs each program once on inputs
+drawn here (its result is compared with eager's: relative Frobenius error)
+and times its runs (graph replay); torch's function is timed on the same
+tensors, eager and under torch.compile. The copy bandwidth is a device
+copy of 1 GiB (read + write). Each time is given as achieved TB/s on the
+floor bytes (kernel_ir.nbytes: every input element read once, every output
+element written once), as % of the copy bandwidth, and as the ratio
+eager/fp8cc and compile/fp8cc (above 1: fp8cc is faster)."""
+import os
+import sys
+import tempfile
+
+import torch
+import torch.nn.functional as F
+from safetensors.torch import load_file, save_file
+
+sys.path.insert(0, os.path.dirname(__file__))
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "tests", "gpu"))
+from bench_gemm import rel_error, run_fp8run, time_torch, to_fp8  # noqa: E402
+from kernel_ir import CASES, nbytes  # noqa: E402
+
+
+def operands(name):
+    form, r, c = CASES[name]
+    ops = {"x": torch.randn(r, c, device="cuda").to(torch.bfloat16)}
+    if form in ("rmsnorm", "layernorm"):
+        ops["w"] = (1 + 0.1 * torch.randn(c, device="cuda")).to(torch.bfloat16)
+    if form == "layernorm":
+        ops["b"] = (0.1 * torch.randn(c, device="cuda")).to(torch.bfloat16)
+    return ops
+
+
+def quant(x):
+    q, inv = to_fp8(x)
+    return q, inv
+
+
+def quant_row(x):
+    scale = 448.0 / x.float().abs().amax(dim=1, keepdim=True).clamp(min=1e-12)
+    return (x.float() * scale).clamp(-448, 448).to(torch.float8_e4m3fn), scale.reciprocal().squeeze(1)
+
+
+def quant_tt(x):
+    q, inv = to_fp8(x)
+    return q, q.t().contiguous(), inv
+
+
+def softmax(x):
+    return F.softmax(x, dim=-1)
+
+
+def rmsnorm(x, w):
+    return F.rms_norm(x, (x.shape[-1],), w, eps=1e-6)
+
+
+def layernorm(x, w, b):
+    return F.layer_norm(x, (x.shape[-1],), w, b, eps=1e-5)
+
+
+FUNCS = {"quant": quant, "quant_row": quant_row, "quant_tt": quant_tt, "softmax": softmax, "rmsnorm": rmsnorm,
+         "layernorm": layernorm}
+# the output compared with eager's, by the program's output name
+FIRST = {"quant": "q", "quant_row": "q", "quant_tt": "qt", "softmax": "y", "rmsnorm": "y", "layernorm": "y"}
+
+
+def copy_bandwidth():
+    """TB/s of a 1 GiB device-to-device copy (read + write)"""
+    a = torch.empty(1 << 29, dtype=torch.bfloat16, device="cuda")
+    b = torch.empty_like(a)
+    us = time_torch(lambda: b.copy_(a), {})
+    return 2 * a.numel() * 2 / us / 1e6
+
+
+def main():
+    if len(sys.argv) < 4:
+        sys.exit(__doc__)
+    fp8run, md = sys.argv[1], sys.argv[2]
+    variants = [a.split("=", 1) for a in sys.argv[3:]]
+    copy = copy_bandwidth()
+    print(f"copy bandwidth {copy:.2f} TB/s", flush=True)
+    compiled = {f: torch.compile(fn) for f, fn in FUNCS.items()}
+    rows, failed = [], False
+    for name in CASES:
+        form = CASES[name][0]
+        torch.manual_seed(0)
+        ops = operands(name)
+        eager = FUNCS[form](**ops)
+        eager = eager[0 if form != "quant_tt" else 1] if isinstance(eager, tuple) else eager
+        ours = []
+        with tempfile.TemporaryDirectory() as tmp:
+            inputs, outputs = os.path.join(tmp, "in.safetensors"), os.path.join(tmp, "out.safetensors")
+            save_file({k: v.cpu() for k, v in ops.items()}, inputs)
+            for label, d in variants:
+                try:
+                    us = run_fp8run(fp8run, os.path.join(d, f"kernel_{name}.ptx"), inputs, outputs)
+                except RuntimeError as e:
+                    print(f"{name} {label}: {e}", flush=True)
+                    failed = True
+                    ours.append((label, None, None))
+                    continue
+                got = load_file(outputs, device="cuda")[FIRST[form]]
+                ours.append((label, us, rel_error(got.float(), eager.float())))
+        t_eager = time_torch(FUNCS[form], ops)
+        t_comp = time_torch(compiled[form], ops)
+        rows.append((name, ours, t_eager, t_comp))
+        tb = nbytes(name) / 1e6
+        print(f"{name}: " + ", ".join(f"{lb} {us:.1f} us {tb / us:.2f} TB/s err {e:.1e}" for lb, us, e in ours if us)
+              + f"; eager {t_eager:.1f} us {tb / t_eager:.2f} TB/s; compile {t_comp:.1f} us {tb / t_comp:.2f} TB/s",
+              flush=True)
+        del ops, eager
+        torch.cuda.empty_cache()
+    head = "| case | floor MB |" + "".join(f" {lb} µs | {lb} TB/s | {lb} % copy | eager/{lb} | compile/{lb} | {lb} error |"
+                                          for lb, _ in variants) + " eager µs | eager TB/s | compile µs | compile TB/s |"
+    lines = [head, "|" + " --- |" * (head.count("|") - 1)]
+    for name, ours, te, tc in rows:
+        mb = nbytes(name) / 1e6
+        cells = "".join(
+            f" {us:.1f} | {mb / us:.2f} | {100 * mb / us / copy:.0f}% | {te / us:.2f} | {tc / us:.2f} | {e:.1e} |"
+            if us else " failed | | | | | |" for _, us, e in ours)
+        lines.append(f"| {name} | {mb:.0f} |{cells} {te:.1f} | {mb / te:.2f} | {tc:.1f} | {mb / tc:.2f} |")
+    table = "\n".join(lines) + "\n"
+    print(table)
+    with open(md, "a") as f:
+        f.write(f"\nmemory-bound kernels: device {torch.cuda.get_device_name()}, torch {torch.__version__}, "
+                f"copy bandwidth {copy:.2f} TB/s (1 GiB, read + write)\n\n" + table)
+    sys.exit(1 if failed else 0)
+
+
+if __name__ == "__main__":
+    main()
