@@ -19,7 +19,12 @@
  * per block and sum the block partials in a fixed order after the barrier.
  * The last block to read an accumulator zeroes it again for the next run.
  * Partial reductions give each output element to a warp. All of it is
- * deterministic: the same inputs give the same bits on every run. */
+ * deterministic: the same inputs give the same bits on every run.
+ *
+ * Two shapes replace the loops where they apply (docs/design.md, "The
+ * backend"): row kernels, for reductions over the last dim with the result
+ * broadcast back, keep a row in registers through one pass; transposed
+ * writes go through shared-memory tiles beside the row-major copy. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -1013,10 +1018,10 @@ chunk_start(Cg *c, LLVMValueRef ch, int64_t inner, int V, bool across)
 	return LLVMBuildAdd(c->b, LLVMBuildMul(c->b, a, ic(c, inner), ""), b, "");
 }
 
-/* grid-stride loop over the space, V elements a thread, then the tail;
- * returns the blocks it wants */
+/* grid-stride loop over the space, V elements a thread, then the tail
+ * (backward: the grid's steps last first); returns the blocks it wants */
 static uint32_t
-group_loop(Cg *c, const Group *g, LLVMValueRef *accs, const Red *reds)
+group_loop(Cg *c, const Group *g, LLVMValueRef *accs, const Red *reds, bool backward)
 {
 	Func *fn = c->fn;
 	int64_t total = ir_numel(fn, g->space), t[IR_MAXRANK], outer = 0, inner = 0;
@@ -1034,7 +1039,25 @@ group_loop(Cg *c, const Group *g, LLVMValueRef *accs, const Red *reds)
 		inner = ir_dims(fn, g->space)[ord[1]];
 		across = outer % 32 == 0 && inner % V == 0 && group_reads_across(c, g);
 	}
-	if (nvec > 0) {
+	if (nvec > 0 && backward) {
+		/* the grid's steps taken last first: what the phase before read last
+		 * is what L2 still holds */
+		LLVMValueRef steps =
+			LLVMBuildUDiv(c->b, LLVMBuildAdd(c->b, ic(c, nvec - 1), c->gstride, ""), c->gstride, "");
+		LLVMBasicBlockRef join;
+
+		i = loop_begin(c, &l, ic(c, 0), steps, ic(c, 1));
+		i = LLVMBuildAdd(c->b,
+			LLVMBuildMul(c->b, LLVMBuildSub(c->b, LLVMBuildSub(c->b, steps, ic(c, 1), ""), i, ""),
+				c->gstride, ""),
+			c->gtid, "");
+		join = if_begin(c, LLVMBuildICmp(c->b, LLVMIntULT, i, ic(c, nvec), ""));
+		i = chunk_start(c, i, inner, V, across);
+		for (int j = 0; j < V; j++)
+			space_element(c, g, j ? LLVMBuildAdd(c->b, i, ic(c, j), "") : i, j ? (j & -j) : V, accs, reds);
+		if_end(c, join);
+		loop_end(c, &l);
+	} else if (nvec > 0) {
 		i = loop_begin(c, &l, c->gtid, ic(c, nvec), c->gstride);
 		i = chunk_start(c, i, inner, V, across);
 		for (int j = 0; j < V; j++)
@@ -1047,6 +1070,260 @@ group_loop(Cg *c, const Group *g, LLVMValueRef *accs, const Red *reds)
 		loop_end(c, &l);
 	}
 	return (uint32_t)((nvec + BE_BLOCK - 1) / BE_BLOCK);
+}
+
+/* ---- tiled transposed writes ----
+ * A group whose space reads its input across (a transposed copy, the
+ * backward's transposed fp8 operands) takes the space in tiles, as a
+ * hand-written cast-transpose does: the block computes a tile's values in
+ * the order the input lies in memory (16-byte loads), writes them to shared
+ * memory, and stores the tile row by row in the output's order (16-byte
+ * stores). The group of the transposed space — the same values in the
+ * input's order, the row-major copy — is written from the same pass, so the
+ * input is read once for both layouts. In the space (P, Q) of the
+ * transposed group's memory order (P outer), element (p, q) is that group's
+ * (p, q) and the other's (q, p); a thread takes V consecutive p, the tile is
+ * TP x TQ with TP * TQ = BE_BLOCK * V. */
+
+#define TILE_SMEM 32768 /* shared bytes the tiles of one group may take */
+
+typedef struct {
+	const Group *a, *b; /* a: in the input's order (may be NULL); b: across */
+	uint32_t in;        /* a value laid out as a is: the loads' space */
+	int64_t P, Q;
+	int TP, TQ, V;
+	int64_t bytes; /* of shared memory: TP rows of TQ + V elements per value of b */
+} Tile;
+
+/* the space of a value laid out as the transpose of b's: its order's outer
+ * dim has b's inner extent, its inner dim b's outer extent */
+static bool
+transposed_space(Cg *c, uint32_t b, uint32_t v)
+{
+	Func *fn = c->fn;
+	int64_t t1[IR_MAXRANK], t2[IR_MAXRANK];
+	const int64_t *ob, *ov;
+
+	if (fn->vals[v].rank != 2 || fn->vals[b].rank != 2)
+		return false;
+	ob = order_of(fn, b, t1);
+	ov = order_of(fn, v, t2);
+	return ir_dims(fn, v)[ov[0]] == ir_dims(fn, b)[ob[1]] && ir_dims(fn, v)[ov[1]] == ir_dims(fn, b)[ob[0]];
+}
+
+static bool
+feeds_reduction(Cg *c, const Group *g)
+{
+	for (uint32_t i = 0; i < g->nvals; i++)
+		if (ir_ops[ir_def(c->fn, g->vals[i])->op].cls == OC_REDUCE)
+			return true;
+	return false;
+}
+
+static const char *
+tile_name(Cg *c, char *name)
+{
+	snprintf(name, 48, "%s.tile", c->fn->kernels[c->k].name);
+	return name;
+}
+
+/* the values of g that read across, moved to a group of their own at *to:
+ * a value and its transpose have one space when it is square, and values
+ * of one space may read their inputs either way */
+static void
+split_across(Cg *c, Group *g, Group *to, uint32_t *ng)
+{
+	static const int64_t id[2] = { 0, 1 };
+	Func *fn = c->fn;
+	uint32_t n = 0;
+
+	if (fn->vals[g->space].rank != 2 || feeds_reduction(c, g))
+		return;
+	c->space = g->space;
+	*to = (Group){ g->space, arena_alloc(fn->arena, (g->nvals + 1) * sizeof(uint32_t)), 0 };
+	for (uint32_t i = 0; i < g->nvals; i++)
+		if (reads_across(c, g->vals[i], id, 0))
+			to->vals[to->nvals++] = g->vals[i];
+		else
+			g->vals[n++] = g->vals[i];
+	if (n == 0 || to->nvals == 0) {
+		for (uint32_t i = 0; i < to->nvals; i++) /* all or none: as it was */
+			g->vals[n++] = to->vals[i];
+		return;
+	}
+	g->nvals = n;
+	(*ng)++;
+}
+
+/* true if b, with a (or NULL), can run in tiles; fills t */
+static bool
+tile_shape(Cg *c, const Group *a, const Group *b, Tile *t)
+{
+	Func *fn = c->fn;
+	const Kernel *k = &fn->kernels[c->k];
+	int64_t tmp[IR_MAXRANK];
+	const int64_t *ob;
+
+	if (fn->vals[b->space].rank != 2 || feeds_reduction(c, b) || (a && feeds_reduction(c, a)))
+		return false;
+	c->space = b->space;
+	if (!group_reads_across(c, b))
+		return false;
+	t->a = a;
+	t->b = b;
+	t->in = a ? a->space : IR_NONE;
+	for (uint32_t j = 0; j < k->nins && t->in == IR_NONE; j++)
+		if (transposed_space(c, b->space, fn->argv[k->ins + j]))
+			t->in = fn->argv[k->ins + j];
+	if (t->in == IR_NONE)
+		return false;
+	t->V = vector_width(c, b);
+	if (a && vector_width(c, a) < t->V)
+		t->V = vector_width(c, a);
+	for (t->TP = t->V; (int64_t)t->TP * 2 * t->TP * 2 <= (int64_t)BE_BLOCK * t->V; t->TP *= 2)
+		;
+	t->TQ = BE_BLOCK * t->V / t->TP;
+	ob = order_of(fn, b->space, tmp);
+	t->P = ir_dims(fn, b->space)[ob[0]];
+	t->Q = ir_dims(fn, b->space)[ob[1]];
+	t->bytes = 0;
+	for (uint32_t i = 0; i < b->nvals; i++)
+		t->bytes += (int64_t)t->TP * (t->TQ + t->V) * dt_size((DType)fn->vals[b->vals[i]].dtype);
+	return t->TQ >= t->V && t->P % t->TP == 0 && t->Q % t->TQ == 0 && t->bytes <= TILE_SMEM;
+}
+
+/* element idx of the tile buffer at byte base: the kernel's one shared
+ * array, in which b's values have TP rows of TQ + V elements each, one
+ * after the other */
+static LLVMValueRef
+tile_at(Cg *c, const Tile *t, int64_t base, LLVMTypeRef et, LLVMValueRef idx)
+{
+	char name[48];
+	LLVMTypeRef at = LLVMArrayType2(c->i8, (uint64_t)t->bytes);
+	LLVMValueRef g = LLVMGetNamedGlobal(c->mod, tile_name(c, name)), old = NULL;
+	LLVMValueRef ix[2] = { LLVMConstInt(c->i64, 0, 0), LLVMConstInt(c->i64, (unsigned long long)base, 0) };
+
+	/* the kernel's tiles share one buffer, as large as the largest needs */
+	if (g && (int64_t)LLVMGetArrayLength2(LLVMGlobalGetValueType(g)) < t->bytes) {
+		old = g;
+		LLVMSetValueName2(old, "", 0);
+		g = NULL;
+	}
+	if (!g) {
+		g = LLVMAddGlobalInAddressSpace(c->mod, at, name, 3);
+		LLVMSetInitializer(g, LLVMGetUndef(at));
+		LLVMSetLinkage(g, LLVMInternalLinkage);
+		LLVMSetAlignment(g, 16);
+	}
+	if (old) {
+		LLVMReplaceAllUsesWith(old, g);
+		LLVMDeleteGlobal(old);
+	}
+	at = LLVMGlobalGetValueType(g);
+	return LLVMBuildGEP2(c->b, et, LLVMBuildGEP2(c->b, at, g, ix, 2, ""), &idx, 1, "");
+}
+
+/* the coordinates of element (o, i) of v: o on its outer dim, i on its inner */
+static LLVMValueRef *
+tile_coords(Cg *c, uint32_t v, LLVMValueRef o, LLVMValueRef i)
+{
+	int64_t tmp[IR_MAXRANK];
+	const int64_t *ord = order_of(c->fn, v, tmp);
+	LLVMValueRef *co = new_coords(c, 2);
+
+	co[ord[0]] = o;
+	co[ord[1]] = i;
+	return co;
+}
+
+/* the bytes element j of a thread's V is aligned to, for elements of size */
+static unsigned
+chunk_align(int j, int V, int size)
+{
+	int a = (j ? (j & -j) : V) * size;
+
+	return (unsigned)(a > 16 ? 16 : a);
+}
+
+static uint32_t
+tile_loop(Cg *c, const Tile *t)
+{
+	Func *fn = c->fn;
+	const Group *b = t->b;
+	int64_t ntp = t->P / t->TP, ntiles = ntp * (t->Q / t->TQ), pitch = t->TQ + t->V, base;
+	LLVMValueRef tl, p0, q0, k, m, p, q, pb, qb, lin, row, x, *ca;
+	Loop l;
+
+	tl = loop_begin(c, &l, c->bid, ic(c, ntiles), c->nctaid);
+	p0 = LLVMBuildMul(c->b, LLVMBuildURem(c->b, tl, ic(c, ntp), ""), ic(c, t->TP), "");
+	q0 = LLVMBuildMul(c->b, LLVMBuildUDiv(c->b, tl, ic(c, ntp), ""), ic(c, t->TQ), "");
+	/* the tile in the input's order: V consecutive p a thread */
+	k = LLVMBuildMul(c->b, LLVMBuildURem(c->b, c->tid, ic(c, t->TP / t->V), ""), ic(c, t->V), "");
+	m = LLVMBuildUDiv(c->b, c->tid, ic(c, t->TP / t->V), "");
+	q = LLVMBuildAdd(c->b, q0, m, "");
+	pb = LLVMBuildAdd(c->b, p0, k, "");
+	lin = LLVMBuildAdd(c->b, LLVMBuildMul(c->b, q, ic(c, t->P), ""), pb, "");
+	for (int j = 0; j < t->V; j++) {
+		LLVMValueRef pl = j ? LLVMBuildAdd(c->b, k, ic(c, j), "") : k;
+
+		/* each index the first's plus j, so that the accesses become vectors */
+		p = j ? LLVMBuildAdd(c->b, pb, ic(c, j), "") : pb;
+		c->space = t->in;
+		c->space_coords = tile_coords(c, t->in, q, p);
+		c->space_lin = j ? LLVMBuildAdd(c->b, lin, ic(c, j), "") : lin;
+		c->space_align = j ? (j & -j) : t->V;
+		for (uint32_t i = 0; t->a && i < t->a->nvals; i++) {
+			uint32_t v = t->a->vals[i];
+
+			ca = tile_coords(c, v, q, p);
+			store_at(c, c->ptr_of[v], v, ca, value(c, v, ca));
+		}
+		base = 0;
+		for (uint32_t i = 0; i < b->nvals; i++) {
+			uint32_t v = b->vals[i];
+			DType dt = (DType)fn->vals[v].dtype;
+
+			LLVMValueRef idx = LLVMBuildAdd(c->b, LLVMBuildMul(c->b, pl, ic(c, pitch), ""), m, "");
+
+			x = value(c, v, tile_coords(c, v, p, q));
+			if (dt == DT_B8)
+				x = LLVMBuildZExt(c->b, x, c->i8, "");
+			LLVMBuildStore(c->b, x, tile_at(c, t, base, mem_type(c, dt), idx));
+			base += (int64_t)t->TP * pitch * dt_size(dt);
+		}
+	}
+	syncthreads(c);
+	/* the tile in b's order: V consecutive q a thread */
+	k = LLVMBuildMul(c->b, LLVMBuildURem(c->b, c->tid, ic(c, t->TQ / t->V), ""), ic(c, t->V), "");
+	m = LLVMBuildUDiv(c->b, c->tid, ic(c, t->TQ / t->V), "");
+	p = LLVMBuildAdd(c->b, p0, m, "");
+	qb = LLVMBuildAdd(c->b, q0, k, "");
+	lin = LLVMBuildAdd(c->b, LLVMBuildMul(c->b, p, ic(c, t->Q), ""), qb, "");
+	row = LLVMBuildAdd(c->b, LLVMBuildMul(c->b, m, ic(c, pitch), ""), k, "");
+	for (int j = 0; j < t->V; j++) {
+		q = j ? LLVMBuildAdd(c->b, qb, ic(c, j), "") : qb;
+		c->space = b->space;
+		c->space_coords = tile_coords(c, b->space, p, q);
+		c->space_lin = j ? LLVMBuildAdd(c->b, lin, ic(c, j), "") : lin;
+		c->space_align = j ? (j & -j) : t->V;
+		base = 0;
+		for (uint32_t i = 0; i < b->nvals; i++) {
+			uint32_t v = b->vals[i];
+			DType dt = (DType)fn->vals[v].dtype;
+			LLVMValueRef idx = j ? LLVMBuildAdd(c->b, row, ic(c, j), "") : row;
+
+			x = LLVMBuildLoad2(c->b, mem_type(c, dt), tile_at(c, t, base, mem_type(c, dt), idx), "");
+			LLVMSetAlignment(x, chunk_align(j, t->V, dt_size(dt)));
+			if (dt == DT_B8)
+				x = LLVMBuildICmp(c->b, LLVMIntNE, x, LLVMConstInt(c->i8, 0, 0), "");
+			store_at(c, c->ptr_of[v], v, tile_coords(c, v, p, q), x);
+			base += (int64_t)t->TP * pitch * dt_size(dt);
+		}
+	}
+	syncthreads(c); /* the tile buffers are free again */
+	loop_end(c, &l);
+	c->space_coords = NULL;
+	return (uint32_t)ntiles;
 }
 
 /* a partial reduction: a warp for each output element; returns the blocks it wants */
@@ -1086,6 +1363,274 @@ partial_reduction(Cg *c, uint32_t v)
 	if_end(c, join);
 	loop_end(c, &lo);
 	return (uint32_t)((nout * 32 + BE_BLOCK - 1) / BE_BLOCK);
+}
+
+/* ---- row kernels ----
+ * A kernel whose reductions all reduce the last dim of one row-major space
+ * (..., C), and whose outputs are that space's or per row (softmax, RMSNorm,
+ * LayerNorm, row-wise quantize), runs a row at a time: a warp for a short
+ * row, else a block, each thread holding its V-element chunks of the row in
+ * registers (the memo keeps what it loaded and computed at those
+ * coordinates) from the first reduction to the last write. One read, one
+ * write, no grid barrier. What depends on a reduction must keep its row:
+ * elementwise ops over the space or per row (the leading dims, with or
+ * without a trailing 1 as keepdim leaves it), broadcasts that keep the
+ * leading dims, reductions of the last dim — anything else, and the kernel
+ * runs in phases. */
+
+#define ROW_MAXCHUNKS 8 /* V-element chunks a thread holds */
+
+typedef struct {
+	uint32_t space; /* a value of the space */
+	int rank;       /* the space's; its rows are dims 0 .. rank - 2 */
+	int64_t R, C;   /* rows, and elements a row */
+	int T, V, nch;  /* threads per row, elements per chunk, chunks per thread */
+} Rows;
+
+static bool
+identity_order(Func *fn, uint32_t v)
+{
+	int64_t t[IR_MAXRANK];
+	const int64_t *o = order_of(fn, v, t);
+
+	for (int i = 0; i < fn->vals[v].rank; i++)
+		if (o[i] != i)
+			return false;
+	return true;
+}
+
+static bool
+lead_dims(Func *fn, const Rows *rs, uint32_t v)
+{
+	return fn->vals[v].rank >= rs->rank - 1 &&
+		!memcmp(ir_dims(fn, v), ir_dims(fn, rs->space), (size_t)(rs->rank - 1) * sizeof(int64_t));
+}
+
+static bool
+row_space(Func *fn, const Rows *rs, uint32_t v)
+{
+	return fn->vals[v].rank == rs->rank && lead_dims(fn, rs, v) && ir_dims(fn, v)[rs->rank - 1] == rs->C &&
+		identity_order(fn, v);
+}
+
+/* the leading dims, or those and a 1 */
+static bool
+per_row(Func *fn, const Rows *rs, uint32_t v)
+{
+	int r = fn->vals[v].rank;
+
+	return lead_dims(fn, rs, v) && identity_order(fn, v) &&
+		(r == rs->rank - 1 || (r == rs->rank && ir_dims(fn, v)[r - 1] == 1));
+}
+
+/* a broadcast that keeps the leading dims where they are */
+static bool
+keeps_rows(Func *fn, const Rows *rs, const Instr *in)
+{
+	uint32_t a = ir_args(fn, in)[0];
+
+	if (!per_row(fn, rs, a) || !(per_row(fn, rs, in->res) || row_space(fn, rs, in->res)))
+		return false;
+	for (int i = 0; i < fn->vals[a].rank; i++)
+		if (ir_attr(fn, in)[i] != i)
+			return false;
+	return true;
+}
+
+static bool
+rows_shape(Cg *c, Rows *rs)
+{
+	Func *fn = c->fn;
+	const Kernel *k = &fn->kernels[c->k];
+	bool *dep = arena_alloc(fn->arena, fn->nvals + 1);
+	int size = 16;
+
+	rs->space = IR_NONE;
+	for (uint32_t i = k->first; i < k->first + k->count; i++) {
+		const Instr *in = &fn->ins[i];
+		uint32_t v = in->res, a = in->nargs ? ir_args(fn, in)[0] : IR_NONE;
+		bool any = false;
+
+		if (ir_ops[in->op].cls == OC_REDUCE) {
+			int r = fn->vals[a].rank;
+
+			if (r < 2 || fn->vals[v].rank != r - 1 || in->nattr != 1 || ir_attr(fn, in)[0] != r - 1)
+				return false;
+			if (rs->space == IR_NONE) {
+				rs->space = a;
+				rs->rank = r;
+				rs->C = ir_dims(fn, a)[r - 1];
+				rs->R = ir_numel(fn, v);
+			}
+			if (!row_space(fn, rs, a))
+				return false;
+			dep[v] = true;
+			continue;
+		}
+		for (uint32_t j = 0; j < in->nargs; j++)
+			any |= in_kernel(c, ir_args(fn, in)[j]) && dep[ir_args(fn, in)[j]];
+		if (!any)
+			continue;
+		if (in->op == OP_BROADCAST)
+			dep[v] = keeps_rows(fn, rs, in);
+		else
+			dep[v] = op_elementwise((Op)in->op) && (row_space(fn, rs, v) || per_row(fn, rs, v));
+		if (!dep[v])
+			return false;
+	}
+	if (rs->space == IR_NONE || rs->C <= 0 || rs->R <= 0)
+		return false;
+	for (uint32_t j = 0; j < k->nouts; j++) {
+		uint32_t v = fn->argv[k->outs + j];
+
+		if (!row_space(fn, rs, v) && !per_row(fn, rs, v))
+			return false;
+		if (row_space(fn, rs, v) && dt_size((DType)fn->vals[v].dtype) < size)
+			size = dt_size((DType)fn->vals[v].dtype);
+	}
+	for (uint32_t j = 0; j < k->nins; j++) {
+		uint32_t v = fn->argv[k->ins + j];
+
+		if (row_space(fn, rs, v) && dt_size((DType)fn->vals[v].dtype) < size)
+			size = dt_size((DType)fn->vals[v].dtype);
+	}
+	rs->V = 16 / size;
+	if (rs->C % rs->V)
+		return false;
+	rs->T = rs->C / rs->V <= 32 * 2 ? 32 : BE_BLOCK; /* a warp for up to two chunks a thread */
+	rs->nch = (int)((rs->C / rs->V + rs->T - 1) / rs->T);
+	return rs->nch <= ROW_MAXCHUNKS;
+}
+
+/* a block's x, combined over the block, in every thread */
+static LLVMValueRef
+block_allreduce(Cg *c, const Red *r, LLVMValueRef x)
+{
+	LLVMValueRef y = block_reduce(c, r, x);
+	LLVMBasicBlockRef join = if_begin(c, LLVMBuildICmp(c->b, LLVMIntEQ, c->tid, ic(c, 0), ""));
+
+	LLVMBuildStore(c->b, to_i64(c, y), smem_slot(c, ic(c, 0)));
+	if_end(c, join);
+	syncthreads(c);
+	y = from_i64(c, LLVMBuildLoad2(c->b, c->i64, smem_slot(c, ic(c, 0)), ""), r->kt);
+	syncthreads(c); /* the slot is free again */
+	return y;
+}
+
+/* element e of this thread's chunks: its coordinates and linear index */
+typedef struct {
+	LLVMValueRef *co, lin;
+	int align;
+} RowElem;
+
+/* make e the current element of the space (aligned accesses at its index) */
+static LLVMValueRef *
+at(Cg *c, const Rows *rs, const RowElem *e)
+{
+	c->space = rs->space;
+	c->space_coords = e->co;
+	c->space_lin = e->lin;
+	c->space_align = e->align;
+	return e->co;
+}
+
+static uint32_t
+rows_kernel(Cg *c, const Rows *rs)
+{
+	Func *fn = c->fn;
+	const Kernel *k = &fn->kernels[c->k];
+	int64_t per_block = BE_BLOCK / rs->T;
+	LLVMValueRef lane = LLVMBuildURem(c->b, c->tid, ic(c, rs->T), ""), row, *rowco, *keepco;
+	int64_t tmp[IR_MAXRANK];
+	LLVMValueRef col, lin, ok[ROW_MAXCHUNKS];
+	RowElem *el;
+	LLVMBasicBlockRef uni = block(c, "uni"), body = block(c, "rows"), join;
+	bool partial = rs->C % ((int64_t)rs->T * rs->V) != 0;
+	Loop l;
+
+	LLVMBuildBr(c->b, uni);
+	LLVMPositionBuilderAtEnd(c->b, uni);
+	LLVMBuildBr(c->b, body);
+	LLVMPositionBuilderAtEnd(c->b, body);
+	c->pre = uni;
+	row = loop_begin(c, &l,
+		LLVMBuildAdd(c->b, LLVMBuildMul(c->b, c->bid, ic(c, per_block), ""),
+			LLVMBuildUDiv(c->b, c->tid, ic(c, rs->T), ""), ""),
+		ic(c, rs->R), LLVMBuildMul(c->b, c->nctaid, ic(c, per_block), ""));
+	/* the row's coordinates; a dim of one is the constant 0 that
+	 * broadcasts index it with, so that the memo finds what they read */
+	rowco = delinearize(c, row, ir_dims(fn, rs->space), order_of(fn, rs->space, tmp), rs->rank - 1);
+	for (int i = 0; i < rs->rank - 1; i++)
+		if (ir_dims(fn, rs->space)[i] == 1)
+			rowco[i] = ic(c, 0);
+	keepco = new_coords(c, rs->rank);
+	memcpy(keepco, rowco, (size_t)(rs->rank - 1) * sizeof *keepco);
+	keepco[rs->rank - 1] = ic(c, 0);
+	el = arena_alloc(fn->arena, (size_t)rs->nch * rs->V * sizeof *el);
+	for (int ch = 0; ch < rs->nch; ch++) {
+		/* a chunk past the row's end reads the row's first (masked out) */
+		col = LLVMBuildMul(c->b, LLVMBuildAdd(c->b, lane, ic(c, (int64_t)ch * rs->T), ""), ic(c, rs->V), "");
+		ok[ch] = LLVMBuildICmp(c->b, LLVMIntULT, col, ic(c, rs->C), "");
+		if (partial)
+			col = LLVMBuildSelect(c->b, ok[ch], col, ic(c, 0), "");
+		lin = LLVMBuildAdd(c->b, LLVMBuildMul(c->b, row, ic(c, rs->C), ""), col, "");
+		for (int j = 0; j < rs->V; j++) {
+			RowElem *e = &el[ch * rs->V + j];
+
+			/* each index the chunk's first plus j: the accesses become vectors */
+			e->co = new_coords(c, rs->rank);
+			memcpy(e->co, rowco, (size_t)(rs->rank - 1) * sizeof *e->co);
+			e->co[rs->rank - 1] = j ? LLVMBuildAdd(c->b, col, ic(c, j), "") : col;
+			e->lin = j ? LLVMBuildAdd(c->b, lin, ic(c, j), "") : lin;
+			e->align = j ? (j & -j) : rs->V;
+		}
+	}
+	for (uint32_t i = k->first; i < k->first + k->count; i++) {
+		uint32_t v = fn->ins[i].res, a = fn->ins[i].nargs ? ir_args(fn, &fn->ins[i])[0] : IR_NONE;
+		Red r;
+		LLVMValueRef acc;
+
+		if (ir_ops[fn->ins[i].op].cls != OC_REDUCE)
+			continue;
+		r = red_of(c, v);
+		acc = identity(c, &r);
+		for (int e = 0; e < rs->nch * rs->V; e++) {
+			LLVMValueRef x = key(c, &r, value(c, a, at(c, rs, &el[e])));
+
+			if (partial)
+				x = LLVMBuildSelect(c->b, ok[e / rs->V], x, identity(c, &r), "");
+			acc = combine(c, &r, acc, x);
+		}
+		acc = rs->T == 32 ? warp_reduce(c, &r, acc) : block_allreduce(c, &r, acc);
+		memo_add(c, v, rowco, unkey(c, &r, acc));
+	}
+	for (uint32_t j = 0; j < k->nouts; j++) {
+		uint32_t v = fn->argv[k->outs + j];
+		LLVMValueRef x[16];
+
+		if (per_row(fn, rs, v)) {
+			LLVMValueRef *pc = fn->vals[v].rank == rs->rank ? keepco : rowco;
+
+			c->space_coords = NULL;
+			x[0] = value(c, v, pc);
+			join = if_begin(c, LLVMBuildICmp(c->b, LLVMIntEQ, lane, ic(c, 0), ""));
+			store_at(c, c->ptr_of[v], v, pc, x[0]);
+			if_end(c, join);
+			continue;
+		}
+		for (int ch = 0; ch < rs->nch; ch++) {
+			for (int e = 0; e < rs->V; e++)
+				x[e] = value(c, v, at(c, rs, &el[ch * rs->V + e]));
+			join = partial ? if_begin(c, ok[ch]) : NULL;
+			for (int e = 0; e < rs->V; e++)
+				store_at(c, c->ptr_of[v], v, at(c, rs, &el[ch * rs->V + e]), x[e]);
+			if (join)
+				if_end(c, join);
+		}
+	}
+	loop_end(c, &l);
+	c->space_coords = NULL;
+	return (uint32_t)((rs->R + per_block - 1) / per_block);
 }
 
 /* ---- phases ---- */
@@ -1188,8 +1733,9 @@ phase(Cg *c, const KPlan *kp, uint32_t p)
 {
 	Func *fn = c->fn;
 	const Kernel *k = &fn->kernels[c->k];
-	Group *gs = arena_alloc(fn->arena, (k->count + 1) * sizeof *gs);
+	Group *gs = arena_alloc(fn->arena, (2 * k->count + 2) * sizeof *gs);
 	uint32_t ng = 0, blocks = 1, b;
+	bool *tiled;
 	LLVMBasicBlockRef pre = block(c, "pre"), uni = block(c, "uni"), body = block(c, "phase");
 
 	LLVMBuildBr(c->b, pre);
@@ -1213,21 +1759,52 @@ phase(Cg *c, const KPlan *kp, uint32_t p)
 		if (!red && kp->out[v] && kp->phase[v] == p)
 			group_add(c, gs, &ng, v, v);
 	}
+	/* what reads across apart from what does not, so that it runs in tiles
+	 * beside the group of the transposed space that does not */
+	for (uint32_t gi = 0, n = ng; gi < n; gi++)
+		split_across(c, &gs[gi], &gs[ng], &ng);
+	/* transposed writes in tiles, each with the group of the transposed
+	 * space if there is one */
+	tiled = arena_alloc(fn->arena, ng + 1);
+	for (uint32_t gi = 0; gi < ng; gi++)
+		for (uint32_t ai = 0; ai <= ng && !tiled[gi]; ai++) {
+			const Group *a = ai < ng ? &gs[ai] : NULL;
+			Tile t;
+
+			if (a && (ai == gi || tiled[ai] || !transposed_space(c, gs[gi].space, a->space)))
+				continue;
+			if (a && (c->space = a->space, group_reads_across(c, a)))
+				continue;
+			if (!tile_shape(c, a, &gs[gi], &t))
+				continue;
+			tiled[gi] = true;
+			if (a)
+				tiled[ai] = true;
+			if ((b = tile_loop(c, &t)) > blocks)
+				blocks = b;
+		}
 	for (uint32_t gi = 0; gi < ng; gi++) {
 		Group *g = &gs[gi];
-		LLVMValueRef *accs = arena_alloc(fn->arena, (g->nvals + 1) * sizeof *accs);
+		LLVMValueRef *accs;
 		Red *reds = arena_alloc(fn->arena, (g->nvals + 1) * sizeof *reds);
+
+		bool feeds = false; /* some reduction: its order stays the first phase's */
+
+		if (tiled[gi])
+			continue;
+		accs = arena_alloc(fn->arena, (g->nvals + 1) * sizeof *accs);
 
 		for (uint32_t j = 0; j < g->nvals; j++) {
 			uint32_t v = g->vals[j];
 
 			if (ir_ops[ir_def(fn, v)->op].cls != OC_REDUCE || kp->phase[v] != p)
 				continue;
+			feeds = true;
 			reds[j] = red_of(c, v);
 			accs[j] = entry_alloca(c, reds[j].kt);
 			LLVMBuildStore(c->b, identity(c, &reds[j]), accs[j]);
 		}
-		if ((b = group_loop(c, g, accs, reds)) > blocks)
+		if ((b = group_loop(c, g, accs, reds, p > 0 && !feeds)) > blocks)
 			blocks = b;
 		for (uint32_t j = 0; j < g->nvals; j++)
 			if (accs[j])
@@ -1335,11 +1912,17 @@ kernel(Cg *c, uint32_t kidx, Launch *l)
 {
 	Func *fn = c->fn;
 	KPlan kp = { 0 };
+	Rows rs;
+	bool rows;
 	uint32_t blocks = 1, b;
 
 	c->k = kidx;
 	c->ity = needs_wide_index(fn, &fn->kernels[kidx]) ? c->i64 : c->i32;
 	analyze(c, &kp);
+	if ((rows = rows_shape(c, &rs))) {
+		kp.nphases = 1;
+		kp.scratch = 0;
+	}
 	signature(c, &kp);
 	LLVMPositionBuilderAtEnd(c->b, block(c, "entry"));
 	c->tid = sreg(c, "llvm.nvvm.read.ptx.sreg.tid.x");
@@ -1348,7 +1931,9 @@ kernel(Cg *c, uint32_t kidx, Launch *l)
 	c->nctaid = sreg(c, "llvm.nvvm.read.ptx.sreg.nctaid.x");
 	c->gtid = LLVMBuildAdd(c->b, LLVMBuildMul(c->b, c->bid, c->ntid, ""), c->tid, "gtid");
 	c->gstride = LLVMBuildMul(c->b, c->nctaid, c->ntid, "gstride");
-	for (uint32_t p = 0; p < kp.nphases; p++)
+	if (rows)
+		blocks = rows_kernel(c, &rs);
+	for (uint32_t p = 0; !rows && p < kp.nphases; p++)
 		if ((b = phase(c, &kp, p)) > blocks)
 			blocks = b;
 	LLVMBuildRetVoid(c->b);
@@ -1433,18 +2018,18 @@ keep_name(Arena *a, Names *ns, LLVMValueRef v)
 }
 
 /* the function's text without its values' names (the trace's, there for
- * reading the LLVM IR) and with its own name, and its shared memory's, as
- * one placeholder: two copies of the same code print the same. The names
- * are put back. */
+ * reading the LLVM IR) and with its own name, and its shared arrays', as
+ * placeholders: two copies of the same code print the same. The names are
+ * put back. */
 static char *
-text_of(Cg *c, LLVMValueRef f, LLVMValueRef smem)
+text_of(Cg *c, LLVMValueRef f, LLVMValueRef *shared, const char **suffix, int nshared)
 {
-	static const char fname[] = "fp8cc.same", gname[] = "fp8cc.same.smem";
+	static const char fname[] = "fp8cc.same";
 	Arena *a = c->fn->arena;
 	Names ns = { 0 };
 	size_t len;
 	const char *name = LLVMGetValueName2(f, &len);
-	char *keep = arena_strndup(a, name, len), *text;
+	char *keep = arena_strndup(a, name, len), *text, *gname;
 
 	for (unsigned i = 0; i < LLVMCountParams(f); i++)
 		keep_name(a, &ns, LLVMGetParam(f, i));
@@ -1452,12 +2037,18 @@ text_of(Cg *c, LLVMValueRef f, LLVMValueRef smem)
 		for (LLVMValueRef in = LLVMGetFirstInstruction(b); in; in = LLVMGetNextInstruction(in))
 			keep_name(a, &ns, in);
 	LLVMSetValueName2(f, fname, sizeof fname - 1);
-	if (smem)
-		LLVMSetValueName2(smem, gname, sizeof gname - 1);
+	for (int i = 0; i < nshared; i++)
+		if (shared[i]) {
+			gname = arena_printf(a, "%s%s", fname, suffix[i]);
+			LLVMSetValueName2(shared[i], gname, strlen(gname));
+		}
 	text = LLVMPrintValueToString(f);
 	LLVMSetValueName2(f, keep, len);
-	if (smem)
-		LLVMSetValueName2(smem, arena_printf(a, "%s.smem", keep), len + 5);
+	for (int i = 0; i < nshared; i++)
+		if (shared[i]) {
+			gname = arena_printf(a, "%s%s", keep, suffix[i]);
+			LLVMSetValueName2(shared[i], gname, strlen(gname));
+		}
 	for (uint32_t i = 0; i < ns.n; i++)
 		LLVMSetValueName2(ns.e[i].v, ns.e[i].name, strlen(ns.e[i].name));
 	return text;
@@ -1466,16 +2057,22 @@ text_of(Cg *c, LLVMValueRef f, LLVMValueRef smem)
 static void
 reuse(Cg *c, uint32_t k, Seen *seen)
 {
+	static const char *suffix[] = { ".smem", ".tile" };
 	Kernel *kn = &c->fn->kernels[k];
-	LLVMValueRef smem = LLVMGetNamedGlobal(c->mod, arena_printf(c->fn->arena, "%s.smem", kn->name));
-	char *text = text_of(c, c->kfn, smem);
-	uint64_t h = fnv(text);
+	LLVMValueRef shared[2];
+	char *text;
+	uint64_t h;
 
+	for (int i = 0; i < 2; i++)
+		shared[i] = LLVMGetNamedGlobal(c->mod, arena_printf(c->fn->arena, "%s%s", kn->name, suffix[i]));
+	text = text_of(c, c->kfn, shared, suffix, 2);
+	h = fnv(text);
 	for (uint32_t i = 0; i < seen->n; i++)
 		if (seen->hash[i] == h && !strcmp(seen->text[i], text)) {
 			LLVMDeleteFunction(c->kfn);
-			if (smem)
-				LLVMDeleteGlobal(smem);
+			for (int j = 0; j < 2; j++)
+				if (shared[j])
+					LLVMDeleteGlobal(shared[j]);
 			kn->name = seen->name[i];
 			LLVMDisposeMessage(text);
 			return;
