@@ -71,7 +71,10 @@ def load(source, device=None, externs=True, graphs=True):
     prog = fp8cc.load(source, context=ctx, externs={n: (f, False) for n, f in table.items()}, graphs=graphs)
     dev = torch.device("cuda", index)
     prog.allocator = lambda dt, shape: torch.empty(shape, dtype=DTYPE[dt], device=dev)
-    prog.stream = lambda: torch.cuda.current_stream(dev).cuda_stream
+    # the current stream's handle, per call: torch's raw getter (what
+    # torch.compile's generated code calls) makes no Stream object
+    raw = getattr(torch._C, "_cuda_getCurrentRawStream", None)
+    prog.stream = (lambda: raw(index)) if raw else (lambda: torch.cuda.current_stream(dev).cuda_stream)
     for f in prog.functions:
         if f.workspace_bytes:
             f.set_workspace(torch.empty(f.workspace_bytes, dtype=torch.uint8, device=dev))
