@@ -252,8 +252,15 @@ make_descriptors(fp8rt_context *ctx, RtGemmEntry *e)
 		SET_DESC(CUBLASLT_MATMUL_DESC_FAST_ACCUM, fast);
 	if (k->scaled && k->scale_mode == FP8RT_SCALE_ROW) {
 		int32_t outer = CUBLASLT_MATMUL_MATRIX_SCALE_OUTER_VEC_32F;
+		/* a scale mode other than the scalar one wants its scale pointers
+		 * set when the heuristic runs (cuBLASLt answers INVALID_VALUE
+		 * without them); each call sets the real ones, until then they
+		 * point at the workspace */
+		void *placeholder = (void *)(uintptr_t)ctx->lt_ws;
 		SET_DESC(CUBLASLT_MATMUL_DESC_A_SCALE_MODE, outer);
 		SET_DESC(CUBLASLT_MATMUL_DESC_B_SCALE_MODE, outer);
+		SET_DESC(CUBLASLT_MATMUL_DESC_A_SCALE_POINTER, placeholder);
+		SET_DESC(CUBLASLT_MATMUL_DESC_B_SCALE_POINTER, placeholder);
 	}
 	if (epi != CUBLASLT_EPILOGUE_DEFAULT)
 		SET_DESC(CUBLASLT_MATMUL_DESC_EPILOGUE, epi);
@@ -291,8 +298,10 @@ choose_algo(fp8rt_context *ctx, RtGemmEntry *e)
 	SET_PREF(CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, k->align_d);
 	cublasStatus_t hs =
 		cublasLtMatmulAlgoGetHeuristic(ctx->lt, e->desc, e->la, e->lb, e->ld, e->ld, pref, 1, &result, &found);
-	/* cuBLASLt 13.1 on sm_90 answers outer-vector scales with INVALID_VALUE
-     * (measured on the H200, docs/gpu-results.md): no algorithm, said so */
+	/* outer-vector scales that this cuBLASLt or device does not take (on
+	 * the H200, cuBLASLt 13.1 answered INVALID_VALUE while the scale
+	 * pointers were unset at this point, docs/gpu-results.md): no
+	 * algorithm, said so */
 	if (k->scale_mode == FP8RT_SCALE_ROW &&
 		(hs == CUBLAS_STATUS_INVALID_VALUE || hs == CUBLAS_STATUS_NOT_SUPPORTED))
 		hs = CUBLAS_STATUS_SUCCESS, found = 0;

@@ -17,8 +17,10 @@
  * OUTER_VEC_32F scale modes a vector of m for A and of n for B), bf16, f16, f32
  * or f64; the bias a vector of m in bias_type (fp8) or D's type; epilogues
  * BIAS, RELU, GELU (tanh) and their _BIAS forms. Compute is f32, f64 for
- * COMPUTE_64F. mocklt_refuse_outer_vec makes the heuristic refuse outer-vector
- * scales with INVALID_VALUE, as cuBLASLt 13.1 does on sm_90. */
+ * COMPUTE_64F. As cuBLASLt, the heuristic answers INVALID_VALUE to a scale
+ * mode other than the scalar one whose scale pointer is not set yet;
+ * mocklt_refuse_outer_vec makes it refuse outer-vector scales outright, as
+ * a cuBLASLt or device without them would. */
 #include <dlfcn.h>
 #include <math.h>
 #include <stdlib.h>
@@ -246,7 +248,11 @@ cublasLtMatmulAlgoGetHeuristic(cublasLtHandle_t h, cublasLtMatmulDesc_t d, cubla
 	FAULT();
 	memset(results, 0, sizeof *results);
 	if (outer && refuse_outer_vec)
-		return CUBLAS_STATUS_INVALID_VALUE; /* what cuBLASLt 13.1 answers on sm_90 */
+		return CUBLAS_STATUS_INVALID_VALUE; /* a cuBLASLt or device without them */
+	/* as cuBLASLt: a scale mode other than the scalar one needs its scale
+	 * pointer set before the heuristic ("requires a custom pointer") */
+	if ((x->scale_mode_a && !x->scale_a) || (x->scale_mode_b && !x->scale_b))
+		return CUBLAS_STATUS_INVALID_VALUE;
 	*found = want > 0;
 	return CUBLAS_STATUS_SUCCESS;
 }
