@@ -1949,6 +1949,7 @@ void
 be_codegen(Func *fn, Plan *plan, LLVMModuleRef mod, Launch *launches, Seen *seen)
 {
 	Cg c = { .fn = fn, .plan = plan, .mod = mod, .cx = LLVMGetModuleContext(mod) };
+	bool *launched;
 
 	c.b = LLVMCreateBuilderInContext(c.cx);
 	c.i1 = LLVMInt1TypeInContext(c.cx);
@@ -1970,7 +1971,13 @@ be_codegen(Func *fn, Plan *plan, LLVMModuleRef mod, Launch *launches, Seen *seen
 	c.memo_head = arena_alloc(fn->arena, (fn->nvals + 1) * sizeof *c.memo_head);
 	for (uint32_t v = 0; v <= fn->nvals; v++)
 		c.memo_head[v] = IR_NONE;
+	launched = arena_alloc(fn->arena, fn->nkernels + 1);
+	for (uint32_t i = 0; i < plan->nsteps; i++)
+		if (plan->steps[i].kind == STEP_LAUNCH)
+			launched[plan->steps[i].index] = true;
 	for (uint32_t k = 0; k < fn->nkernels; k++) {
+		if (!launched[k]) /* a reshape the memory plan made a view */
+			continue;
 		kernel(&c, k, &launches[k]);
 		if (seen)
 			reuse(&c, k, seen);

@@ -4,9 +4,15 @@
  * A value is materialized when a kernel writes it for another step, a GEMM
  * produces it, or it is an input or output. Inputs and outputs live in the
  * caller's tensors, and the values a function saves for a later one in state
- * slots; a value returned twice, or an input returned, costs a copy step. Every other value gets a buffer in one workspace: buffers are placed
+ * slots; a value returned twice, or an input returned, costs a copy step.
+ * Every other value gets a buffer in one workspace: buffers are placed
  * first-fit at 256-byte alignment, and a buffer whose last reader has run is
- * reused by the next. A step never writes over a buffer it reads. */
+ * reused by the next. A step never writes over a buffer it reads.
+ *
+ * A kernel that only reshapes a row-major value moves no data: it gets no
+ * launch, and its result is its source's bytes — where the source lives,
+ * or, when the result is returned or saved and its source is neither, the
+ * source is written straight there (a GEMM's output returned reshaped). */
 #include <string.h>
 
 #include "be.h"
@@ -36,13 +42,51 @@ add_buf(Func *fn, Plan *p, PlanBuf b)
 	return p->nbufs++;
 }
 
+/* per kernel: the value it only reshapes, or IR_NONE */
+static uint32_t *
+views(Func *fn)
+{
+	uint32_t *src = arena_alloc(fn->arena, (fn->nkernels + 1) * sizeof *src);
+	bool *ret = arena_alloc(fn->arena, fn->nvals + 1), *taken = arena_alloc(fn->arena, fn->nvals + 1);
+
+	for (uint32_t i = 0; i < fn->nrets; i++)
+		ret[fn->rets[i]] = true;
+	for (uint32_t i = 0; i < fn->nparams; i++)
+		taken[fn->params[i]] = true;
+	for (uint32_t k = 0; k < fn->nkernels; k++) {
+		const Kernel *kn = &fn->kernels[k];
+		const Instr *in = &fn->ins[kn->first];
+		uint32_t x = in->nargs ? ir_args(fn, in)[0] : IR_NONE, y = in->res;
+
+		src[k] = IR_NONE;
+		if (kn->count != 1 || (in->op != OP_RESHAPE && in->op != OP_SQUEEZE) || fn->vals[x].layout != IR_NONE ||
+			fn->vals[y].layout != IR_NONE)
+			continue;
+		/* a returned result takes its source into the output: a source
+		 * that is an input, returned itself, taken already or a view
+		 * itself (nothing writes it) cannot go */
+		if (ret[y]) {
+			if (taken[x] || ret[x])
+				continue;
+			taken[x] = true;
+		}
+		src[k] = x;
+		taken[y] = true;
+	}
+	return src;
+}
+
 /* the step that writes each value, and the last step that reads it */
 static void
-lifetimes(Func *fn, Plan *p, uint32_t *def, uint32_t *last)
+lifetimes(Func *fn, Plan *p, const uint32_t *view, uint32_t *def, uint32_t *last)
 {
 	for (uint32_t i = 0; i < fn->nins; i++) {
 		const Instr *in = &fn->ins[i];
 
+		if (in->kernel >= 0 && view[in->kernel] != IR_NONE) {
+			def[in->res] = def[view[in->kernel]]; /* its bytes are its source's */
+			continue;
+		}
 		if (in->kernel >= 0 && fn->kernels[in->kernel].first == i)
 			add_step(fn, p, (Step){ .kind = STEP_LAUNCH, .index = (uint32_t)in->kernel });
 		else if (op_gemm((Op)in->op))
@@ -56,12 +100,20 @@ lifetimes(Func *fn, Plan *p, uint32_t *def, uint32_t *last)
 			last[ir_args(fn, in)[j]] = p->nsteps - 1;
 	}
 	for (uint32_t k = 0; k < fn->nkernels; k++)
-		for (uint32_t j = 0; j < fn->kernels[k].nins; j++) {
+		for (uint32_t j = 0; j < fn->kernels[k].nins && view[k] == IR_NONE; j++) {
 			uint32_t v = fn->argv[fn->kernels[k].ins + j];
 
 			if (last[v] == IR_NONE || last[v] < def[fn->ins[fn->kernels[k].first].res])
 				last[v] = def[fn->ins[fn->kernels[k].first].res];
 		}
+	/* a source lives as long as its views are read (last first: a view's
+	 * own source may be a view) */
+	for (uint32_t k = fn->nkernels; k-- > 0;) {
+		uint32_t x = view[k], y = fn->ins[fn->kernels[k].first].res;
+
+		if (x != IR_NONE && last[y] != IR_NONE && (last[x] == IR_NONE || last[x] < last[y]))
+			last[x] = last[y];
+	}
 }
 
 /* per value: a kernel writes it for another step (one of its outputs) */
@@ -108,7 +160,7 @@ first_fit(Plan *p, const uint32_t *live, uint32_t n, int64_t size)
  * go back: a buffer dead before one step is dead for every later one, and
  * leaves the list of live buffers (kept sorted by offset) for good. */
 static void
-place(Func *fn, Plan *p, const uint32_t *def, const uint32_t *last)
+place(Func *fn, Plan *p, const uint32_t *view, const uint32_t *def, const uint32_t *last)
 {
 	uint32_t *bufend = arena_alloc(fn->arena, (fn->nvals + 1) * sizeof *bufend);
 	uint32_t *live = arena_alloc(fn->arena, (fn->nvals + 1) * sizeof *live), nlive = 0, n;
@@ -118,6 +170,11 @@ place(Func *fn, Plan *p, const uint32_t *def, const uint32_t *last)
 		uint32_t v = fn->ins[i].res, b = p->nbufs;
 		int64_t size, off;
 
+		if (fn->ins[i].kernel >= 0 && view[fn->ins[i].kernel] != IR_NONE) {
+			if (p->loc[v].kind == LOC_NONE) /* where its source is, placed before it */
+				p->loc[v] = p->loc[view[fn->ins[i].kernel]];
+			continue;
+		}
 		if (p->loc[v].kind != LOC_NONE || !materialized(fn, kout, v))
 			continue;
 		n = 0;
@@ -145,10 +202,12 @@ pass_memplan(Func *fn)
 	uint32_t *def = arena_alloc(fn->arena, (fn->nvals + 1) * sizeof *def);
 	uint32_t *last = arena_alloc(fn->arena, (fn->nvals + 1) * sizeof *last);
 
+	uint32_t *view = views(fn);
+
 	p->loc = arena_alloc(fn->arena, (fn->nvals + 1) * sizeof *p->loc);
 	for (uint32_t v = 0; v < fn->nvals; v++)
 		last[v] = IR_NONE;
-	lifetimes(fn, p, def, last);
+	lifetimes(fn, p, view, def, last);
 	for (uint32_t i = 0, n = 0; i < fn->nparams; i++)
 		p->loc[fn->params[i]] =
 			fn->pslot[i] >= 0 ? (Loc){ LOC_STATE, (uint32_t)fn->pslot[i] } : (Loc){ LOC_IN, n++ };
@@ -165,7 +224,14 @@ pass_memplan(Func *fn)
 					.src = p->loc[v],
 					.bytes = ir_numel(fn, v) * dt_size((DType)fn->vals[v].dtype) });
 	}
-	place(fn, p, def, last);
+	/* a returned view's source is written where the view is returned */
+	for (uint32_t k = 0; k < fn->nkernels; k++) {
+		uint32_t x = view[k], y = fn->ins[fn->kernels[k].first].res;
+
+		if (x != IR_NONE && p->loc[y].kind != LOC_NONE && p->loc[x].kind == LOC_NONE)
+			p->loc[x] = p->loc[y];
+	}
+	place(fn, p, view, def, last);
 	return p;
 }
 
