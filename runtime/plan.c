@@ -941,7 +941,9 @@ arg_number(ArgReader *a, fp8rt_arg *g)
 		g->kind = FP8RT_ARG_INT;
 		g->i = strtoll(buf, &end, 10);
 	}
-	if (*end || errno == ERANGE)
+	/* ERANGE on a float is an error when it overflows; a subnormal (as
+	 * the compiler writes 5e-324) is a value */
+	if (*end || (errno == ERANGE && (g->kind == FP8RT_ARG_INT || isinf(g->f))))
 		return arg_fail(a, "bad number");
 	a->at = q;
 	return FP8RT_OK;

@@ -557,6 +557,8 @@ static const BadPlan bad_step_plans[] = {
 	{ 25, "call f ins= outs=out:2 args=%zz", FP8RT_BAD_PROGRAM, "args: bad escape at column 1", 25 },
 	{ 25, "call f ins= outs=out:2 args=(1,2", FP8RT_BAD_PROGRAM, "args: expected ',' or ')'", 25 },
 	{ 25, "call f ins= outs=out:2 args=1e999", FP8RT_BAD_PROGRAM, "args: bad number", 25 },
+	/* a subnormal, as the compiler writes 5e-324 (strtod's ERANGE) */
+	{ 25, "call f ins= outs=out:2 args=(1.63e-322,5e-324,-5e-324)", FP8RT_OK, "", 0 },
 	{ 25, "call f ins= outs=out:2", FP8RT_BAD_PROGRAM, "missing key 'args='", 25 },
 	{ 25, "call f ins= outs=st:0 args=", FP8RT_BAD_PROGRAM,
 		"st:0 ('x') is written here, but it is state that "
