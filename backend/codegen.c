@@ -762,6 +762,18 @@ warp_reduce(Cg *c, const Red *r, LLVMValueRef x)
 
 /* ---- block-level reduction: warps, then warp 0 over the warps' results ---- */
 
+/* a shared-memory array of the kernel, named after it */
+static LLVMValueRef
+shared_array(Cg *c, const char *name, LLVMTypeRef at, unsigned align)
+{
+	LLVMValueRef g = LLVMAddGlobalInAddressSpace(c->mod, at, name, 3);
+
+	LLVMSetInitializer(g, LLVMGetUndef(at));
+	LLVMSetLinkage(g, LLVMInternalLinkage);
+	LLVMSetAlignment(g, align);
+	return g;
+}
+
 static LLVMValueRef
 smem_slot(Cg *c, LLVMValueRef i)
 {
@@ -770,12 +782,8 @@ smem_slot(Cg *c, LLVMValueRef i)
 	LLVMValueRef g, idx[2] = { LLVMConstInt(c->i64, 0, 0), i };
 
 	snprintf(name, sizeof name, "%s.smem", c->fn->kernels[c->k].name);
-	if (!(g = LLVMGetNamedGlobal(c->mod, name))) {
-		g = LLVMAddGlobalInAddressSpace(c->mod, at, name, 3);
-		LLVMSetInitializer(g, LLVMGetUndef(at));
-		LLVMSetLinkage(g, LLVMInternalLinkage);
-		LLVMSetAlignment(g, 8);
-	}
+	if (!(g = LLVMGetNamedGlobal(c->mod, name)))
+		g = shared_array(c, name, at, 8);
 	return LLVMBuildGEP2(c->b, at, g, idx, 2, "");
 }
 
@@ -938,18 +946,29 @@ element(Cg *c, const Group *g, LLVMValueRef *accs, const Red *reds)
 	}
 }
 
+/* make co, at linear index lin (a multiple of align), the current element
+ * of space: accesses at the space's own index are aligned */
+static LLVMValueRef *
+current(Cg *c, uint32_t space, LLVMValueRef *co, LLVMValueRef lin, int align)
+{
+	c->space = space;
+	c->space_coords = co;
+	c->space_lin = lin;
+	c->space_align = align;
+	return co;
+}
+
 static void
 space_element(Cg *c, const Group *g, LLVMValueRef lin, int align, LLVMValueRef *accs, const Red *reds)
 {
 	int64_t tmp[IR_MAXRANK];
 	uint32_t s = g->space;
 
-	c->space = s;
-	c->space_lin = lin;
-	c->space_align = align;
-	c->space_coords = c->fn->vals[s].rank == 0
-		? NULL
-		: delinearize(c, lin, ir_dims(c->fn, s), order_of(c->fn, s, tmp), c->fn->vals[s].rank);
+	current(c, s,
+		c->fn->vals[s].rank == 0
+			? NULL
+			: delinearize(c, lin, ir_dims(c->fn, s), order_of(c->fn, s, tmp), c->fn->vals[s].rank),
+		lin, align);
 	element(c, g, accs, reds);
 	c->space_coords = NULL;
 }
@@ -1018,6 +1037,22 @@ chunk_start(Cg *c, LLVMValueRef ch, int64_t inner, int V, bool across)
 	return LLVMBuildAdd(c->b, LLVMBuildMul(c->b, a, ic(c, inner), ""), b, "");
 }
 
+/* the elements element j of a thread's V (the first at a multiple of V) is
+ * aligned to */
+static int
+lane_align(int j, int V)
+{
+	return j ? (j & -j) : V;
+}
+
+/* the V elements of a thread from the loop's index i */
+static void
+chunk(Cg *c, const Group *g, LLVMValueRef i, int V, LLVMValueRef *accs, const Red *reds)
+{
+	for (int j = 0; j < V; j++)
+		space_element(c, g, j ? LLVMBuildAdd(c->b, i, ic(c, j), "") : i, lane_align(j, V), accs, reds);
+}
+
 /* grid-stride loop over the space, V elements a thread, then the tail
  * (backward: the grid's steps last first); returns the blocks it wants */
 static uint32_t
@@ -1052,16 +1087,12 @@ group_loop(Cg *c, const Group *g, LLVMValueRef *accs, const Red *reds, bool back
 				c->gstride, ""),
 			c->gtid, "");
 		join = if_begin(c, LLVMBuildICmp(c->b, LLVMIntULT, i, ic(c, nvec), ""));
-		i = chunk_start(c, i, inner, V, across);
-		for (int j = 0; j < V; j++)
-			space_element(c, g, j ? LLVMBuildAdd(c->b, i, ic(c, j), "") : i, j ? (j & -j) : V, accs, reds);
+		chunk(c, g, chunk_start(c, i, inner, V, across), V, accs, reds);
 		if_end(c, join);
 		loop_end(c, &l);
 	} else if (nvec > 0) {
 		i = loop_begin(c, &l, c->gtid, ic(c, nvec), c->gstride);
-		i = chunk_start(c, i, inner, V, across);
-		for (int j = 0; j < V; j++)
-			space_element(c, g, j ? LLVMBuildAdd(c->b, i, ic(c, j), "") : i, j ? (j & -j) : V, accs, reds);
+		chunk(c, g, chunk_start(c, i, inner, V, across), V, accs, reds);
 		loop_end(c, &l);
 	}
 	if (nvec * V < total) {
@@ -1118,13 +1149,6 @@ feeds_reduction(Cg *c, const Group *g)
 		if (ir_ops[ir_def(c->fn, g->vals[i])->op].cls == OC_REDUCE)
 			return true;
 	return false;
-}
-
-static const char *
-tile_name(Cg *c, char *name)
-{
-	snprintf(name, 48, "%s.tile", c->fn->kernels[c->k].name);
-	return name;
 }
 
 /* the values of g that read across, moved to a group of their own at *to:
@@ -1199,25 +1223,21 @@ static LLVMValueRef
 tile_at(Cg *c, const Tile *t, int64_t base, LLVMTypeRef et, LLVMValueRef idx)
 {
 	char name[48];
-	LLVMTypeRef at = LLVMArrayType2(c->i8, (uint64_t)t->bytes);
-	LLVMValueRef g = LLVMGetNamedGlobal(c->mod, tile_name(c, name)), old = NULL;
+	LLVMTypeRef at;
+	LLVMValueRef g, old;
 	LLVMValueRef ix[2] = { LLVMConstInt(c->i64, 0, 0), LLVMConstInt(c->i64, (unsigned long long)base, 0) };
 
+	snprintf(name, sizeof name, "%s.tile", c->fn->kernels[c->k].name);
+	g = LLVMGetNamedGlobal(c->mod, name);
 	/* the kernel's tiles share one buffer, as large as the largest needs */
-	if (g && (int64_t)LLVMGetArrayLength2(LLVMGlobalGetValueType(g)) < t->bytes) {
-		old = g;
-		LLVMSetValueName2(old, "", 0);
-		g = NULL;
-	}
-	if (!g) {
-		g = LLVMAddGlobalInAddressSpace(c->mod, at, name, 3);
-		LLVMSetInitializer(g, LLVMGetUndef(at));
-		LLVMSetLinkage(g, LLVMInternalLinkage);
-		LLVMSetAlignment(g, 16);
-	}
-	if (old) {
-		LLVMReplaceAllUsesWith(old, g);
-		LLVMDeleteGlobal(old);
+	if (!g || (int64_t)LLVMGetArrayLength2(LLVMGlobalGetValueType(g)) < t->bytes) {
+		if ((old = g))
+			LLVMSetValueName2(old, "", 0);
+		g = shared_array(c, name, LLVMArrayType2(c->i8, (uint64_t)t->bytes), 16);
+		if (old) {
+			LLVMReplaceAllUsesWith(old, g);
+			LLVMDeleteGlobal(old);
+		}
 	}
 	at = LLVMGlobalGetValueType(g);
 	return LLVMBuildGEP2(c->b, et, LLVMBuildGEP2(c->b, at, g, ix, 2, ""), &idx, 1, "");
@@ -1240,7 +1260,7 @@ tile_coords(Cg *c, uint32_t v, LLVMValueRef o, LLVMValueRef i)
 static unsigned
 chunk_align(int j, int V, int size)
 {
-	int a = (j ? (j & -j) : V) * size;
+	int a = lane_align(j, V) * size;
 
 	return (unsigned)(a > 16 ? 16 : a);
 }
@@ -1268,10 +1288,8 @@ tile_loop(Cg *c, const Tile *t)
 
 		/* each index the first's plus j, so that the accesses become vectors */
 		p = j ? LLVMBuildAdd(c->b, pb, ic(c, j), "") : pb;
-		c->space = t->in;
-		c->space_coords = tile_coords(c, t->in, q, p);
-		c->space_lin = j ? LLVMBuildAdd(c->b, lin, ic(c, j), "") : lin;
-		c->space_align = j ? (j & -j) : t->V;
+		current(c, t->in, tile_coords(c, t->in, q, p), j ? LLVMBuildAdd(c->b, lin, ic(c, j), "") : lin,
+			lane_align(j, t->V));
 		for (uint32_t i = 0; t->a && i < t->a->nvals; i++) {
 			uint32_t v = t->a->vals[i];
 
@@ -1282,7 +1300,6 @@ tile_loop(Cg *c, const Tile *t)
 		for (uint32_t i = 0; i < b->nvals; i++) {
 			uint32_t v = b->vals[i];
 			DType dt = (DType)fn->vals[v].dtype;
-
 			LLVMValueRef idx = LLVMBuildAdd(c->b, LLVMBuildMul(c->b, pl, ic(c, pitch), ""), m, "");
 
 			x = value(c, v, tile_coords(c, v, p, q));
@@ -1302,10 +1319,8 @@ tile_loop(Cg *c, const Tile *t)
 	row = LLVMBuildAdd(c->b, LLVMBuildMul(c->b, m, ic(c, pitch), ""), k, "");
 	for (int j = 0; j < t->V; j++) {
 		q = j ? LLVMBuildAdd(c->b, qb, ic(c, j), "") : qb;
-		c->space = b->space;
-		c->space_coords = tile_coords(c, b->space, p, q);
-		c->space_lin = j ? LLVMBuildAdd(c->b, lin, ic(c, j), "") : lin;
-		c->space_align = j ? (j & -j) : t->V;
+		current(c, b->space, tile_coords(c, b->space, p, q), j ? LLVMBuildAdd(c->b, lin, ic(c, j), "") : lin,
+			lane_align(j, t->V));
 		base = 0;
 		for (uint32_t i = 0; i < b->nvals; i++) {
 			uint32_t v = b->vals[i];
@@ -1388,18 +1403,6 @@ typedef struct {
 } Rows;
 
 static bool
-identity_order(Func *fn, uint32_t v)
-{
-	int64_t t[IR_MAXRANK];
-	const int64_t *o = order_of(fn, v, t);
-
-	for (int i = 0; i < fn->vals[v].rank; i++)
-		if (o[i] != i)
-			return false;
-	return true;
-}
-
-static bool
 lead_dims(Func *fn, const Rows *rs, uint32_t v)
 {
 	return fn->vals[v].rank >= rs->rank - 1 &&
@@ -1410,7 +1413,7 @@ static bool
 row_space(Func *fn, const Rows *rs, uint32_t v)
 {
 	return fn->vals[v].rank == rs->rank && lead_dims(fn, rs, v) && ir_dims(fn, v)[rs->rank - 1] == rs->C &&
-		identity_order(fn, v);
+		ir_is_rowmajor(fn, v);
 }
 
 /* the leading dims, or those and a 1 */
@@ -1419,7 +1422,7 @@ per_row(Func *fn, const Rows *rs, uint32_t v)
 {
 	int r = fn->vals[v].rank;
 
-	return lead_dims(fn, rs, v) && identity_order(fn, v) &&
+	return lead_dims(fn, rs, v) && ir_is_rowmajor(fn, v) &&
 		(r == rs->rank - 1 || (r == rs->rank && ir_dims(fn, v)[r - 1] == 1));
 }
 
@@ -1527,11 +1530,7 @@ typedef struct {
 static LLVMValueRef *
 at(Cg *c, const Rows *rs, const RowElem *e)
 {
-	c->space = rs->space;
-	c->space_coords = e->co;
-	c->space_lin = e->lin;
-	c->space_align = e->align;
-	return e->co;
+	return current(c, rs->space, e->co, e->lin, e->align);
 }
 
 static uint32_t
@@ -1582,7 +1581,7 @@ rows_kernel(Cg *c, const Rows *rs)
 			memcpy(e->co, rowco, (size_t)(rs->rank - 1) * sizeof *e->co);
 			e->co[rs->rank - 1] = j ? LLVMBuildAdd(c->b, col, ic(c, j), "") : col;
 			e->lin = j ? LLVMBuildAdd(c->b, lin, ic(c, j), "") : lin;
-			e->align = j ? (j & -j) : rs->V;
+			e->align = lane_align(j, rs->V);
 		}
 	}
 	for (uint32_t i = k->first; i < k->first + k->count; i++) {

@@ -59,8 +59,8 @@ views(Func *fn)
 		uint32_t x = in->nargs ? ir_args(fn, in)[0] : IR_NONE, y = in->res;
 
 		src[k] = IR_NONE;
-		if (kn->count != 1 || (in->op != OP_RESHAPE && in->op != OP_SQUEEZE) || fn->vals[x].layout != IR_NONE ||
-			fn->vals[y].layout != IR_NONE)
+		if (kn->count != 1 || (in->op != OP_RESHAPE && in->op != OP_SQUEEZE) || !ir_is_rowmajor(fn, x) ||
+			!ir_is_rowmajor(fn, y))
 			continue;
 		/* a returned result takes its source into the output: a source
 		 * that is an input, returned itself, taken already or a view
@@ -100,7 +100,7 @@ lifetimes(Func *fn, Plan *p, const uint32_t *view, uint32_t *def, uint32_t *last
 			last[ir_args(fn, in)[j]] = p->nsteps - 1;
 	}
 	for (uint32_t k = 0; k < fn->nkernels; k++)
-		for (uint32_t j = 0; j < fn->kernels[k].nins && view[k] == IR_NONE; j++) {
+		for (uint32_t j = 0; view[k] == IR_NONE && j < fn->kernels[k].nins; j++) {
 			uint32_t v = fn->argv[fn->kernels[k].ins + j];
 
 			if (last[v] == IR_NONE || last[v] < def[fn->ins[fn->kernels[k].first].res])
