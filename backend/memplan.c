@@ -9,8 +9,8 @@
  * first-fit at 256-byte alignment, and a buffer whose last reader has run is
  * reused by the next. A step never writes over a buffer it reads.
  *
- * A kernel that only reshapes a row-major value moves no data: it gets no
- * launch, and its result is its source's bytes — where the source lives,
+ * A kernel that only reshapes a row-major value, or only transposes one
+ * into a layout of the same bytes, moves no data: it gets no launch, and its result is its source's bytes — where the source lives,
  * or, when the result is returned or saved and its source is neither, the
  * source is written straight there (a GEMM's output returned reshaped). */
 #include <string.h>
@@ -42,7 +42,7 @@ add_buf(Func *fn, Plan *p, PlanBuf b)
 	return p->nbufs++;
 }
 
-/* per kernel: the value it only reshapes, or IR_NONE */
+/* per kernel: the value whose bytes are its only result, or IR_NONE */
 static uint32_t *
 views(Func *fn)
 {
@@ -59,8 +59,7 @@ views(Func *fn)
 		uint32_t x = in->nargs ? ir_args(fn, in)[0] : IR_NONE, y = in->res;
 
 		src[k] = IR_NONE;
-		if (kn->count != 1 || (in->op != OP_RESHAPE && in->op != OP_SQUEEZE) || !ir_is_rowmajor(fn, x) ||
-			!ir_is_rowmajor(fn, y))
+		if (kn->count != 1 || !in->nargs || !ir_same_bytes(fn, in))
 			continue;
 		/* a returned result takes its source into the output: a source
 		 * that is an input, returned itself, taken already or a view

@@ -306,6 +306,31 @@ ir_rowwise_scales(Func *fn, const Instr *in)
 	return in->op == OP_SCALED_MM && fn->vals[ir_args(fn, in)[2]].rank != 0;
 }
 
+/* the dim of v at memory position t, outermost first */
+static int64_t
+dim_at(Func *fn, uint32_t v, int t)
+{
+	return fn->vals[v].layout == IR_NONE ? t : fn->ints[fn->vals[v].layout + t];
+}
+
+bool
+ir_same_bytes(Func *fn, const Instr *in)
+{
+	uint32_t x, y = in->res;
+
+	if (in->nargs != 1)
+		return false;
+	x = ir_args(fn, in)[0];
+	if (in->op == OP_RESHAPE || in->op == OP_SQUEEZE)
+		return ir_is_rowmajor(fn, x) && ir_is_rowmajor(fn, y);
+	if (in->op != OP_TRANSPOSE)
+		return false;
+	for (int t = 0; t < fn->vals[y].rank; t++)
+		if (ir_attr(fn, in)[dim_at(fn, y, t)] != dim_at(fn, x, t))
+			return false;
+	return true;
+}
+
 bool
 ir_is_rowmajor(Func *fn, uint32_t v)
 {

@@ -257,6 +257,11 @@ uint32_t *ir_uses(Func *fn);
 bool ir_is_rowmajor(Func *fn, uint32_t v);
 /* a scaled_mm with row-wise scales (scale_a (M,1), scale_b (1,N)), not one f32 each */
 bool ir_rowwise_scales(Func *fn, const Instr *in);
+/* true if the result of `in` has its operand's bytes: a reshape between
+ * row-major values, or a transpose whose result's layout walks the
+ * operand's dims in the operand's memory order (the transpose of a
+ * row-major (N,K) weight into a column-major (K,N) b) */
+bool ir_same_bytes(Func *fn, const Instr *in);
 const Instr *ir_def(Func *fn, uint32_t v);      /* NULL for a parameter */
 bool ir_const(Func *fn, uint32_t v, double *c); /* v is a full constant: its value */
 

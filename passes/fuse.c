@@ -9,7 +9,9 @@
  * kernel into phases with a grid-wide barrier between them. Constants go to
  * the kernel of their first user. A level whose kernel would take more
  * parameters (values read and written) than PTX allows is cut, in order,
- * into kernels that each fit.
+ * into kernels that each fit. A reshape or transpose that only views a
+ * value in memory anyway (free_view) is a kernel of its own, first in its
+ * level, which the memory plan turns into no launch.
  *
  * With opt < 2 each instruction is a kernel of its own.
  * The function is rebuilt in schedule order: kernel 0, the GEMMs of depth 1,
@@ -241,6 +243,21 @@ next_kernel(Params *p)
 	p->nin = p->nout = 0;
 }
 
+/* a reshape or transpose with its operand's bytes (ir_same_bytes) whose
+ * operand is in memory whatever the kernels are: an input, or a GEMM's or
+ * an extern's result. Fused with its operand's producer it would cost a
+ * write; alone it costs nothing. */
+static bool
+free_view(Func *fn, const Instr *in)
+{
+	const Instr *def;
+
+	if (!ir_same_bytes(fn, in))
+		return false;
+	def = ir_def(fn, ir_args(fn, in)[0]);
+	return !def || op_step((Op)def->op);
+}
+
 Func *
 pass_fuse(Func *fn, int opt)
 {
@@ -256,11 +273,23 @@ pass_fuse(Func *fn, int opt)
 	p.defined = arena_alloc(fn->arena, (fn->nvals + 1) * sizeof *p.defined);
 	p.read = arena_alloc(fn->arena, (fn->nvals + 1) * sizeof *p.read);
 	for (uint32_t level = 0; level <= maxd; level++) {
+		/* a view of a value in memory anyway first, each its own kernel:
+		 * the memory plan gives it no launch */
+		for (uint32_t j = start[2 * level]; opt >= 2 && j < start[2 * level + 1]; j++) {
+			if (!free_view(fn, &fn->ins[order[j]]))
+				continue;
+			next_kernel(&p);
+			join(fn, &p, &fn->ins[order[j]], j);
+			ir_copy_instr(d, fn, &fn->ins[order[j]], map);
+			add_kernel(d, d->nins - 1);
+		}
 		first = d->nins;
 		next_kernel(&p);
 		for (uint32_t j = start[2 * level]; j < start[2 * level + 1]; j++) {
 			const Instr *in = &fn->ins[order[j]];
 
+			if (opt >= 2 && free_view(fn, in))
+				continue;
 			if (opt >= 2 && d->nins > first && params_with(fn, &p, in, j) > MAXPARAMS) {
 				add_kernel(d, first); /* full: the level goes on in a new kernel */
 				first = d->nins;
