@@ -78,6 +78,8 @@ print_gemm(FILE *f, Func *fn, const Plan *p, const Instr *in, const char *pre, i
 		ir_dtypes[fn->vals[a[1]].dtype].name, ir_dtypes[fn->vals[in->res].dtype].name);
 	if (version > 1)
 		fputs(" epilogue=none", f);
+	if (ir_rowwise_scales(fn, in))
+		fputs(" scale_mode=row", f);
 	fprintf(f, " fast_accum=%d\n", (in->flags & IF_FAST_ACCUM) != 0);
 }
 
@@ -207,16 +209,24 @@ be_print_plan_head(FILE *f, const Program *prog, const char *gpu, const char *pr
 }
 
 /* 1 for a program that needs nothing past version 1: one function, no state,
- * no GEMM but torch._scaled_mm's, no extern */
+ * no GEMM but torch._scaled_mm's with tensor-wise scales, no extern; 3 for
+ * one with row-wise scales; else 2 */
 int
 be_plan_version(const Program *prog)
 {
-	if (prog->nfns > 1 || prog->nslots > 0)
-		return 2;
-	for (uint32_t i = 0; i < prog->fns[0]->nins; i++)
-		if (prog->fns[0]->ins[i].op == OP_MATMUL || prog->fns[0]->ins[i].op == OP_EXTERN)
-			return 2;
-	return 1;
+	int v = prog->nfns > 1 || prog->nslots > 0 ? 2 : 1;
+
+	for (uint32_t fi = 0; fi < prog->nfns; fi++) {
+		Func *fn = prog->fns[fi];
+
+		for (uint32_t i = 0; i < fn->nins; i++) {
+			if (ir_rowwise_scales(fn, &fn->ins[i]))
+				return 3;
+			if (fn->ins[i].op == OP_MATMUL || fn->ins[i].op == OP_EXTERN)
+				v = 2;
+		}
+	}
+	return v;
 }
 
 void

@@ -199,12 +199,22 @@ along(Func *d, uint32_t v, int64_t len, int dim, const int64_t *mn)
 	return ir_instr(d, OP_BROADCAST, &flat, 1, &at, 1, DT_F32, 2, mn);
 }
 
-/* Row-wise scales: cuBLASLt on Hopper has no outer-vector scaling (it
- * refuses OUTER_VEC_32F; docs/design.md), so the GEMM runs with unit
+/* Row-wise scales with a bf16 or f32 result run as they are: cuBLASLt's
+ * outer-vector scale mode (plan version 3), which the H200 takes with
+ * those results (docs/design.md). Any other result dtype — f16, which no
+ * run has shown cuBLASLt to take — is lowered here: the GEMM runs with unit
  * scales into f32 and the scales, the bias and the rounding to the result
  * dtype follow as elementwise ops, which fuse into the kernel after it:
  * d = convert((acc · scale_a[i]) · scale_b[j] + bias[j]), in f32, the
  * interpreter's own order, so the bits are the row-wise scaled_mm's. */
+static bool
+native_rowwise(Func *fn, const Instr *in)
+{
+	DType t = (DType)fn->vals[in->res].dtype;
+
+	return t == DT_BF16 || t == DT_F32;
+}
+
 static void
 legal_rowwise(Func *fn, Func *d, const Instr *in, uint32_t *map, uint32_t na, uint32_t nb)
 {
@@ -242,7 +252,7 @@ legal_gemm(Func *fn, Func *d, const Instr *in, uint32_t *map, const bool *only_b
 	}
 	if (!ir_is_rowmajor(d, na))
 		na = copy_of(d, a, na, NULL, copy_a);
-	if (ir_rowwise_scales(fn, in)) {
+	if (ir_rowwise_scales(fn, in) && !native_rowwise(fn, in)) {
 		legal_rowwise(fn, d, in, map, na, nb);
 		return;
 	}
