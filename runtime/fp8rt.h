@@ -45,7 +45,7 @@ extern "C" {
  * library's SONAME is libfp8rt.so.MAJOR: within one MAJOR version entries
  * are only added, never changed (runtime/README.md, "ABI"). */
 #define FP8RT_VERSION_MAJOR 0
-#define FP8RT_VERSION_MINOR 4
+#define FP8RT_VERSION_MINOR 5
 #define FP8RT_VERSION_PATCH 0
 #define FP8RT_VERSION       (FP8RT_VERSION_MAJOR * 10000 + FP8RT_VERSION_MINOR * 100 + FP8RT_VERSION_PATCH)
 
@@ -335,20 +335,32 @@ typedef struct fp8rt_scaled_mm_args {
 
 FP8RT_API fp8rt_status fp8rt_scaled_mm(fp8rt_context *ctx, const fp8rt_scaled_mm_args *args, void *stream);
 
-/* How an FP8 GEMM's scales apply (torch._scaled_mm's two cuBLASLt forms). */
+/* How an FP8 GEMM's scales apply (torch._scaled_mm's cuBLASLt forms). */
 typedef enum fp8rt_scale_mode {
 	FP8RT_SCALE_TENSOR = 0, /* scale_a, scale_b: one f32 each */
 	FP8RT_SCALE_ROW,        /* scale_a: m f32, one per row of a; scale_b: n f32,
                                  one per column of b (torch's (m,1) and (1,n):
                                  torchao's row-wise recipe); D(i,j) is scaled by
                                  scale_a[i] * scale_b[j] */
+	FP8RT_SCALE_BLOCK,      /* DeepSeek-V3's blocks (torch's BlockWise1x128 on
+                                 a, BlockWise128x128 on b; cuBLASLt's VEC128_32F
+                                 and BLK128x128_32F). With kb = k/128 and
+                                 kb4 = kb rounded up to a multiple of 4: a's
+                                 1x128 block (i, r) is scaled by
+                                 scale_a[r*m + i] (torch's (m, kb) with strides
+                                 (1, m)), b's 128x128 block (r, c) by
+                                 scale_b[c*kb4 + r] (torch's (kb, ceil(n/128))
+                                 with strides (1, kb4)); each block's partial
+                                 sum is scaled, then summed in f32. k a multiple
+                                 of 128, m of 4, no fast_accum. */
 } fp8rt_scale_mode;
 
 /* fp8rt_scaled_mm with a scale mode: `mm` as fp8rt_scaled_mm takes it;
  * `size` is sizeof(fp8rt_scaled_mm_ex_args) as the caller was built with
  * (runtime/README.md, "ABI"). Row-wise scales need cuBLASLt's outer-vector
- * scaling for these dtypes on this device: where the installed cuBLASLt has
- * no algorithm for it, FP8RT_UNSUPPORTED, saying so. */
+ * scaling, block-wise its 1x128 and 128x128 block scaling, for these dtypes
+ * on this device: where the installed cuBLASLt has no algorithm for it,
+ * FP8RT_UNSUPPORTED, saying so. */
 typedef struct fp8rt_scaled_mm_ex_args {
 	size_t size;
 	fp8rt_scaled_mm_args mm;

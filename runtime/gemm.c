@@ -110,9 +110,12 @@ check_scaled(fp8rt_context *ctx, const RtGemmCall *g, const char *what)
 		(st = check_ld(ctx, what, "ldb", g->ldb, g->k, 1, 1)) ||
 		(st = check_ld(ctx, what, "ldd", g->ldd, g->n, rt_dtype_size(g->dt), 1)))
 		return st;
+	if (g->scale_mode == FP8RT_SCALE_BLOCK && (st = rt_block_rules(g->m, g->k, g->fast_accum, msg, sizeof msg)))
+		return rt_err(ctx, st, "%s: %s", what, msg);
+	unsigned sal = g->scale_mode == FP8RT_SCALE_BLOCK ? 16 : 4;
 	if ((st = check_ptr(ctx, what, g->a, "a", 16)) || (st = check_ptr(ctx, what, g->b, "b", 16)) ||
-		(st = check_ptr(ctx, what, g->d, "d", 16)) || (st = check_ptr(ctx, what, g->scale_a, "scale_a", 4)) ||
-		(st = check_ptr(ctx, what, g->scale_b, "scale_b", 4)) ||
+		(st = check_ptr(ctx, what, g->d, "d", 16)) || (st = check_ptr(ctx, what, g->scale_a, "scale_a", sal)) ||
+		(st = check_ptr(ctx, what, g->scale_b, "scale_b", sal)) ||
 		(g->bias_dt != FP8RT_DTYPE_NONE && (st = check_ptr(ctx, what, g->bias, "bias", 16))))
 		return st;
 	return FP8RT_OK;
@@ -250,15 +253,19 @@ make_descriptors(fp8rt_context *ctx, RtGemmEntry *e)
 	SET_DESC(CUBLASLT_MATMUL_DESC_TRANSB, tb);
 	if (k->scaled)
 		SET_DESC(CUBLASLT_MATMUL_DESC_FAST_ACCUM, fast);
-	if (k->scaled && k->scale_mode == FP8RT_SCALE_ROW) {
-		int32_t outer = CUBLASLT_MATMUL_MATRIX_SCALE_OUTER_VEC_32F;
+	if (k->scaled && k->scale_mode != FP8RT_SCALE_TENSOR) {
+		/* cuBLASLt's A is our b: its 128x128 blocks; its B our a */
+		int32_t ma = k->scale_mode == FP8RT_SCALE_ROW ? CUBLASLT_MATMUL_MATRIX_SCALE_OUTER_VEC_32F
+							      : CUBLASLT_MATMUL_MATRIX_SCALE_BLK128x128_32F;
+		int32_t mb = k->scale_mode == FP8RT_SCALE_ROW ? CUBLASLT_MATMUL_MATRIX_SCALE_OUTER_VEC_32F
+							      : CUBLASLT_MATMUL_MATRIX_SCALE_VEC128_32F;
 		/* a scale mode other than the scalar one wants its scale pointers
 		 * set when the heuristic runs (cuBLASLt answers INVALID_VALUE
 		 * without them); each call sets the real ones, until then they
 		 * point at the workspace */
 		void *placeholder = (void *)(uintptr_t)ctx->lt_ws;
-		SET_DESC(CUBLASLT_MATMUL_DESC_A_SCALE_MODE, outer);
-		SET_DESC(CUBLASLT_MATMUL_DESC_B_SCALE_MODE, outer);
+		SET_DESC(CUBLASLT_MATMUL_DESC_A_SCALE_MODE, ma);
+		SET_DESC(CUBLASLT_MATMUL_DESC_B_SCALE_MODE, mb);
 		SET_DESC(CUBLASLT_MATMUL_DESC_A_SCALE_POINTER, placeholder);
 		SET_DESC(CUBLASLT_MATMUL_DESC_B_SCALE_POINTER, placeholder);
 	}
@@ -298,11 +305,11 @@ choose_algo(fp8rt_context *ctx, RtGemmEntry *e)
 	SET_PREF(CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, k->align_d);
 	cublasStatus_t hs =
 		cublasLtMatmulAlgoGetHeuristic(ctx->lt, e->desc, e->la, e->lb, e->ld, e->ld, pref, 1, &result, &found);
-	/* outer-vector scales that this cuBLASLt or device does not take (on
-	 * the H200, cuBLASLt 13.1 answered INVALID_VALUE while the scale
-	 * pointers were unset at this point, docs/gpu-results.md): no
-	 * algorithm, said so */
-	if (k->scale_mode == FP8RT_SCALE_ROW &&
+	/* outer-vector or block scales that this cuBLASLt or device does not
+	 * take (on the H200, cuBLASLt 13.1 answered INVALID_VALUE to
+	 * outer-vector scales while their pointers were unset at this point,
+	 * docs/gpu-results.md): no algorithm, said so */
+	if (k->scale_mode != FP8RT_SCALE_TENSOR &&
 		(hs == CUBLAS_STATUS_INVALID_VALUE || hs == CUBLAS_STATUS_NOT_SUPPORTED))
 		hs = CUBLAS_STATUS_SUCCESS, found = 0;
 	if (hs != CUBLAS_STATUS_SUCCESS) {
@@ -322,7 +329,10 @@ choose_algo(fp8rt_context *ctx, RtGemmEntry *e)
 			k->fast_accum,
 			k->scale_mode == FP8RT_SCALE_ROW ? ", row-wise scales: this cuBLASLt has no outer-vector "
 							   "scaling for them on this device"
-							 : "");
+				: k->scale_mode == FP8RT_SCALE_BLOCK
+				? ", block-wise scales: this cuBLASLt has no 1x128/128x128 "
+				  "block scaling for them on this device"
+				: "");
 		goto fail;
 	}
 	e->algo = result.algo;
@@ -498,10 +508,10 @@ fp8rt_scaled_mm_ex(fp8rt_context *ctx, const fp8rt_scaled_mm_ex_args *args, void
 			"fp8rt_scaled_mm_ex: args->size is %zu; set it to "
 			"sizeof(fp8rt_scaled_mm_ex_args), %zu",
 			args->size, sizeof *args);
-	if ((unsigned)args->scale_mode > FP8RT_SCALE_ROW)
+	if ((unsigned)args->scale_mode > FP8RT_SCALE_BLOCK)
 		return rt_err(ctx, FP8RT_INVALID_ARGUMENT,
 			"fp8rt_scaled_mm_ex: scale_mode %d is not one of "
-			"FP8RT_SCALE_TENSOR, FP8RT_SCALE_ROW",
+			"FP8RT_SCALE_TENSOR, FP8RT_SCALE_ROW, FP8RT_SCALE_BLOCK",
 			(int)args->scale_mode);
 	RtGemmCall g = scaled_call(&args->mm, args->scale_mode);
 	return direct(ctx, &g, stream, "fp8rt_scaled_mm_ex");

@@ -102,6 +102,34 @@ is_fp8(fp8rt_dtype t)
 	return t == FP8RT_F8E4M3FN || t == FP8RT_F8E5M2;
 }
 
+/* FP8RT_SCALE_BLOCK's shape rules (fp8rt.h): 0, or a status and why */
+fp8rt_status
+rt_block_rules(int64_t m, int64_t k, int fast_accum, char *msg, size_t cap)
+{
+	if (k % 128)
+		snprintf(msg, cap, "block-wise scales need k a multiple of 128 (k=%lld)", (long long)k);
+	else if (m % 4)
+		snprintf(msg, cap, "block-wise scales need m a multiple of 4 (m=%lld): cuBLASLt's 1x128 scales",
+			(long long)m);
+	else if (fast_accum)
+		snprintf(msg, cap, "block-wise scales take no fast_accum (cuBLASLt has none for them)");
+	else
+		return FP8RT_OK;
+	return FP8RT_INVALID_ARGUMENT;
+}
+
+/* f32 values a scale holds: `b` says which operand's (fp8rt.h's layouts) */
+int64_t
+rt_scale_numel(fp8rt_scale_mode mode, int64_t m, int64_t n, int64_t k, int b)
+{
+	int64_t kb = (k + 127) / 128;
+	switch (mode) {
+	case FP8RT_SCALE_ROW:   return b ? n : m;
+	case FP8RT_SCALE_BLOCK: return b ? (kb + 3) / 4 * 4 * ((n + 127) / 128) : kb * m;
+	default:                return 1;
+	}
+}
+
 fp8rt_status
 rt_gemm_rules(int64_t m, int64_t n, int64_t k, fp8rt_dtype at, fp8rt_dtype bt, fp8rt_dtype dt, fp8rt_dtype bias_dt,
 	char *err, size_t errlen)
@@ -713,7 +741,9 @@ enum {
 #define G_SCALED   ((1u << G_SCALE_A) | (1u << G_SCALE_B) | (1u << G_FAST_ACCUM))
 #define G_OPTIONAL (1u << G_SCALE_MODE)
 
-static const char *const scale_modes[] = { [FP8RT_SCALE_TENSOR] = "tensor", [FP8RT_SCALE_ROW] = "row" };
+static const char *const scale_modes[] = {
+	[FP8RT_SCALE_TENSOR] = "tensor", [FP8RT_SCALE_ROW] = "row", [FP8RT_SCALE_BLOCK] = "block"
+};
 
 /* the index of s in words[0..n), or -1 */
 static int
@@ -755,7 +785,7 @@ parse_scale_mode(Parser *p, Str s, fp8rt_scale_mode *m)
 {
 	int i = word_index(s, scale_modes, (int)(sizeof scale_modes / sizeof scale_modes[0]));
 	if (i < 0)
-		return fail(p, "scale_mode: unknown scale mode '%.*s' (tensor or row)", W(s));
+		return fail(p, "scale_mode: unknown scale mode '%.*s' (tensor, row or block)", W(s));
 	*m = (fp8rt_scale_mode)i;
 	return FP8RT_OK;
 }
@@ -1243,14 +1273,15 @@ check_operand(Parser *p, RtRef r, const char *what, fp8rt_dtype want, int64_t nu
 	return FP8RT_OK;
 }
 
-/* An fp8 gemm's scale: one f32 (tensor-wise), or `numel` of them (row-wise:
- * m for scale_a, n for scale_b). */
+/* An fp8 gemm's scale: its f32 values as its mode lays them out
+ * (rt_scale_numel: one tensor-wise, m or n row-wise, blocks block-wise) */
 static fp8rt_status
-check_scale(Parser *p, RtRef r, const char *what, fp8rt_scale_mode mode, int64_t numel)
+check_scale(Parser *p, const RtGemm *g, RtRef r, const char *what, int b)
 {
 	char rs[24];
 	const RtType *t = rt_plan_ref_type(p->plan, p->fn, r);
-	int64_t want = mode == FP8RT_SCALE_ROW ? numel : 1;
+	fp8rt_scale_mode mode = g->scale_mode;
+	int64_t want = rt_scale_numel(mode, g->m, g->n, g->k, b);
 	if (t->dtype != FP8RT_F32 || rt_type_numel(t) != want)
 		return fail(p, "gemm %s=%s is %s with %lld elements, the gemm wants %lld f32 (scale_mode=%s)", what,
 			rt_ref_str(r, rs, sizeof rs), rt_dtype_name(t->dtype), (long long)rt_type_numel(t),
@@ -1272,6 +1303,8 @@ check_gemm_kind(Parser *p, const RtGemm *g)
 		return fail_st(p, FP8RT_UNSUPPORTED,
 			"an fp8 gemm must be batch=1 trans_a=0 trans_b=1 epilogue=none (cuBLASLt's FP8 GEMM is TN; "
 			"this runtime has no batched fp8 or fp8 epilogue)");
+	if (st == FP8RT_OK && g->scaled && g->scale_mode == FP8RT_SCALE_BLOCK)
+		st = rt_block_rules(g->m, g->k, g->fast_accum, msg, sizeof msg);
 	if (st == FP8RT_UNSUPPORTED)
 		return fail_st(p, st, "%s", msg);
 	if (st)
@@ -1296,8 +1329,8 @@ check_gemm(Parser *p, const RtGemm *g)
 		(st = check_operand(p, g->a, "a", g->atype, rt_gemm_span(g->batch, g->stride_a, g->m, g->k))) ||
 		(st = check_operand(p, g->b, "b", g->btype, rt_gemm_span(g->batch, g->stride_b, g->k, g->n))) ||
 		(g->scaled &&
-			((st = check_scale(p, g->scale_a, "scale_a", g->scale_mode, g->m)) ||
-				(st = check_scale(p, g->scale_b, "scale_b", g->scale_mode, g->n)))) ||
+			((st = check_scale(p, g, g->scale_a, "scale_a", 0)) ||
+				(st = check_scale(p, g, g->scale_b, "scale_b", 1)))) ||
 		(g->has_bias && (st = check_operand(p, g->bias, "bias", g->bias_dtype, g->n))))
 		return st;
 	return FP8RT_OK;

@@ -175,6 +175,12 @@ int64_t rt_type_numel(const RtType *t);    /* -1 on overflow */
  * FP8RT_INVALID_ARGUMENT or FP8RT_UNSUPPORTED with a message. */
 fp8rt_status rt_gemm_rules(int64_t m, int64_t n, int64_t k, fp8rt_dtype at, fp8rt_dtype bt, fp8rt_dtype dt,
 	fp8rt_dtype bias_dt, char *err, size_t errlen);
+/* FP8RT_SCALE_BLOCK's rules (fp8rt.h): k a multiple of 128, m of 4, no
+ * fast_accum; FP8RT_OK or FP8RT_INVALID_ARGUMENT with a message. */
+fp8rt_status rt_block_rules(int64_t m, int64_t k, int fast_accum, char *err, size_t errlen);
+/* The f32 values an fp8 GEMM's scale holds in `mode` (fp8rt.h's layouts):
+ * scale_b's if b, else scale_a's. */
+int64_t rt_scale_numel(fp8rt_scale_mode mode, int64_t m, int64_t n, int64_t k, int b);
 /* The bias dtype cuBLASLt wants for an FP8 GEMM writing dt. */
 fp8rt_dtype rt_gemm_bias_dtype(fp8rt_dtype dt);
 /* The rules of a GEMM on float operands (plan version 2's matmul and

@@ -13,8 +13,9 @@
  *
  * Shapes and types are cuBLASLt's column-major view: D (rows m, cols n) =
  * op(A) · op(B), op by transa / transb, batched by the layouts' batch count
- * and strides; A and B fp8 (with f32 device scalar scales, or with
- * OUTER_VEC_32F scale modes a vector of m for A and of n for B), bf16, f16, f32
+ * and strides; A and B fp8 (with f32 device scalar scales, with
+ * OUTER_VEC_32F scale modes a vector of m for A and of n for B, or with
+ * BLK128x128_32F on A and VEC128_32F on B block scales), bf16, f16, f32
  * or f64; the bias a vector of m in bias_type (fp8) or D's type; epilogues
  * BIAS, RELU, GELU (tanh) and their _BIAS forms. Compute is f32, f64 for
  * COMPUTE_64F. As cuBLASLt, the heuristic answers INVALID_VALUE to a scale
@@ -335,6 +336,31 @@ at(int32_t trans, int64_t ld, uint64_t i, uint64_t p)
 	return trans == CUBLAS_OP_T ? p + i * (uint64_t)ld : i + p * (uint64_t)ld;
 }
 
+/* Block scales (A: BLK128x128_32F, B: VEC128_32F; libfp8rt's FP8RT_SCALE_BLOCK,
+ * fp8rt.h): each 128-long run of p summed in f32, scaled by A's block
+ * (i/128, p/128) at scale_a[(i/128)*kb4 + p/128] and by B's (p/128, j) at
+ * scale_b[(p/128)*n + j], the runs summed in f32; then alpha and the bias. */
+static double
+block_sum(const Call *c, const uint8_t *pa, const uint8_t *pb, uint64_t i, uint64_t j, uint64_t k, uint64_t m,
+	uint64_t n, cudaDataType bt)
+{
+	const Desc *ds = &c->desc;
+	uint64_t kb = (k + 127) / 128, kb4 = (kb + 3) / 4 * 4;
+	float sum = 0;
+	(void)m;
+	for (uint64_t r = 0; r < kb; r++) {
+		float acc = 0;
+		for (uint64_t p = r * 128; p < k && p < r * 128 + 128; p++)
+			acc += (float)(load(pa, c->a.type, at(ds->transa, c->a.ld, i, p)) *
+				load(pb, c->b.type, at(ds->transb, c->b.ld, p, j)));
+		sum += acc * ds->scale_a[(i / 128) * kb4 + r] * ds->scale_b[r * n + j];
+	}
+	double v = (double)sum * c->alpha;
+	if (has_bias(ds->epilogue))
+		v += load(ds->bias, bt, i);
+	return v;
+}
+
 /* D[i + j*ldd] = act(alpha * scales * sum_p op(A)(i,p) op(B)(p,j) + bias[i]), per batch entry, accumulated in
  * f32 (f64 with COMPUTE_64F) */
 static void
@@ -345,6 +371,7 @@ matmul(const void *arg)
 	uint64_t m = c->d.rows, n = c->d.cols, k = ds->transa == CUBLAS_OP_T ? c->a.rows : c->a.cols;
 	int outer_a = ds->scale_mode_a == CUBLASLT_MATMUL_MATRIX_SCALE_OUTER_VEC_32F;
 	int outer_b = ds->scale_mode_b == CUBLASLT_MATMUL_MATRIX_SCALE_OUTER_VEC_32F;
+	int blocks = ds->scale_mode_a == CUBLASLT_MATMUL_MATRIX_SCALE_BLK128x128_32F;
 	cudaDataType bt = ds->bias_type >= 0 ? (cudaDataType)ds->bias_type : c->d.type;
 	for (int64_t b = 0; b < c->d.batch; b++) {
 		const uint8_t *pa = c->pa + (uint64_t)(b * c->a.stride) * type_size(c->a.type);
@@ -352,6 +379,11 @@ matmul(const void *arg)
 		char *pd = (char *)c->pd + (uint64_t)(b * c->d.stride) * type_size(c->d.type);
 		for (uint64_t j = 0; j < n; j++)
 			for (uint64_t i = 0; i < m; i++) {
+				if (blocks) {
+					store(pd, c->d.type, i + j * (uint64_t)c->d.ld,
+						activate(ds->epilogue, block_sum(c, pa, pb, i, j, k, m, n, bt)));
+					continue;
+				}
 				double acc64 = 0;
 				float acc = 0;
 				for (uint64_t p = 0; p < k; p++) {

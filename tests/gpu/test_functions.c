@@ -643,6 +643,121 @@ Test(scaled_mm, row_wise_plan)
 	CHECK_OK(fp8rt_context_destroy(ctx), NULL);
 }
 
+/* ---- block-wise fp8 scales -------------------------------------------------------- */
+
+enum { BM = 4, BN = 16, BK = 256, BKB = BK / 128, BKB4 = 4 };
+
+/* a (BM,BK) and b stored (BN,BK) of small integers; scale_a (BM, BKB) with
+ * strides (1, BM), scale_b's 128x128 blocks (BKB of them, one column of
+ * blocks) at c*BKB4 + r, powers of two: every sum is exact, so d must be
+ * sum_r (a·bᵀ over block r)[i][j] · scale_a[r*BM+i] · scale_b[r] exactly */
+Test(scaled_mm, block_wise_scales)
+{
+	fp8rt_context *ctx = mock_context();
+	uint8_t a[BM * BK], b[BN * BK];
+	int ia[BM * BK], ib[BN * BK];
+	float sa[BKB * BM], sb[BKB4] = { 0.5f, 4.0f, 0, 0 }, want[BM * BN], got[BM * BN];
+	uint64_t seed = 7;
+	for (int i = 0; i < BM * BK; i++)
+		a[i] = e4m3_int(ia[i] = (int)(rnd(&seed) % 7) - 3);
+	for (int i = 0; i < BN * BK; i++)
+		b[i] = e4m3_int(ib[i] = (int)(rnd(&seed) % 7) - 3);
+	for (int r = 0; r < BKB; r++)
+		for (int i = 0; i < BM; i++)
+			sa[r * BM + i] = (float)(1 << (i + r)) / 4;
+	for (int i = 0; i < BM; i++)
+		for (int j = 0; j < BN; j++) {
+			double d = 0;
+			for (int r = 0; r < BKB; r++) {
+				int acc = 0;
+				for (int k = r * 128; k < r * 128 + 128; k++)
+					acc += ia[i * BK + k] * ib[j * BK + k];
+				d += acc * (double)sa[r * BM + i] * sb[r];
+			}
+			want[i * BN + j] = (float)d;
+		}
+	void *da, *db, *dsa, *dsb, *dd;
+	CHECK_OK(fp8rt_malloc(ctx, sizeof a, &da), ctx);
+	CHECK_OK(fp8rt_malloc(ctx, sizeof b, &db), ctx);
+	CHECK_OK(fp8rt_malloc(ctx, sizeof sa, &dsa), ctx);
+	CHECK_OK(fp8rt_malloc(ctx, sizeof sb, &dsb), ctx);
+	CHECK_OK(fp8rt_malloc(ctx, sizeof want, &dd), ctx);
+	CHECK_OK(fp8rt_memcpy_htod(ctx, da, a, sizeof a), ctx);
+	CHECK_OK(fp8rt_memcpy_htod(ctx, db, b, sizeof b), ctx);
+	CHECK_OK(fp8rt_memcpy_htod(ctx, dsa, sa, sizeof sa), ctx);
+	CHECK_OK(fp8rt_memcpy_htod(ctx, dsb, sb, sizeof sb), ctx);
+	fp8rt_scaled_mm_ex_args ok = {
+		.size = sizeof ok,
+		.scale_mode = FP8RT_SCALE_BLOCK,
+		.mm = { .m = BM,
+			.n = BN,
+			.k = BK,
+			.a = da,
+			.a_dtype = FP8RT_F8E4M3FN,
+			.b = db,
+			.b_dtype = FP8RT_F8E4M3FN,
+			.scale_a = dsa,
+			.scale_b = dsb,
+			.d = dd,
+			.d_dtype = FP8RT_F32 },
+	};
+	CHECK_OK(fp8rt_scaled_mm_ex(ctx, &ok, NULL), ctx);
+	CHECK_OK(fp8rt_synchronize(ctx, NULL), ctx);
+	CHECK_OK(fp8rt_memcpy_dtoh(ctx, got, dd, sizeof got), ctx);
+	assert_equal(want, got, BM * BN, "block-wise d");
+
+	fp8rt_scaled_mm_ex_args x = ok;
+	x.mm.k = 144;
+	ASSERT_FAILS(fp8rt_scaled_mm_ex(ctx, &x, NULL), FP8RT_INVALID_ARGUMENT, ctx,
+		"fp8rt_scaled_mm_ex: block-wise scales need k a multiple of 128 (k=144)");
+	x = ok, x.mm.m = 2;
+	ASSERT_FAILS(fp8rt_scaled_mm_ex(ctx, &x, NULL), FP8RT_INVALID_ARGUMENT, ctx,
+		"block-wise scales need m a multiple of 4 (m=2)");
+	x = ok, x.mm.fast_accum = 1;
+	ASSERT_FAILS(
+		fp8rt_scaled_mm_ex(ctx, &x, NULL), FP8RT_INVALID_ARGUMENT, ctx, "block-wise scales take no fast_accum");
+	x = ok, x.mm.scale_a = (const float *)(const void *)((char *)dsa + 4);
+	ASSERT_FAILS(fp8rt_scaled_mm_ex(ctx, &x, NULL), FP8RT_INVALID_ARGUMENT, ctx, "scale_a");
+
+	/* the same through a version 3 plan: scale_a is BKB*BM values (an
+	 * input is row-major: the (BKB, BM) of scale_a's bytes), scale_b BKB4
+	 * per column of blocks */
+	static const char ptx[] =
+		"// fp8cc-plan 3\n"
+		"// target sm_90\n"
+		"// function main\n"
+		"// input 0 a f8e4m3fn[4,256]\n"
+		"// input 1 b f8e4m3fn[16,256]\n"
+		"// input 2 sa f32[2,4]\n"
+		"// input 3 sb f32[4,1]\n"
+		"// output 0 d f32[4,16]\n"
+		"// workspace 0\n"
+		"// gemm d=out:0 a=in:0 b=in:1 scale_a=in:2 scale_b=in:3 bias=none m=4 n=16 k=256 batch=1 stride_a=0 "
+		"stride_b=0 stride_d=0 trans_a=0 trans_b=1 atype=f8e4m3fn btype=f8e4m3fn dtype=f32 epilogue=none "
+		"scale_mode=block fast_accum=0\n"
+		"// end-plan\n"
+		".version 8.0\n.target sm_90\n.address_size 64\n";
+	fp8rt_program *p = NULL;
+	CHECK_OK(fp8rt_program_load_data(ctx, ptx, strlen(ptx), "block.ptx", &p), ctx);
+	fp8rt_tensor in[4] = {
+		fp8rt_tensor_dense(da, FP8RT_F8E4M3FN, 2, (int64_t[]){ BM, BK }),
+		fp8rt_tensor_dense(db, FP8RT_F8E4M3FN, 2, (int64_t[]){ BN, BK }),
+		fp8rt_tensor_dense(dsa, FP8RT_F32, 2, (int64_t[]){ BKB, BM }),
+		fp8rt_tensor_dense(dsb, FP8RT_F32, 2, (int64_t[]){ BKB4, 1 }),
+	};
+	fp8rt_tensor out = fp8rt_tensor_dense(dd, FP8RT_F32, 2, (int64_t[]){ BM, BN });
+	CHECK_OK(fp8rt_memset(ctx, dd, 0, sizeof want), ctx);
+	CHECK_OK(fp8rt_run(p, in, 4, &out, 1, NULL), ctx);
+	CHECK_OK(fp8rt_synchronize(ctx, NULL), ctx);
+	CHECK_OK(fp8rt_memcpy_dtoh(ctx, got, dd, sizeof got), ctx);
+	assert_equal(want, got, BM * BN, "block-wise plan");
+	CHECK_OK(fp8rt_program_destroy(p), ctx);
+	void *ptrs[] = { da, db, dsa, dsb, dd };
+	for (int i = 0; i < 5; i++)
+		CHECK_OK(fp8rt_free(ctx, ptrs[i]), ctx);
+	CHECK_OK(fp8rt_context_destroy(ctx), NULL);
+}
+
 /* ---- outputs that are copies of inputs --------------------------------------------- */
 
 /* how often the mock driver's entry `name` was called (cuda.h's names:

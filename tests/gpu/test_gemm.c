@@ -3,7 +3,8 @@
  * relative Frobenius error < 1e-2 (first mismatches printed). Shapes from the
  * seed layer up to M=1000 (not a multiple of 16); e4m3 x e4m3, e4m3 x e5m2
  * and e5m2 x e4m3; bf16, f32 and f16 outputs; bias; fast_accum on and off;
- * padded leading dimensions; row-wise scales (fp8rt_scaled_mm_ex). Then the
+ * padded leading dimensions; row-wise and block-wise scales
+ * (fp8rt_scaled_mm_ex). Then the
  * argument checks. Skipped visibly
  * without a GPU. */
 #include <stdlib.h>
@@ -13,7 +14,8 @@
 typedef struct {
 	int64_t m, n, k;
 	fp8rt_dtype at, bt, dt;
-	int bias, fast, pad, row; /* row: row-wise scales, scale_a[i] and scale_b[j] */
+	int bias, fast, pad, row; /* row: 1 row-wise scales, scale_a[i] and scale_b[j];
+	                             2 block-wise (fp8rt.h's FP8RT_SCALE_BLOCK) */
 } MmCase;
 
 typedef struct {
@@ -34,6 +36,20 @@ static float
 col_scale(const MmCase *c, int64_t j)
 {
 	return c->row ? scale_b / (float)(1 << (j % 3)) : scale_b;
+}
+
+/* block-wise: a's 1x128 block (i, r) and b's 128x128 block (r, c), powers
+ * of two that vary along both */
+static float
+block_a(int64_t i, int64_t r)
+{
+	return scale_a * (float)(1 << ((i + r) % 5));
+}
+
+static float
+block_b(int64_t r, int64_t c)
+{
+	return scale_b / (float)(1 << ((r + 2 * c) % 3));
 }
 
 static double
@@ -74,6 +90,17 @@ reference(
 		for (int64_t j = 0; j < c->n; j++) {
 			const double *x = ad + i * c->k, *y = bd + j * c->k;
 			double s0 = 0, s1 = 0, s2 = 0, s3 = 0;
+			if (c->row == 2) { /* each 128-long run scaled by its blocks */
+				double v = 0;
+				for (int64_t r = 0; r * 128 < c->k; r++) {
+					double part = 0;
+					for (int64_t kk = r * 128; kk < c->k && kk < r * 128 + 128; kk++)
+						part += x[kk] * y[kk];
+					v += part * block_a(i, r) * block_b(r, j / 128);
+				}
+				ref[i * c->n + j] = v + (bias ? bias[j] : 0);
+				continue;
+			}
 			for (int64_t kk = 0; kk < c->k; kk += 4) {
 				s0 += x[kk] * y[kk];
 				s1 += x[kk + 1] * y[kk + 1];
@@ -98,14 +125,27 @@ check_mm(fp8rt_context *ctx, MmCase c)
 	uint16_t *bias16 = malloc((size_t)c.n * 2);
 	double *bias = malloc((size_t)c.n * sizeof *bias), *ref = malloc((size_t)(c.m * c.n) * sizeof *ref);
 	double *got = malloc((size_t)(c.m * c.n) * sizeof *got);
-	/* scale_a's m values, then scale_b's n at a 16-byte aligned offset */
-	int64_t sb_at = (c.m + 3) / 4 * 4;
-	float *scales = calloc((size_t)(sb_at + c.n), sizeof *scales);
+	/* scale_a's values, then scale_b's at a 16-byte aligned offset: m and n
+	 * of them, or block-wise m*kb (scale_a[r*m + i]) and kb4 per 128
+	 * columns (scale_b[c*kb4 + r]) */
+	int64_t kb = (c.k + 127) / 128, kb4 = (kb + 3) / 4 * 4, nb = (c.n + 127) / 128;
+	int64_t na = c.row == 2 ? c.m * kb : c.m, nsb = c.row == 2 ? kb4 * nb : c.n;
+	int64_t sb_at = (na + 3) / 4 * 4;
+	float *scales = calloc((size_t)(sb_at + nsb), sizeof *scales);
 	cr_assert(scales);
-	for (int64_t i = 0; i < c.m; i++)
-		scales[i] = row_scale(&c, i);
-	for (int64_t j = 0; j < c.n; j++)
-		scales[sb_at + j] = col_scale(&c, j);
+	if (c.row == 2) {
+		for (int64_t r = 0; r < kb; r++)
+			for (int64_t i = 0; i < c.m; i++)
+				scales[r * c.m + i] = block_a(i, r);
+		for (int64_t cb = 0; cb < nb; cb++)
+			for (int64_t r = 0; r < kb; r++)
+				scales[sb_at + cb * kb4 + r] = block_b(r, cb);
+	} else {
+		for (int64_t i = 0; i < c.m; i++)
+			scales[i] = row_scale(&c, i);
+		for (int64_t j = 0; j < c.n; j++)
+			scales[sb_at + j] = col_scale(&c, j);
+	}
 	uint64_t seed = 0x1234567ull + (uint64_t)(c.m * 31 + c.n * 7 + c.k) + (uint64_t)c.at * 1000;
 	cr_assert(a && b && d && bias16 && bias && ref && got);
 	for (int64_t i = 0; i < c.m * lda; i++)
@@ -121,7 +161,7 @@ check_mm(fp8rt_context *ctx, MmCase c)
 
 	Dev dev = { upload(ctx, a, (size_t)(c.m * lda)), upload(ctx, b, (size_t)(c.n * ldb)),
 		upload(ctx, d, (size_t)(c.m * ldd) * osize), upload(ctx, bias16, (size_t)c.n * 2),
-		upload(ctx, scales, (size_t)(sb_at + c.n) * sizeof *scales) };
+		upload(ctx, scales, (size_t)(sb_at + nsb) * sizeof *scales) };
 	fp8rt_scaled_mm_args args = {
 		.m = c.m,
 		.n = c.n,
@@ -142,10 +182,12 @@ check_mm(fp8rt_context *ctx, MmCase c)
 		.fast_accum = c.fast,
 	};
 	if (c.row) {
-		fp8rt_scaled_mm_ex_args ex = { .size = sizeof ex, .mm = args, .scale_mode = FP8RT_SCALE_ROW };
+		fp8rt_scaled_mm_ex_args ex = {
+			.size = sizeof ex, .mm = args, .scale_mode = c.row == 2 ? FP8RT_SCALE_BLOCK : FP8RT_SCALE_ROW
+		};
 		fp8rt_status st = fp8rt_scaled_mm_ex(ctx, &ex, NULL);
 		if (st == FP8RT_UNSUPPORTED) /* what the installed cuBLASLt says, visibly */
-			cr_skip("row-wise scales: %s", fp8rt_last_error(ctx));
+			cr_skip("%s scales: %s", c.row == 2 ? "block-wise" : "row-wise", fp8rt_last_error(ctx));
 		CHECK_OK(st, ctx);
 		CHECK_OK(fp8rt_scaled_mm_ex(ctx, &ex, NULL), ctx);
 	} else {
@@ -222,6 +264,24 @@ Test(scaled_mm, padded_leading_dims)
 	GPU_CONTEXT(ctx);
 	check_mm(ctx, (MmCase){ 100, 128, 256, FP8RT_F8E4M3FN, FP8RT_F8E4M3FN, FP8RT_BF16, 1, 0, 1, 0 });
 	check_mm(ctx, (MmCase){ 33, 48, 64, FP8RT_F8E4M3FN, FP8RT_F8E5M2, FP8RT_F32, 0, 1, 1, 0 });
+	fp8rt_context_destroy(ctx);
+}
+
+/* DeepSeek-V3's blocks: 1x128 on a, 128x128 on b; k a multiple of 128 (kb
+ * = 1 and 3: a scale_b column padded to 4), m a multiple of 4, n not one of
+ * 128; bf16 and f32 results, bias, padded leading dims, e4m3 x e5m2 */
+Test(scaled_mm, block_wise_scales, .timeout = 300)
+{
+	fp8rt_context *ctx;
+	GPU_CONTEXT(ctx);
+	static const int64_t bs[][3] = { { 16, 32, 128 }, { 128, 256, 512 }, { 1000, 1000, 384 }, { 512, 1024, 2048 } };
+	for (int s = 0; s < 4; s++) {
+		MmCase c = { bs[s][0], bs[s][1], bs[s][2], FP8RT_F8E4M3FN, FP8RT_F8E4M3FN, FP8RT_BF16, 0, 0, 0, 2 };
+		check_mm(ctx, c);
+		c.bias = 1, c.dt = FP8RT_F32;
+		check_mm(ctx, c);
+	}
+	check_mm(ctx, (MmCase){ 100, 128, 256, FP8RT_F8E4M3FN, FP8RT_F8E5M2, FP8RT_BF16, 1, 0, 1, 2 });
 	fp8rt_context_destroy(ctx);
 }
 

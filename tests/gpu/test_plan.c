@@ -412,25 +412,34 @@ static const char row_plan[] =
 	"gemm d=out:1 a=in:4 b=in:4 bias=none m=8 n=8 k=16 batch=1 stride_a=0 stride_b=0 stride_d=0 trans_a=0 "
 	"trans_b=1 atype=f32 btype=f32 dtype=f32 epilogue=none\n";
 
-/* row_plan with its text `old` replaced by `with`: parsed; the status, and
- * for a failure the message must contain `substr`. */
+/* `base` with its text `old` replaced by `with` (NULL: as it is), parsed:
+ * the status must be `want`, and for a failure the message must contain
+ * `substr`. True if it parsed (p then holds the plan). */
+static bool
+plan_case(const char *base, const char *old, const char *with, fp8rt_status want, const char *substr, RtPlan *p)
+{
+	char *text = old ? test_replace(base, old, with) : strdup(base);
+	fp8rt_status st = rt_plan_parse_text(text, strlen(text), "v3.plan", p, err, sizeof err);
+	free(text);
+	cr_assert_eq(st, want, "'%s' -> '%s': %s: %s", old ? old : "", with ? with : "", fp8rt_status_name(st), err);
+	if (st != FP8RT_OK)
+		cr_assert(strstr(err, substr), "message lacks \"%s\": %s", substr, err);
+	return st == FP8RT_OK;
+}
+
+/* row_plan with `old` replaced by `with`: the status, the message, and for
+ * a plan that parses (row_plan itself) its scale modes */
 static void
 row_plan_case(const char *old, const char *with, fp8rt_status want, const char *substr)
 {
-	char *text = old ? test_replace(row_plan, old, with) : strdup(row_plan);
 	RtPlan p;
-	fp8rt_status st = rt_plan_parse_text(text, strlen(text), "row.plan", &p, err, sizeof err);
-	cr_assert_eq(st, want, "'%s' -> '%s': %s: %s", old ? old : "", with ? with : "", fp8rt_status_name(st), err);
-	if (st == FP8RT_OK) {
-		cr_assert_eq(p.version, 3);
-		const RtGemm *g = &p.func[0].step[0].u.gemm;
-		cr_assert_eq(g->scale_mode, strstr(text, "scale_mode=row") ? FP8RT_SCALE_ROW : FP8RT_SCALE_TENSOR);
-		cr_assert_eq(p.func[0].step[1].u.gemm.scale_mode, FP8RT_SCALE_TENSOR);
-		rt_plan_free(&p);
-	} else {
-		cr_assert(strstr(err, substr), "message lacks \"%s\": %s", substr, err);
-	}
-	free(text);
+	if (!plan_case(row_plan, old, with, want, substr, &p))
+		return;
+	cr_assert_eq(p.version, 3);
+	const RtGemm *g = &p.func[0].step[0].u.gemm;
+	cr_assert_eq(g->scale_mode, FP8RT_SCALE_ROW);
+	cr_assert_eq(p.func[0].step[1].u.gemm.scale_mode, FP8RT_SCALE_TENSOR);
+	rt_plan_free(&p);
 }
 
 Test(plan, version_3_scale_mode)
@@ -445,13 +454,49 @@ Test(plan, version_3_scale_mode)
 		FP8RT_BAD_PROGRAM, "scale_mode=row");
 	row_plan_case("fast_accum=0 scale_mode=row", "fast_accum=0", FP8RT_BAD_PROGRAM,
 		"gemm scale_a=in:2 is f32 with 4 elements, the gemm wants 1 f32 (scale_mode=tensor)");
+	row_plan_case("scale_mode=row", "scale_mode=blocks", FP8RT_BAD_PROGRAM,
+		"scale_mode: unknown scale mode 'blocks' (tensor, row or block)");
+	/* block-wise: k a multiple of 128, m of 4, no fast_accum, scale_a
+	 * m*ceil(k/128) values, scale_b ceil(k/128) rounded up to 4 per 128
+	 * columns of b */
 	row_plan_case("scale_mode=row", "scale_mode=block", FP8RT_BAD_PROGRAM,
-		"scale_mode: unknown scale mode 'block' (tensor or row)");
+		"block-wise scales need k a multiple of 128 (k=16)");
 	row_plan_case("epilogue=none\n", "epilogue=none scale_mode=row\n", FP8RT_BAD_PROGRAM,
 		"key 'scale_mode' is for fp8 gemms; this one is f32 x f32");
 	row_plan_case(
 		"scale_mode=row", "scale_mode=row scale_mode=row", FP8RT_BAD_PROGRAM, "key 'scale_mode' given twice");
 	row_plan_case("fp8cc-plan 3", "fp8cc-plan 2", FP8RT_BAD_PROGRAM, "unknown key 'scale_mode'");
+}
+
+/* row_plan turned block-wise (k=256, scale_a 4*2 values, scale_b 4) with
+ * `old` replaced by `with` */
+static void
+block_plan_case(const char *old, const char *with, fp8rt_status want, const char *substr)
+{
+	char *b1 = test_replace(row_plan,
+		"input 0 a f8e4m3fn[4,16]\ninput 1 b f8e4m3fn[16,16]\ninput 2 sa f32[4,1]\ninput 3 sb f32[1,16]",
+		"input 0 a f8e4m3fn[4,256]\ninput 1 b f8e4m3fn[16,256]\ninput 2 sa f32[2,4]\ninput 3 sb f32[4,1]");
+	char *b2 = test_replace(b1, "m=4 n=16 k=16 batch=1", "m=4 n=16 k=256 batch=1");
+	char *b3 = test_replace(b2, "scale_mode=row", "scale_mode=block");
+	RtPlan p;
+	if (plan_case(b3, old, with, want, substr, &p)) {
+		cr_assert_eq(p.func[0].step[0].u.gemm.scale_mode, FP8RT_SCALE_BLOCK);
+		rt_plan_free(&p);
+	}
+	free(b1), free(b2), free(b3);
+}
+
+Test(plan, version_3_block_scales)
+{
+	block_plan_case(NULL, NULL, FP8RT_OK, "");
+	block_plan_case("input 2 sa f32[2,4]", "input 2 sa f32[4]", FP8RT_BAD_PROGRAM,
+		"gemm scale_a=in:2 is f32 with 4 elements, the gemm wants 8 f32 (scale_mode=block)");
+	block_plan_case("input 3 sb f32[4,1]", "input 3 sb f32[2,1]", FP8RT_BAD_PROGRAM,
+		"gemm scale_b=in:3 is f32 with 2 elements, the gemm wants 4 f32 (scale_mode=block)");
+	block_plan_case("fast_accum=0 scale_mode=block", "fast_accum=1 scale_mode=block", FP8RT_BAD_PROGRAM,
+		"block-wise scales take no fast_accum");
+	block_plan_case("m=4 n=16 k=256", "m=2 n=16 k=256", FP8RT_BAD_PROGRAM,
+		"block-wise scales need m a multiple of 4 (m=2)");
 }
 
 /* ---- version 2: functions, state slots, float GEMMs ------------------------ */
