@@ -78,8 +78,8 @@ print_gemm(FILE *f, Func *fn, const Plan *p, const Instr *in, const char *pre, i
 		ir_dtypes[fn->vals[a[1]].dtype].name, ir_dtypes[fn->vals[in->res].dtype].name);
 	if (version > 1)
 		fputs(" epilogue=none", f);
-	if (ir_rowwise_scales(fn, in))
-		fputs(" scale_mode=row", f);
+	if (ir_scale_mode(fn, in) != SCALES_TENSOR)
+		fputs(ir_scale_mode(fn, in) == SCALES_ROW ? " scale_mode=row" : " scale_mode=block", f);
 	fprintf(f, " fast_accum=%d\n", (in->flags & IF_FAST_ACCUM) != 0);
 }
 
@@ -210,7 +210,7 @@ be_print_plan_head(FILE *f, const Program *prog, const char *gpu, const char *pr
 
 /* 1 for a program that needs nothing past version 1: one function, no state,
  * no GEMM but torch._scaled_mm's with tensor-wise scales, no extern; 3 for
- * one with row-wise scales; else 2 */
+ * one with row-wise or block-wise scales; else 2 */
 int
 be_plan_version(const Program *prog)
 {
@@ -220,7 +220,7 @@ be_plan_version(const Program *prog)
 		Func *fn = prog->fns[fi];
 
 		for (uint32_t i = 0; i < fn->nins; i++) {
-			if (ir_rowwise_scales(fn, &fn->ins[i]))
+			if (ir_scale_mode(fn, &fn->ins[i]) != SCALES_TENSOR)
 				return 3;
 			if (fn->ins[i].op == OP_MATMUL || fn->ins[i].op == OP_EXTERN)
 				v = 2;

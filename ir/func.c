@@ -300,10 +300,23 @@ ir_rewrite_end(Func *dst, Func *src, const uint32_t *map)
 	}
 }
 
-bool
-ir_rowwise_scales(Func *fn, const Instr *in)
+ScaleMode
+ir_scale_mode(Func *fn, const Instr *in)
 {
-	return in->op == OP_SCALED_MM && fn->vals[ir_args(fn, in)[2]].rank != 0;
+	const uint32_t *a = ir_args(fn, in);
+	const int64_t *sa, *sb;
+	int64_t M, K, N;
+
+	if (in->op != OP_SCALED_MM || in->nargs < 4 || fn->vals[a[2]].rank != 2 || fn->vals[a[3]].rank != 2 ||
+		fn->vals[a[0]].rank != 2 || fn->vals[a[1]].rank != 2)
+		return SCALES_TENSOR;
+	sa = ir_dims(fn, a[2]), sb = ir_dims(fn, a[3]);
+	M = ir_dims(fn, a[0])[0], K = ir_dims(fn, a[0])[1], N = ir_dims(fn, a[1])[1];
+	if (sa[0] == M && sa[1] == 1 && sb[0] == 1 && sb[1] == N)
+		return SCALES_ROW;
+	if (sa[0] == M && sa[1] == (K + 127) / 128 && sb[0] == (K + 127) / 128 && sb[1] == (N + 127) / 128)
+		return SCALES_BLOCK;
+	return SCALES_TENSOR;
 }
 
 /* the dim of v at memory position t, outermost first */

@@ -594,14 +594,17 @@ decode(const Tensor *t, int64_t n)
 
 /* exact fp8 decode; products of fp8 values are exact in float, accumulated in
  * float over k in order; then scaled by scale_a * scale_b (row-wise: by
- * scale_a[i], then by scale_b[j], in float), bias added, rounded */
+ * scale_a[i], then by scale_b[j], in float), bias added, rounded.
+ * Block-wise, each 128 of k are summed apart, the partial sum scaled by
+ * scale_a[i][r], then by scale_b[r][j/128], and added in float in order. */
 static void
 eval_scaled_mm(Func *fn, const Instr *in, Tensor *r, Tensor **vals)
 {
 	const uint32_t *a = ir_args(fn, in);
 	const Tensor *A = vals[a[0]], *B = vals[a[1]], *bias = in->nargs == 5 ? vals[a[4]] : NULL;
 	int64_t M = A->dims[0], K = A->dims[1], N = B->dims[1];
-	bool rows = ir_rowwise_scales(fn, in);
+	ScaleMode mode = ir_scale_mode(fn, in);
+	int64_t KB = (K + 127) / 128, NB = (N + 127) / 128;
 	float *af = decode(A, M * K), *bt = malloc((size_t)(K * N > 0 ? K * N : 1) * sizeof *bt);
 
 	if (!af || !bt)
@@ -614,11 +617,22 @@ eval_scaled_mm(Func *fn, const Instr *in, Tensor *r, Tensor **vals)
 			const float *x = af + i * K, *y = bt + j * K;
 			float acc = 0;
 
-			for (int64_t k = 0; k < K; k++)
-				acc += x[k] * y[k];
-			if (rows)
+			if (mode == SCALES_BLOCK) {
+				for (int64_t r = 0; r < KB; r++) {
+					float part = 0;
+
+					for (int64_t k = r * 128; k < K && k < r * 128 + 128; k++)
+						part += x[k] * y[k];
+					acc += part * (float)tensor_getf(vals[a[2]], i * KB + r) *
+						(float)tensor_getf(vals[a[3]], r * NB + j / 128);
+				}
+			} else {
+				for (int64_t k = 0; k < K; k++)
+					acc += x[k] * y[k];
+			}
+			if (mode == SCALES_ROW)
 				acc = acc * (float)tensor_getf(vals[a[2]], i) * (float)tensor_getf(vals[a[3]], j);
-			else
+			else if (mode == SCALES_TENSOR)
 				acc *= (float)tensor_getf(vals[a[2]], 0) * (float)tensor_getf(vals[a[3]], 0);
 			if (bias)
 				acc += (float)tensor_getf(bias, j);

@@ -255,8 +255,12 @@ const char *ir_name(Func *fn, uint32_t v, char buf[16]);
 /* per-value use counts, returns included; arena-allocated */
 uint32_t *ir_uses(Func *fn);
 bool ir_is_rowmajor(Func *fn, uint32_t v);
-/* a scaled_mm with row-wise scales (scale_a (M,1), scale_b (1,N)), not one f32 each */
-bool ir_rowwise_scales(Func *fn, const Instr *in);
+/* How a scaled_mm's scales apply (docs/ir.md): one f32 each; row-wise,
+ * scale_a (M,1) and scale_b (1,N); block-wise, scale_a (M, ceil(K/128)) per
+ * 1x128 block of a and scale_b (ceil(K/128), ceil(N/128)) per 128x128 block
+ * of b. Not a scaled_mm, or scales of no form: SCALES_TENSOR. */
+typedef enum { SCALES_TENSOR, SCALES_ROW, SCALES_BLOCK } ScaleMode;
+ScaleMode ir_scale_mode(Func *fn, const Instr *in);
 /* true if the result of `in` has its operand's bytes: a reshape between
  * row-major values, or a transpose whose result's layout walks the
  * operand's dims in the operand's memory order (the transpose of a

@@ -357,16 +357,30 @@ check_gemm(Check *c, const uint32_t *a)
 		return fail(c, "f8e5m2 x f8e5m2 is not supported");
 	if (va->rank != 2 || vb->rank != 2 || da[1] != db[0])
 		return fail(c, "operands must be (M,K) and (K,N)");
-	/* torch._scaled_mm's two forms: one f32 each (tensor-wise), or scale_a
-	 * (M,1) and scale_b (1,N) (row-wise) */
+	/* torch._scaled_mm's forms: one f32 each (tensor-wise), scale_a (M,1)
+	 * and scale_b (1,N) (row-wise), or scale_a (M, K/128) and scale_b
+	 * (K/128, N/128) rounded up (block-wise: DeepSeek-V3's 1x128 and
+	 * 128x128 blocks) */
 	if (fn->vals[a[2]].dtype != DT_F32 || fn->vals[a[3]].dtype != DT_F32)
 		return fail(c, "scales must be f32");
-	if (fn->vals[a[2]].rank == 0
-			? fn->vals[a[3]].rank != 0
-			: fn->vals[a[2]].rank != 2 || fn->vals[a[3]].rank != 2 || ir_dims(fn, a[2])[0] != da[0] ||
-				ir_dims(fn, a[2])[1] != 1 || ir_dims(fn, a[3])[0] != 1 || ir_dims(fn, a[3])[1] != db[1])
-		return fail(c, "scales must be f32[] and f32[] (tensor-wise) or f32[%lld,1] and f32[1,%lld] (row-wise)",
-			(long long)da[0], (long long)db[1]);
+	if (fn->vals[a[2]].rank == 0 ? fn->vals[a[3]].rank != 0 : ir_scale_mode(fn, c->in) == SCALES_TENSOR)
+		return fail(c,
+			"scales must be f32[] and f32[] (tensor-wise), f32[%lld,1] and f32[1,%lld] (row-wise) or "
+			"f32[%lld,%lld] and f32[%lld,%lld] (block-wise)",
+			(long long)da[0], (long long)db[1], (long long)da[0], (long long)((da[1] + 127) / 128),
+			(long long)((da[1] + 127) / 128), (long long)((db[1] + 127) / 128));
+	/* what cuBLASLt's block scaling takes (torch's rules too), and K a
+	 * multiple of 512 so that scale_b's column of K blocks is a multiple of
+	 * 4 long, the leading dim cuBLASLt wants (docs/ir.md) */
+	if (ir_scale_mode(fn, c->in) == SCALES_BLOCK) {
+		if (c->in->flags & IF_FAST_ACCUM)
+			return fail(c, "block-wise scales take no fast accumulation (cuBLASLt, torch._scaled_mm)");
+		if (da[1] % 512 || da[0] % 4)
+			return fail(c,
+				"block-wise scales need K a multiple of 512 and M of 4 (cuBLASLt's scale layouts); "
+				"this is %lldx%lldx%lld",
+				(long long)da[0], (long long)db[1], (long long)da[1]);
+	}
 	if (vr->dtype != DT_BF16 && vr->dtype != DT_F16 && vr->dtype != DT_F32)
 		return fail(c, "result dtype must be bf16, f16 or f32");
 	if (vr->rank != 2 || dr[0] != da[0] || dr[1] != db[1])

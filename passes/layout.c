@@ -13,8 +13,10 @@
  * a program input gets a clone in layout {1,0}; fusion puts that clone in
  * the producing kernel, which then writes both layouts. An a operand that
  * is not row-major gets a row-major clone the same way, and a GEMM's result
- * is row-major whatever the input said: cuBLASLt writes it so. An extern's
- * operands and results are row-major too. */
+ * is row-major whatever the input said: cuBLASLt writes it so. Block-wise
+ * scales are laid out {1,0} the same way (cuBLASLt reads scale_a's M
+ * values of a K block together, and scale_b's K blocks of a column of
+ * blocks). An extern's operands and results are row-major too. */
 #include <string.h>
 
 #include "passes.h"
@@ -151,10 +153,19 @@ has_layout(Func *fn, uint32_t v, const int64_t *want)
 	return fn->vals[v].layout != IR_NONE && memcmp(&fn->ints[fn->vals[v].layout], want, 2 * sizeof *want) == 0;
 }
 
-/* per value: true if every use of it is as a GEMM's b operand, and it is no
- * output, input, GEMM or extern result (those are written row-major) */
+/* true if operand j of `in` is one cuBLASLt reads in layout {1,0}: a
+ * scaled_mm's b, and its scales when they are block-wise */
+static bool
+colmajor_operand(Func *fn, const Instr *in, uint32_t j)
+{
+	return in->op == OP_SCALED_MM && (j == 1 || ((j == 2 || j == 3) && ir_scale_mode(fn, in) == SCALES_BLOCK));
+}
+
+/* per value: true if every use of it is as an operand read in layout {1,0}
+ * (colmajor_operand), and it is no output, input, GEMM or extern result
+ * (those are written row-major) */
 static bool *
-only_gemm_b(Func *fn)
+only_colmajor(Func *fn)
 {
 	bool *other = arena_alloc(fn->arena, fn->nvals + 1), *only = arena_alloc(fn->arena, fn->nvals + 1);
 
@@ -164,7 +175,7 @@ only_gemm_b(Func *fn)
 		const Instr *in = &fn->ins[i];
 
 		for (uint32_t j = 0; j < in->nargs; j++)
-			other[ir_args(fn, in)[j]] |= in->op != OP_SCALED_MM || j != 1;
+			other[ir_args(fn, in)[j]] |= !colmajor_operand(fn, in, j);
 	}
 	for (uint32_t i = 0; i < fn->nins; i++)
 		only[fn->ins[i].res] = !op_step((Op)fn->ins[i].op) && !other[fn->ins[i].res];
@@ -239,26 +250,42 @@ legal_rowwise(Func *fn, Func *d, const Instr *in, uint32_t *map, uint32_t na, ui
 	map[in->res] = y;
 }
 
+/* operand v (new id nv) in layout {1,0}: its producer writes it so when
+ * only such operands read it, else a copy does */
+static uint32_t
+in_colmajor(Func *d, uint32_t v, uint32_t nv, const bool *only, uint32_t *copy)
+{
+	if (has_layout(d, nv, colmajor))
+		return nv;
+	if (only[v]) {
+		d->vals[nv].layout = ir_push_ints(d, colmajor, 2);
+		return nv;
+	}
+	return copy_of(d, v, nv, colmajor, copy);
+}
+
 static void
 legal_gemm(Func *fn, Func *d, const Instr *in, uint32_t *map, const bool *only_b, uint32_t *copy_a, uint32_t *copy_b)
 {
-	uint32_t a = ir_args(fn, in)[0], b = ir_args(fn, in)[1], na = map[a], nb = map[b], r;
+	const uint32_t *args = ir_args(fn, in);
+	uint32_t a = args[0], b = args[1], na = map[a], nb = in_colmajor(d, b, map[b], only_b, copy_b), r;
+	uint32_t sa = map[args[2]], sb = map[args[3]];
 
-	if (!has_layout(d, nb, colmajor)) {
-		if (only_b[b])
-			d->vals[nb].layout = ir_push_ints(d, colmajor, 2);
-		else /* only the b operand reads the copy */
-			nb = copy_of(d, b, nb, colmajor, copy_b);
+	if (ir_scale_mode(fn, in) == SCALES_BLOCK) {
+		sa = in_colmajor(d, args[2], sa, only_b, copy_b);
+		sb = in_colmajor(d, args[3], sb, only_b, copy_b);
 	}
 	if (!ir_is_rowmajor(d, na))
 		na = copy_of(d, a, na, NULL, copy_a);
-	if (ir_rowwise_scales(fn, in) && !native_rowwise(fn, in)) {
+	if (ir_scale_mode(fn, in) == SCALES_ROW && !native_rowwise(fn, in)) {
 		legal_rowwise(fn, d, in, map, na, nb);
 		return;
 	}
 	r = ir_copy_instr(d, fn, in, map);
 	d->argv[d->ins[d->nins - 1].args] = na;
 	d->argv[d->ins[d->nins - 1].args + 1] = nb;
+	d->argv[d->ins[d->nins - 1].args + 2] = sa;
+	d->argv[d->ins[d->nins - 1].args + 3] = sb;
 	d->vals[r].layout = IR_NONE;
 }
 
@@ -301,7 +328,7 @@ Func *
 pass_layouts(Func *fn)
 {
 	uint32_t *map, *copy_a, *copy_b;
-	bool *only_b = only_gemm_b(fn);
+	bool *only_b = only_colmajor(fn);
 	Func *d = ir_rewrite_begin(fn, &map);
 
 	copy_a = arena_alloc(fn->arena, (fn->nvals + 1) * sizeof *copy_a);

@@ -152,6 +152,10 @@ not_lowered(Func *fn, const Instr *in)
 		return "has a b operand not in layout {1,0} (the layouts pass gives it one)";
 	if (!ir_is_rowmajor(fn, a[0]) || !ir_is_rowmajor(fn, in->res))
 		return "has an a operand or result that is not row-major (the layouts pass makes them so)";
+	for (int j = 2; ir_scale_mode(fn, in) == SCALES_BLOCK && j < 4; j++)
+		if (fn->vals[a[j]].layout == IR_NONE ||
+			memcmp(&fn->ints[fn->vals[a[j]].layout], colmajor, sizeof colmajor) != 0)
+			return "has block-wise scales not in layout {1,0} (the layouts pass gives them one)";
 	return NULL;
 }
 

@@ -1188,6 +1188,42 @@ Test(interp, scaled_mm_f32_and_e5m2)
 	tensor_free(r2);
 }
 
+/* Block-wise scales (DeepSeek-V3's): a (4,512) and b (512,2) all ones, so
+ * each 128-long partial sum is 128; scale_a (4,4) = i + r, scale_b (4,1) =
+ * (r+1)/2: d(i,j) = 128 * sum_r (i+r)(r+1)/2 = 1280, 1920, 2560, 3200 */
+Test(interp, scaled_mm_block_scales)
+{
+	Func *fn = ir_func_new(A, "mm");
+	double *ones = malloc(512 * 4 * sizeof *ones), sa[16], sb[4];
+	uint32_t p[4];
+
+	cr_assert(ones);
+	for (int i = 0; i < 512 * 4; i++)
+		ones[i] = 1;
+	for (int i = 0; i < 4; i++)
+		for (int r = 0; r < 4; r++)
+			sa[i * 4 + r] = i + r;
+	for (int r = 0; r < 4; r++)
+		sb[r] = (r + 1) / 2.0;
+	Tensor *in[4] = {
+		tens("a", DT_F8E4M3FN, SH(4, 512), ones),
+		tens("b", DT_F8E4M3FN, SH(512, 2), ones),
+		tens("sa", DT_F32, SH(4, 4), sa),
+		tens("sb", DT_F32, SH(4, 1), sb),
+	};
+	Tensor *r = NULL;
+
+	for (int k = 0; k < 4; k++)
+		p[k] = ir_param(fn, in[k]->name, in[k]->dtype, in[k]->rank, in[k]->dims);
+	ir_return(fn, ir_instr(fn, OP_SCALED_MM, p, 4, NULL, 0, DT_F32, SH(4, 2)), NULL);
+	cr_assert_eq(ir_scale_mode(fn, &fn->ins[0]), SCALES_BLOCK);
+	run(fn, in, &r);
+	expect_vals(r, DBL(1280, 1280, 1920, 1920, 2560, 2560, 3200, 3200), 8, "scaled_mm, block-wise scales");
+	tensor_free(r);
+	free_all(in, 4);
+	free(ones);
+}
+
 /* ---- whole functions ---- */
 
 /* the torchao recipe on 4 values: amax 3.5, scale = 448 / max(amax, 1e-12) in
