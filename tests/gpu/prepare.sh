@@ -28,15 +28,15 @@ compile() {
 		--save-inputs "$out/ptx/$name.s2.in.safetensors" -o "$out/ptx/$name.s2.expected.safetensors"
 }
 
-# every corpus program, IR text and trace, at -O2 and -O0; for the matmul ones
-# also the program as read (--passes= --emit=ir), which tests/gpu/torch_gemm.py
+# every corpus program, IR text and trace, at -O2 and -O0; for the matmul and
+# scaled_mm ones also the program as read (--passes= --emit=ir), which tests/gpu/torch_gemm.py
 # does again with torch
 for f in tests/gpu/corpus/*.ir tests/gpu/corpus/*.trace; do
 	n=$(basename "${f%.*}")
 	compile "$n" "$f"
 	compile "${n}_O0" "$f" -O0
 	case $n in
-	matmul*) "$fp8cc" "$f" --passes= --emit=ir -o "$out/ptx/$n.ir" ;;
+	matmul* | scaled_*) "$fp8cc" "$f" --passes= --emit=ir -o "$out/ptx/$n.ir" ;;
 	esac
 done
 # the fp8 linear's training step: forward and backward, one program of two

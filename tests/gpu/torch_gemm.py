@@ -9,7 +9,8 @@ one function of matmuls and the few ops around them in the corpus (OPS). Each
 instruction is done again with torch on the GPU, on the inputs prepare.sh drew:
 a matmul x·wᵀ with a 2-d w as F.linear(x, w, bias), any other as torch.matmul
 of its operands (transposed as trans_a and trans_b say) + bias, then relu or
-F.gelu(approximate="tanh") for epilogue 1 or 2. Every output is compared with
+F.gelu(approximate="tanh") for epilogue 1 or 2; a scaled_mm as
+torch._scaled_mm with its scales (tensor-wise, row-wise or block-wise). Every output is compared with
 what fp8run wrote, one line each: GEMM results (names starting with mm) as
 check.py compares them (relative Frobenius error within the dtype's limit),
 the others bit for bit. Exit 1 on any mismatch."""
@@ -97,6 +98,26 @@ def matmul(ins, a, b, bias=None):
     return r.expand(ins.shape)
 
 
+def scaled_mm(ins, a, b, sa, sb, bias=None):
+    """torch._scaled_mm as the trace would call it: b column-major (the
+    transpose of a row-major weight), block-wise scales in the strides torch
+    wants (scale_a (M, K/128) M-major, scale_b (K/128, N/128) K-major)"""
+    block = sa.dim() == 2 and not (sa.shape[1] == 1 and sb.shape[0] == 1)
+    if block:
+        sa, sb = sa.t().contiguous().t(), sb.t().contiguous().t()
+    b = b.t().contiguous().t()
+    try:
+        return torch._scaled_mm(a, b, sa, sb, bias=bias, out_dtype=dtype(ins.dtype),
+                                use_fast_accum="fast_accum" in ins.flags)
+    except (RuntimeError, TypeError):
+        if not block or not hasattr(F, "scaled_mm"):
+            raise
+    # a torch whose _scaled_mm does not infer block scales: its explicit form
+    st = F.ScalingType
+    r = F.scaled_mm(a, b, sa, st.BlockWise1x128, sb, st.BlockWise128x128, output_dtype=dtype(ins.dtype))
+    return r + bias if bias is not None else r
+
+
 def broadcast(ins, a):
     view = [1] * len(ins.shape)
     for i, d in enumerate(ins.attrs):
@@ -106,6 +127,7 @@ def broadcast(ins, a):
 
 OPS = {
     "matmul": matmul,
+    "scaled_mm": scaled_mm,
     "transpose": lambda ins, a: a.permute(ins.attrs),
     "reshape": lambda ins, a: a.reshape(ins.shape),
     "broadcast_in_dim": broadcast,
@@ -114,6 +136,10 @@ OPS = {
     "neg": lambda ins, a: torch.neg(a),
     "exp": lambda ins, a: torch.exp(a),
     "reciprocal": lambda ins, a: torch.reciprocal(a),
+    "abs": lambda ins, a: torch.abs(a),
+    "amax": lambda ins, a: torch.amax(a, dim=ins.attrs),
+    "maximum": lambda ins, a, b: torch.maximum(a, b),
+    "minimum": lambda ins, a, b: torch.minimum(a, b),
     "add": lambda ins, a, b: torch.add(a, b),
     "sub": lambda ins, a, b: torch.sub(a, b),
     "mul": lambda ins, a, b: torch.mul(a, b),
