@@ -22,23 +22,18 @@
  * deterministic: the same inputs give the same bits on every run.
  *
  * Two shapes replace the loops where they apply (docs/design.md, "The
- * backend"): row kernels, for reductions over the last dim with the result
- * broadcast back, keep a row in registers through one pass; transposed
- * writes go through shared-memory tiles beside the row-major copy. */
+ * backend"): row kernels (rows.c), for reductions over the last dim with the
+ * result broadcast back, keep a row in registers through one pass;
+ * transposed writes go through shared-memory tiles beside the row-major copy
+ * (tiles.c). What those files share with this one is in cg.h. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "be.h"
+#include "cg.h"
 
-typedef struct {
-	uint32_t space; /* a value with the loop's dims and memory order */
-	uint32_t *vals; /* outputs to write (or full reductions to feed) */
-	uint32_t nvals;
-} Group;
-
-static LLVMValueRef
-ic(Cg *c, int64_t v)
+LLVMValueRef
+cg_ic(Cg *c, int64_t v)
 {
 	return LLVMConstInt(c->ity, (unsigned long long)v, 0);
 }
@@ -49,8 +44,8 @@ i32c(Cg *c, uint32_t v)
 	return LLVMConstInt(c->i32, v, 0);
 }
 
-static bool
-in_kernel(Cg *c, uint32_t v)
+bool
+cg_in_kernel(Cg *c, uint32_t v)
 {
 	return c->fn->vals[v].def != IR_NONE && c->fn->ins[c->fn->vals[v].def].kernel == (int32_t)c->k;
 }
@@ -63,8 +58,8 @@ is_reduce(Cg *c, uint32_t v)
 	return in && ir_ops[in->op].cls == OC_REDUCE;
 }
 
-static const int64_t *
-order_of(Func *fn, uint32_t v, int64_t *tmp)
+const int64_t *
+cg_order_of(Func *fn, uint32_t v, int64_t *tmp)
 {
 	if (fn->vals[v].layout != IR_NONE)
 		return &fn->ints[fn->vals[v].layout];
@@ -81,13 +76,13 @@ same_space(Func *fn, uint32_t a, uint32_t b)
 	int r = fn->vals[a].rank;
 
 	return ir_same_shape(fn, a, b) &&
-		memcmp(order_of(fn, a, t1), order_of(fn, b, t2), (size_t)r * sizeof(int64_t)) == 0;
+		memcmp(cg_order_of(fn, a, t1), cg_order_of(fn, b, t2), (size_t)r * sizeof(int64_t)) == 0;
 }
 
 /* ---- memory access ---- */
 
-static LLVMTypeRef
-mem_type(Cg *c, DType t)
+LLVMTypeRef
+cg_mem_type(Cg *c, DType t)
 {
 	return t == DT_B8 ? c->i8 : be_type(c, t);
 }
@@ -96,7 +91,7 @@ static void
 strides(Func *fn, uint32_t v, int64_t *st)
 {
 	int64_t tmp[IR_MAXRANK], s = 1;
-	const int64_t *ord = order_of(fn, v, tmp), *d = ir_dims(fn, v);
+	const int64_t *ord = cg_order_of(fn, v, tmp), *d = ir_dims(fn, v);
 
 	for (int j = fn->vals[v].rank - 1; j >= 0; j--) {
 		st[ord[j]] = s;
@@ -119,8 +114,8 @@ at_space_index(Cg *c, uint32_t v, LLVMValueRef *coords)
 
 	if (!coords || !c->space_coords || rank != fn->vals[s].rank)
 		return false;
-	ov = order_of(fn, v, t1);
-	os = order_of(fn, s, t2);
+	ov = cg_order_of(fn, v, t1);
+	os = cg_order_of(fn, s, t2);
 	dv = ir_dims(fn, v);
 	ds = ir_dims(fn, s);
 	for (int m = 0; m < rank; m++)
@@ -134,7 +129,7 @@ static LLVMValueRef
 offset(Cg *c, uint32_t v, LLVMValueRef *coords, int *align)
 {
 	int64_t st[IR_MAXRANK];
-	LLVMValueRef off = ic(c, 0);
+	LLVMValueRef off = cg_ic(c, 0);
 	int size = dt_size((DType)c->fn->vals[v].dtype);
 
 	*align = size;
@@ -146,7 +141,7 @@ offset(Cg *c, uint32_t v, LLVMValueRef *coords, int *align)
 	}
 	strides(c->fn, v, st);
 	for (int i = 0; i < c->fn->vals[v].rank; i++)
-		off = LLVMBuildAdd(c->b, off, LLVMBuildMul(c->b, coords[i], ic(c, st[i]), ""), "");
+		off = LLVMBuildAdd(c->b, off, LLVMBuildMul(c->b, coords[i], cg_ic(c, st[i]), ""), "");
 	return off;
 }
 
@@ -156,20 +151,20 @@ load_at(Cg *c, LLVMValueRef base, uint32_t v, LLVMValueRef *coords)
 	DType t = (DType)c->fn->vals[v].dtype;
 	int align;
 	LLVMValueRef off = offset(c, v, coords, &align);
-	LLVMValueRef p = LLVMBuildGEP2(c->b, mem_type(c, t), base, &off, 1, "");
-	LLVMValueRef x = LLVMBuildLoad2(c->b, mem_type(c, t), p, "");
+	LLVMValueRef p = LLVMBuildGEP2(c->b, cg_mem_type(c, t), base, &off, 1, "");
+	LLVMValueRef x = LLVMBuildLoad2(c->b, cg_mem_type(c, t), p, "");
 
 	LLVMSetAlignment(x, (unsigned)align);
 	return t == DT_B8 ? LLVMBuildICmp(c->b, LLVMIntNE, x, LLVMConstInt(c->i8, 0, 0), "") : x;
 }
 
-static void
-store_at(Cg *c, LLVMValueRef base, uint32_t v, LLVMValueRef *coords, LLVMValueRef x)
+void
+cg_store_at(Cg *c, LLVMValueRef base, uint32_t v, LLVMValueRef *coords, LLVMValueRef x)
 {
 	DType t = (DType)c->fn->vals[v].dtype;
 	int align;
 	LLVMValueRef off = offset(c, v, coords, &align);
-	LLVMValueRef p = LLVMBuildGEP2(c->b, mem_type(c, t), base, &off, 1, "");
+	LLVMValueRef p = LLVMBuildGEP2(c->b, cg_mem_type(c, t), base, &off, 1, "");
 
 	if (t == DT_B8)
 		x = LLVMBuildZExt(c->b, x, c->i8, "");
@@ -187,24 +182,24 @@ scratch_at(Cg *c, int64_t off)
 
 /* ---- coordinates ---- */
 
-static LLVMValueRef *
-new_coords(Cg *c, int rank)
+LLVMValueRef *
+cg_new_coords(Cg *c, int rank)
 {
 	return arena_alloc(c->fn->arena, (size_t)(rank + 1) * sizeof(LLVMValueRef));
 }
 
 /* coordinates of a linear index over dims taken in the given order */
-static LLVMValueRef *
-delinearize(Cg *c, LLVMValueRef lin, const int64_t *dims, const int64_t *ord, int rank)
+LLVMValueRef *
+cg_delinearize(Cg *c, LLVMValueRef lin, const int64_t *dims, const int64_t *ord, int rank)
 {
-	LLVMValueRef *co = new_coords(c, rank);
+	LLVMValueRef *co = cg_new_coords(c, rank);
 
 	for (int j = rank - 1; j >= 0; j--) {
 		int64_t d = dims[ord[j]];
 
-		co[ord[j]] = j == 0 ? lin : LLVMBuildURem(c->b, lin, ic(c, d), "");
+		co[ord[j]] = j == 0 ? lin : LLVMBuildURem(c->b, lin, cg_ic(c, d), "");
 		if (j > 0)
-			lin = LLVMBuildUDiv(c->b, lin, ic(c, d), "");
+			lin = LLVMBuildUDiv(c->b, lin, cg_ic(c, d), "");
 	}
 	return co;
 }
@@ -212,21 +207,19 @@ delinearize(Cg *c, LLVMValueRef lin, const int64_t *dims, const int64_t *ord, in
 static LLVMValueRef
 linearize(Cg *c, LLVMValueRef *co, const int64_t *dims, int rank)
 {
-	LLVMValueRef lin = ic(c, 0);
+	LLVMValueRef lin = cg_ic(c, 0);
 
 	for (int i = 0; i < rank; i++)
-		lin = LLVMBuildAdd(c->b, LLVMBuildMul(c->b, lin, ic(c, dims[i]), ""), co[i], "");
+		lin = LLVMBuildAdd(c->b, LLVMBuildMul(c->b, lin, cg_ic(c, dims[i]), ""), co[i], "");
 	return lin;
 }
 
 /* ---- values ---- */
 
-static LLVMValueRef value(Cg *c, uint32_t v, LLVMValueRef *coords);
-
 static LLVMValueRef
 operand(Cg *c, uint32_t a, LLVMValueRef *coords)
 {
-	return value(c, a, c->fn->vals[a].rank == 0 ? NULL : coords);
+	return cg_value(c, a, c->fn->vals[a].rank == 0 ? NULL : coords);
 }
 
 /* the coordinates of a shape op's operand for the result's coordinates */
@@ -237,13 +230,13 @@ shape_coords(Cg *c, const Instr *in, LLVMValueRef *co)
 	uint32_t a = ir_args(fn, in)[0];
 	const int64_t *at = ir_attr(fn, in), *ad = ir_dims(fn, a);
 	int rank = fn->vals[a].rank, rr = fn->vals[in->res].rank;
-	LLVMValueRef *n = new_coords(c, rank);
+	LLVMValueRef *n = cg_new_coords(c, rank);
 	int64_t ord[IR_MAXRANK];
 
 	switch (in->op) {
 	case OP_BROADCAST:
 		for (int i = 0; i < rank; i++)
-			n[i] = ad[i] == 1 ? ic(c, 0) : co[at[i]];
+			n[i] = ad[i] == 1 ? cg_ic(c, 0) : co[at[i]];
 		return n;
 	case OP_TRANSPOSE:
 		for (int i = 0; i < rank; i++)
@@ -252,20 +245,20 @@ shape_coords(Cg *c, const Instr *in, LLVMValueRef *co)
 	case OP_SLICE:
 		for (int i = 0; i < rank; i++)
 			n[i] = LLVMBuildAdd(
-				c->b, ic(c, at[i]), LLVMBuildMul(c->b, co[i], ic(c, at[2 * rank + i]), ""), "");
+				c->b, cg_ic(c, at[i]), LLVMBuildMul(c->b, co[i], cg_ic(c, at[2 * rank + i]), ""), "");
 		return n;
 	case OP_SQUEEZE:
 		for (int i = 0, j = 0, k = 0; i < rank; i++)
-			n[i] = (k < (int)in->nattr && at[k] == i) ? (k++, ic(c, 0)) : co[j++];
+			n[i] = (k < (int)in->nattr && at[k] == i) ? (k++, cg_ic(c, 0)) : co[j++];
 		return n;
 	case OP_RESHAPE:
 		for (int i = 0; i < rank; i++)
 			ord[i] = i;
-		return delinearize(c, linearize(c, co, ir_dims(fn, in->res), rr), ad, ord, rank);
+		return cg_delinearize(c, linearize(c, co, ir_dims(fn, in->res), rr), ad, ord, rank);
 	case OP_FLIP:
 		memcpy(n, co, (size_t)rank * sizeof *n);
 		for (uint32_t k = 0; k < in->nattr; k++)
-			n[at[k]] = LLVMBuildSub(c->b, ic(c, ad[at[k]] - 1), co[at[k]], "");
+			n[at[k]] = LLVMBuildSub(c->b, cg_ic(c, ad[at[k]] - 1), co[at[k]], "");
 		return n;
 	default: unreachable();
 	}
@@ -283,15 +276,15 @@ cat(Cg *c, const Instr *in, LLVMValueRef *co)
 	for (uint32_t k = 0; k < in->nargs; k++) {
 		uint32_t a = ir_args(fn, in)[k];
 		int64_t size = ir_dims(fn, a)[dim];
-		LLVMValueRef *n = new_coords(c, rank), rel, x, inside;
+		LLVMValueRef *n = cg_new_coords(c, rank), rel, x, inside;
 
 		if (size == 0)
 			continue;
 		memcpy(n, co, (size_t)rank * sizeof *n);
-		rel = LLVMBuildSub(c->b, co[dim], ic(c, off), "");
-		inside = LLVMBuildICmp(c->b, LLVMIntULT, rel, ic(c, size), "");
-		n[dim] = LLVMBuildSelect(c->b, inside, rel, ic(c, 0), "");
-		x = value(c, a, n);
+		rel = LLVMBuildSub(c->b, co[dim], cg_ic(c, off), "");
+		inside = LLVMBuildICmp(c->b, LLVMIntULT, rel, cg_ic(c, size), "");
+		n[dim] = LLVMBuildSelect(c->b, inside, rel, cg_ic(c, 0), "");
+		x = cg_value(c, a, n);
 		r = r ? LLVMBuildSelect(c->b, inside, x, r, "") : x;
 		off += size;
 	}
@@ -303,7 +296,7 @@ cat(Cg *c, const Instr *in, LLVMValueRef *co)
 static LLVMValueRef
 clamp_index(Cg *c, LLVMValueRef q, DType t, int64_t size)
 {
-	LLVMValueRef zero = ic(c, 0), hi = ic(c, size - 1);
+	LLVMValueRef zero = cg_ic(c, 0), hi = cg_ic(c, size - 1);
 
 	q = be_convert(c, q, t, c->ity == c->i64 ? DT_I64 : DT_I32, false);
 	q = LLVMBuildSelect(c->b, LLVMBuildICmp(c->b, LLVMIntSLT, q, zero, ""), zero, q, "");
@@ -318,18 +311,18 @@ gather(Cg *c, const Instr *in, LLVMValueRef *co)
 	uint32_t x = ir_args(fn, in)[0], ix = ir_args(fn, in)[1];
 	int64_t dim = ir_attr(fn, in)[0], size = ir_dims(fn, x)[dim];
 	int rank = fn->vals[x].rank;
-	LLVMValueRef *n = new_coords(c, rank), *icoord = co, q;
+	LLVMValueRef *n = cg_new_coords(c, rank), *icoord = co, q;
 
 	if (size == 0)
 		return be_constant(c, 0, (DType)fn->vals[in->res].dtype);
 	if (in->op == OP_TAKE) {
-		icoord = new_coords(c, 1);
+		icoord = cg_new_coords(c, 1);
 		icoord[0] = co[dim];
 	}
 	q = clamp_index(c, operand(c, ix, icoord), (DType)fn->vals[ix].dtype, size);
 	memcpy(n, co, (size_t)rank * sizeof *n);
 	n[dim] = q;
-	return value(c, x, n);
+	return cg_value(c, x, n);
 }
 
 /* pad: a where the coordinates fall on one of its elements, else the value */
@@ -340,7 +333,7 @@ pad(Cg *c, const Instr *in, LLVMValueRef *co)
 	uint32_t x = ir_args(fn, in)[0], v = ir_args(fn, in)[1];
 	const int64_t *p = ir_attr(fn, in), *xd = ir_dims(fn, x);
 	int rank = fn->vals[x].rank;
-	LLVMValueRef *n = new_coords(c, rank), inside = LLVMConstInt(c->i1, 1, 0), zero = ic(c, 0);
+	LLVMValueRef *n = cg_new_coords(c, rank), inside = LLVMConstInt(c->i1, 1, 0), zero = cg_ic(c, 0);
 
 	if (rank == 0)
 		return operand(c, x, NULL);
@@ -348,19 +341,20 @@ pad(Cg *c, const Instr *in, LLVMValueRef *co)
 		return operand(c, v, NULL);
 	for (int d = 0; d < rank; d++) {
 		int64_t step = p[2 * rank + d] + 1;
-		LLVMValueRef s = LLVMBuildSub(c->b, co[d], ic(c, p[d]), ""), ok, q;
+		LLVMValueRef s = LLVMBuildSub(c->b, co[d], cg_ic(c, p[d]), ""), ok, q;
 
 		ok = LLVMBuildICmp(c->b, LLVMIntSGE, s, zero, "");
 		s = LLVMBuildSelect(c->b, ok, s, zero, "");
-		q = step == 1 ? s : LLVMBuildUDiv(c->b, s, ic(c, step), "");
+		q = step == 1 ? s : LLVMBuildUDiv(c->b, s, cg_ic(c, step), "");
 		if (step > 1)
 			ok = LLVMBuildAnd(c->b, ok,
-				LLVMBuildICmp(c->b, LLVMIntEQ, LLVMBuildURem(c->b, s, ic(c, step), ""), zero, ""), "");
-		ok = LLVMBuildAnd(c->b, ok, LLVMBuildICmp(c->b, LLVMIntSLT, q, ic(c, xd[d]), ""), "");
+				LLVMBuildICmp(c->b, LLVMIntEQ, LLVMBuildURem(c->b, s, cg_ic(c, step), ""), zero, ""),
+				"");
+		ok = LLVMBuildAnd(c->b, ok, LLVMBuildICmp(c->b, LLVMIntSLT, q, cg_ic(c, xd[d]), ""), "");
 		n[d] = LLVMBuildSelect(c->b, ok, q, zero, "");
 		inside = LLVMBuildAnd(c->b, inside, ok, "");
 	}
-	return LLVMBuildSelect(c->b, inside, value(c, x, n), operand(c, v, NULL), "");
+	return LLVMBuildSelect(c->b, inside, cg_value(c, x, n), operand(c, v, NULL), "");
 }
 
 /* iota: start + i * step in 64 bits, then the result's width */
@@ -392,7 +386,7 @@ compute(Cg *c, const Instr *in, LLVMValueRef *co)
 		return LLVMBuildSelect(c->b, operand(c, a[0], co), operand(c, a[1], co), operand(c, a[2], co), "");
 	case OC_FULL:    return be_constant(c, in->fval, t);
 	case OC_CLONE:   return operand(c, a[0], co);
-	case OC_SHAPE:   return value(c, a[0], fn->vals[a[0]].rank ? shape_coords(c, in, co) : NULL);
+	case OC_SHAPE:   return cg_value(c, a[0], fn->vals[a[0]].rank ? shape_coords(c, in, co) : NULL);
 	case OC_CAT:     return cat(c, in, co);
 	case OC_GATHER:  return gather(c, in, co);
 	case OC_PAD:     return pad(c, in, co);
@@ -421,8 +415,8 @@ memo_find(Cg *c, uint32_t v, LLVMValueRef *co)
 	return NULL;
 }
 
-static void
-memo_add(Cg *c, uint32_t v, LLVMValueRef *co, LLVMValueRef x)
+void
+cg_memo_add(Cg *c, uint32_t v, LLVMValueRef *co, LLVMValueRef x)
 {
 	arena_grow(c->fn->arena, (void **)&c->memo, &c->capmemo, c->nmemo + 1, sizeof *c->memo);
 	c->memo[c->nmemo] = (Memo){ v, co, x, c->memo_head[v] };
@@ -441,8 +435,8 @@ memo_truncate(Cg *c, uint32_t n)
 }
 
 /* where a reduction's result lives: its output, or its place in scratch */
-static LLVMValueRef
-storage(Cg *c, uint32_t v)
+LLVMValueRef
+cg_storage(Cg *c, uint32_t v)
 {
 	return c->ptr_of[v] ? c->ptr_of[v] : scratch_at(c, c->storage[v]);
 }
@@ -458,7 +452,7 @@ uniform(Cg *c, uint32_t v)
 		return c->uniform[v];
 	if (here != c->pre)
 		LLVMPositionBuilderBefore(c->b, LLVMGetBasicBlockTerminator(c->pre));
-	if (!in_kernel(c, v))
+	if (!cg_in_kernel(c, v))
 		x = load_at(c, c->ptr_of[v], v, NULL);
 	else
 		x = compute(c, ir_def(c->fn, v), NULL);
@@ -467,8 +461,8 @@ uniform(Cg *c, uint32_t v)
 	return c->uniform[v] = x;
 }
 
-static LLVMValueRef
-value(Cg *c, uint32_t v, LLVMValueRef *co)
+LLVMValueRef
+cg_value(Cg *c, uint32_t v, LLVMValueRef *co)
 {
 	LLVMValueRef x;
 
@@ -476,26 +470,26 @@ value(Cg *c, uint32_t v, LLVMValueRef *co)
 		return uniform(c, v);
 	if ((x = memo_find(c, v, co)))
 		return x;
-	if (!in_kernel(c, v))
+	if (!cg_in_kernel(c, v))
 		x = load_at(c, c->ptr_of[v], v, co);
 	else if (is_reduce(c, v))
-		x = load_at(c, storage(c, v), v, co); /* a partial reduction of an earlier phase */
+		x = load_at(c, cg_storage(c, v), v, co); /* a partial reduction of an earlier phase */
 	else
 		x = compute(c, ir_def(c->fn, v), co);
-	memo_add(c, v, co, x);
+	cg_memo_add(c, v, co, x);
 	return x;
 }
 
 /* ---- control flow ---- */
 
-static LLVMBasicBlockRef
-block(Cg *c, const char *name)
+LLVMBasicBlockRef
+cg_block(Cg *c, const char *name)
 {
 	return LLVMAppendBasicBlockInContext(c->cx, c->kfn, name);
 }
 
-static LLVMValueRef
-entry_alloca(Cg *c, LLVMTypeRef t)
+LLVMValueRef
+cg_entry_alloca(Cg *c, LLVMTypeRef t)
 {
 	LLVMBasicBlockRef here = LLVMGetInsertBlock(c->b), entry = LLVMGetEntryBasicBlock(c->kfn);
 	LLVMValueRef first = LLVMGetFirstInstruction(entry), a;
@@ -509,24 +503,18 @@ entry_alloca(Cg *c, LLVMTypeRef t)
 	return a;
 }
 
-typedef struct {
-	LLVMValueRef iv, i, step;
-	LLVMBasicBlockRef head, exit;
-	uint32_t nmemo;
-} Loop;
-
 /* for (i = start; i < end; i += step): leaves the builder in the body */
-static LLVMValueRef
-loop_begin(Cg *c, Loop *l, LLVMValueRef start, LLVMValueRef end, LLVMValueRef step)
+LLVMValueRef
+cg_loop_begin(Cg *c, Loop *l, LLVMValueRef start, LLVMValueRef end, LLVMValueRef step)
 {
 	LLVMBasicBlockRef body;
 
-	l->iv = entry_alloca(c, c->ity);
+	l->iv = cg_entry_alloca(c, c->ity);
 	l->step = step;
 	LLVMBuildStore(c->b, start, l->iv);
-	l->head = block(c, "loop");
-	body = block(c, "body");
-	l->exit = block(c, "done");
+	l->head = cg_block(c, "loop");
+	body = cg_block(c, "body");
+	l->exit = cg_block(c, "done");
 	LLVMBuildBr(c->b, l->head);
 	LLVMPositionBuilderAtEnd(c->b, l->head);
 	l->i = LLVMBuildLoad2(c->b, c->ity, l->iv, "i");
@@ -536,8 +524,8 @@ loop_begin(Cg *c, Loop *l, LLVMValueRef start, LLVMValueRef end, LLVMValueRef st
 	return l->i;
 }
 
-static void
-loop_end(Cg *c, Loop *l)
+void
+cg_loop_end(Cg *c, Loop *l)
 {
 	LLVMBuildStore(c->b, LLVMBuildAdd(c->b, l->i, l->step, ""), l->iv);
 	LLVMBuildBr(c->b, l->head);
@@ -546,25 +534,25 @@ loop_end(Cg *c, Loop *l)
 }
 
 /* if (cond) { ... }: returns the join block; the builder is in the then-block */
-static LLVMBasicBlockRef
-if_begin(Cg *c, LLVMValueRef cond)
+LLVMBasicBlockRef
+cg_if_begin(Cg *c, LLVMValueRef cond)
 {
-	LLVMBasicBlockRef then = block(c, "then"), join = block(c, "join");
+	LLVMBasicBlockRef then = cg_block(c, "then"), join = cg_block(c, "join");
 
 	LLVMBuildCondBr(c->b, cond, then, join);
 	LLVMPositionBuilderAtEnd(c->b, then);
 	return join;
 }
 
-static void
-if_end(Cg *c, LLVMBasicBlockRef join)
+void
+cg_if_end(Cg *c, LLVMBasicBlockRef join)
 {
 	LLVMBuildBr(c->b, join);
 	LLVMPositionBuilderAtEnd(c->b, join);
 }
 
-static void
-syncthreads(Cg *c)
+void
+cg_syncthreads(Cg *c)
 {
 	LLVMValueRef zero = i32c(c, 0);
 
@@ -585,19 +573,19 @@ grid_barrier(Cg *c)
 	LLVMValueRef cnt = scratch_at(c, 0), gen = scratch_at(c, 4), g, old, v;
 	LLVMBasicBlockRef join, last, wait, spin, done;
 
-	syncthreads(c);
-	join = if_begin(c, LLVMBuildICmp(c->b, LLVMIntEQ, c->tid, ic(c, 0), ""));
+	cg_syncthreads(c);
+	join = cg_if_begin(c, LLVMBuildICmp(c->b, LLVMIntEQ, c->tid, cg_ic(c, 0), ""));
 	g = LLVMBuildLoad2(c->b, c->i32, gen, "");
 	LLVMSetVolatile(g, 1);
 	membar(c);
 	old = LLVMBuildAtomicRMW(c->b, LLVMAtomicRMWBinOpAdd, cnt, i32c(c, 1), LLVMAtomicOrderingMonotonic, 0);
-	last = block(c, "last");
-	wait = block(c, "wait");
-	spin = block(c, "spin");
-	done = block(c, "arrived");
+	last = cg_block(c, "last");
+	wait = cg_block(c, "wait");
+	spin = cg_block(c, "spin");
+	done = cg_block(c, "arrived");
 	LLVMBuildCondBr(c->b,
 		LLVMBuildICmp(c->b, LLVMIntEQ, LLVMBuildZExt(c->b, old, c->ity, ""),
-			LLVMBuildSub(c->b, c->nctaid, ic(c, 1), ""), ""),
+			LLVMBuildSub(c->b, c->nctaid, cg_ic(c, 1), ""), ""),
 		last, wait);
 	LLVMPositionBuilderAtEnd(c->b, last);
 	LLVMSetVolatile(LLVMBuildStore(c->b, i32c(c, 0), cnt), 1);
@@ -612,22 +600,14 @@ grid_barrier(Cg *c)
 	LLVMBuildCondBr(c->b, LLVMBuildICmp(c->b, LLVMIntEQ, v, g, ""), spin, done);
 	LLVMPositionBuilderAtEnd(c->b, done);
 	membar(c);
-	if_end(c, join);
-	syncthreads(c);
+	cg_if_end(c, join);
+	cg_syncthreads(c);
 }
 
 /* ---- reduction keys: unsigned integers that order like the values ---- */
 
-typedef struct {
-	Op op;
-	DType t;        /* the dtype of the reduced values */
-	LLVMTypeRef kt; /* i32 or i64 key; f64/i64 accumulator for sums */
-	bool wide;
-	bool sum; /* sum or prod: accumulate in double or i64 */
-} Red;
-
-static Red
-red_of(Cg *c, uint32_t v)
+Red
+cg_red_of(Cg *c, uint32_t v)
 {
 	const Instr *in = ir_def(c->fn, v);
 	Red r = { (Op)in->op, (DType)c->fn->vals[v].dtype, NULL, false, false };
@@ -663,8 +643,8 @@ max_key(Cg *c, const Red *r, LLVMValueRef x)
 	return LLVMBuildXor(c->b, x, top, "");
 }
 
-static LLVMValueRef
-key(Cg *c, const Red *r, LLVMValueRef x)
+LLVMValueRef
+cg_key(Cg *c, const Red *r, LLVMValueRef x)
 {
 	LLVMValueRef k;
 
@@ -679,8 +659,8 @@ key(Cg *c, const Red *r, LLVMValueRef x)
 	return LLVMBuildSelect(c->b, LLVMBuildFCmp(c->b, LLVMRealUNO, x, x, ""), LLVMConstAllOnes(r->kt), k, "");
 }
 
-static LLVMValueRef
-identity(Cg *c, const Red *r)
+LLVMValueRef
+cg_identity(Cg *c, const Red *r)
 {
 	if (r->op == OP_SUM)
 		return dt_isfloat(r->t) ? LLVMConstReal(c->f64, 0) : LLVMConstInt(c->i64, 0, 0);
@@ -689,8 +669,8 @@ identity(Cg *c, const Red *r)
 	return LLVMConstInt(r->kt, 0, 0);
 }
 
-static LLVMValueRef
-combine(Cg *c, const Red *r, LLVMValueRef a, LLVMValueRef b)
+LLVMValueRef
+cg_combine(Cg *c, const Red *r, LLVMValueRef a, LLVMValueRef b)
 {
 	bool f = dt_isfloat(r->t);
 
@@ -702,8 +682,8 @@ combine(Cg *c, const Red *r, LLVMValueRef a, LLVMValueRef b)
 }
 
 /* the reduced value (in the result's dtype) of an accumulated key */
-static LLVMValueRef
-unkey(Cg *c, const Red *r, LLVMValueRef k)
+LLVMValueRef
+cg_unkey(Cg *c, const Red *r, LLVMValueRef k)
 {
 	unsigned w = r->wide ? 64 : 32;
 	LLVMValueRef top = LLVMConstInt(r->kt, 1ull << (w - 1), 0), mask, bits, x, nan = NULL;
@@ -730,8 +710,8 @@ unkey(Cg *c, const Red *r, LLVMValueRef k)
 
 /* butterfly over the warp: every lane ends with the combination of all 32,
  * in the same order on every run */
-static LLVMValueRef
-warp_reduce(Cg *c, const Red *r, LLVMValueRef x)
+LLVMValueRef
+cg_warp_reduce(Cg *c, const Red *r, LLVMValueRef x)
 {
 	LLVMTypeRef t = LLVMTypeOf(x);
 	bool wide = t == c->i64 || t == c->f64;
@@ -755,7 +735,7 @@ warp_reduce(Cg *c, const Red *r, LLVMValueRef x)
 		} else {
 			other = LLVMBuildBitCast(c->b, lo, t, "");
 		}
-		x = combine(c, r, x, other); /* + and max commute: both lanes get the same bits */
+		x = cg_combine(c, r, x, other); /* + and max commute: both lanes get the same bits */
 	}
 	return x;
 }
@@ -763,8 +743,8 @@ warp_reduce(Cg *c, const Red *r, LLVMValueRef x)
 /* ---- block-level reduction: warps, then warp 0 over the warps' results ---- */
 
 /* a shared-memory array of the kernel, named after it */
-static LLVMValueRef
-shared_array(Cg *c, const char *name, LLVMTypeRef at, unsigned align)
+LLVMValueRef
+cg_shared_array(Cg *c, const char *name, LLVMTypeRef at, unsigned align)
 {
 	LLVMValueRef g = LLVMAddGlobalInAddressSpace(c->mod, at, name, 3);
 
@@ -774,8 +754,8 @@ shared_array(Cg *c, const char *name, LLVMTypeRef at, unsigned align)
 	return g;
 }
 
-static LLVMValueRef
-smem_slot(Cg *c, LLVMValueRef i)
+LLVMValueRef
+cg_smem_slot(Cg *c, LLVMValueRef i)
 {
 	char name[32];
 	LLVMTypeRef at = LLVMArrayType2(c->i64, BE_BLOCK / 32);
@@ -783,12 +763,12 @@ smem_slot(Cg *c, LLVMValueRef i)
 
 	snprintf(name, sizeof name, "%s.smem", c->fn->kernels[c->k].name);
 	if (!(g = LLVMGetNamedGlobal(c->mod, name)))
-		g = shared_array(c, name, at, 8);
+		g = cg_shared_array(c, name, at, 8);
 	return LLVMBuildGEP2(c->b, at, g, idx, 2, "");
 }
 
-static LLVMValueRef
-to_i64(Cg *c, LLVMValueRef x)
+LLVMValueRef
+cg_to_i64(Cg *c, LLVMValueRef x)
 {
 	LLVMTypeRef t = LLVMTypeOf(x);
 
@@ -797,8 +777,8 @@ to_i64(Cg *c, LLVMValueRef x)
 	return t == c->i64 ? x : LLVMBuildZExt(c->b, x, c->i64, "");
 }
 
-static LLVMValueRef
-from_i64(Cg *c, LLVMValueRef x, LLVMTypeRef t)
+LLVMValueRef
+cg_from_i64(Cg *c, LLVMValueRef x, LLVMTypeRef t)
 {
 	if (t == c->f64)
 		return LLVMBuildBitCast(c->b, x, c->f64, "");
@@ -806,28 +786,30 @@ from_i64(Cg *c, LLVMValueRef x, LLVMTypeRef t)
 }
 
 /* every thread's x combined over the block; valid in thread 0 */
-static LLVMValueRef
-block_reduce(Cg *c, const Red *r, LLVMValueRef x)
+LLVMValueRef
+cg_block_reduce(Cg *c, const Red *r, LLVMValueRef x)
 {
-	LLVMValueRef lane = LLVMBuildAnd(c->b, c->tid, ic(c, 31), ""), warp = LLVMBuildLShr(c->b, c->tid, ic(c, 5), "");
-	LLVMValueRef res = entry_alloca(c, r->kt), v;
+	LLVMValueRef lane = LLVMBuildAnd(c->b, c->tid, cg_ic(c, 31), ""),
+		     warp = LLVMBuildLShr(c->b, c->tid, cg_ic(c, 5), "");
+	LLVMValueRef res = cg_entry_alloca(c, r->kt), v;
 	LLVMBasicBlockRef join;
 
-	x = warp_reduce(c, r, x);
-	join = if_begin(c, LLVMBuildICmp(c->b, LLVMIntEQ, lane, ic(c, 0), ""));
-	LLVMBuildStore(c->b, to_i64(c, x), smem_slot(c, warp));
-	if_end(c, join);
-	syncthreads(c);
-	LLVMBuildStore(c->b, identity(c, r), res);
-	join = if_begin(c, LLVMBuildICmp(c->b, LLVMIntEQ, warp, ic(c, 0), ""));
-	v = from_i64(c,
-		LLVMBuildLoad2(c->b, c->i64, smem_slot(c, LLVMBuildAnd(c->b, lane, ic(c, BE_BLOCK / 32 - 1), "")), ""),
+	x = cg_warp_reduce(c, r, x);
+	join = cg_if_begin(c, LLVMBuildICmp(c->b, LLVMIntEQ, lane, cg_ic(c, 0), ""));
+	LLVMBuildStore(c->b, cg_to_i64(c, x), cg_smem_slot(c, warp));
+	cg_if_end(c, join);
+	cg_syncthreads(c);
+	LLVMBuildStore(c->b, cg_identity(c, r), res);
+	join = cg_if_begin(c, LLVMBuildICmp(c->b, LLVMIntEQ, warp, cg_ic(c, 0), ""));
+	v = cg_from_i64(c,
+		LLVMBuildLoad2(
+			c->b, c->i64, cg_smem_slot(c, LLVMBuildAnd(c->b, lane, cg_ic(c, BE_BLOCK / 32 - 1), "")), ""),
 		r->kt);
 	v = LLVMBuildSelect(
-		c->b, LLVMBuildICmp(c->b, LLVMIntULT, lane, ic(c, BE_BLOCK / 32), ""), v, identity(c, r), "");
-	LLVMBuildStore(c->b, warp_reduce(c, r, v), res);
-	if_end(c, join);
-	syncthreads(c); /* the slots are free again */
+		c->b, LLVMBuildICmp(c->b, LLVMIntULT, lane, cg_ic(c, BE_BLOCK / 32), ""), v, cg_identity(c, r), "");
+	LLVMBuildStore(c->b, cg_warp_reduce(c, r, v), res);
+	cg_if_end(c, join);
+	cg_syncthreads(c); /* the slots are free again */
 	return LLVMBuildLoad2(c->b, r->kt, res, "");
 }
 
@@ -860,7 +842,7 @@ analyze(Cg *c, KPlan *kp)
 		for (uint32_t j = 0; j < in->nargs; j++) {
 			uint32_t a = ir_args(fn, in)[j];
 
-			if (in_kernel(c, a) && c->avail[a] > p)
+			if (cg_in_kernel(c, a) && c->avail[a] > p)
 				p = c->avail[a];
 		}
 		kp->phase[v] = p;
@@ -870,7 +852,7 @@ analyze(Cg *c, KPlan *kp)
 			continue;
 		c->avail[v] = p + 1;
 		if (fn->vals[v].rank == 0) {
-			Red r = red_of(c, v);
+			Red r = cg_red_of(c, v);
 
 			c->storage[v] = off;
 			off += r.sum ? 8 * BE_MAXGRID : 8;
@@ -899,8 +881,8 @@ analyze(Cg *c, KPlan *kp)
 
 /* elements per thread: 16 bytes of the narrowest tensor read or written at the
  * loop's own index */
-static int
-vector_width(Cg *c, const Group *g)
+int
+cg_vector_width(Cg *c, const Group *g)
 {
 	Func *fn = c->fn;
 	const Kernel *k = &fn->kernels[c->k];
@@ -937,19 +919,19 @@ element(Cg *c, const Group *g, LLVMValueRef *accs, const Red *reds)
 			LLVMValueRef x = operand(c, ir_args(fn, in)[0], c->space_coords);
 
 			LLVMBuildStore(c->b,
-				combine(c, &reds[i], LLVMBuildLoad2(c->b, reds[i].kt, accs[i], ""),
-					key(c, &reds[i], x)),
+				cg_combine(c, &reds[i], LLVMBuildLoad2(c->b, reds[i].kt, accs[i], ""),
+					cg_key(c, &reds[i], x)),
 				accs[i]);
 		} else {
-			store_at(c, c->ptr_of[v], v, c->space_coords, value(c, v, c->space_coords));
+			cg_store_at(c, c->ptr_of[v], v, c->space_coords, cg_value(c, v, c->space_coords));
 		}
 	}
 }
 
 /* make co, at linear index lin (a multiple of align), the current element
  * of space: accesses at the space's own index are aligned */
-static LLVMValueRef *
-current(Cg *c, uint32_t space, LLVMValueRef *co, LLVMValueRef lin, int align)
+LLVMValueRef *
+cg_current(Cg *c, uint32_t space, LLVMValueRef *co, LLVMValueRef lin, int align)
 {
 	c->space = space;
 	c->space_coords = co;
@@ -964,10 +946,10 @@ space_element(Cg *c, const Group *g, LLVMValueRef lin, int align, LLVMValueRef *
 	int64_t tmp[IR_MAXRANK];
 	uint32_t s = g->space;
 
-	current(c, s,
+	cg_current(c, s,
 		c->fn->vals[s].rank == 0
 			? NULL
-			: delinearize(c, lin, ir_dims(c->fn, s), order_of(c->fn, s, tmp), c->fn->vals[s].rank),
+			: cg_delinearize(c, lin, ir_dims(c->fn, s), cg_order_of(c->fn, s, tmp), c->fn->vals[s].rank),
 		lin, align);
 	element(c, g, accs, reds);
 	c->space_coords = NULL;
@@ -979,8 +961,8 @@ space_element(Cg *c, const Group *g, LLVMValueRef lin, int align, LLVMValueRef *
  * kernel input across the space's memory order: the input's inner dim is
  * the space's outer one. Walks elementwise ops and transposes; anything that
  * remaps coordinates otherwise ends the walk. */
-static bool
-reads_across(Cg *c, uint32_t v, const int64_t *perm, int depth)
+bool
+cg_reads_across(Cg *c, uint32_t v, const int64_t *perm, int depth)
 {
 	Func *fn = c->fn;
 	const Instr *in = ir_def(fn, v);
@@ -989,31 +971,31 @@ reads_across(Cg *c, uint32_t v, const int64_t *perm, int depth)
 
 	if (fn->vals[v].rank != 2 || depth > 64)
 		return false;
-	if (!in_kernel(c, v)) {
-		ov = order_of(fn, v, t1);
-		os = order_of(fn, c->space, t2);
+	if (!cg_in_kernel(c, v)) {
+		ov = cg_order_of(fn, v, t1);
+		os = cg_order_of(fn, c->space, t2);
 		return perm[ov[1]] == os[0];
 	}
 	if (in->op == OP_TRANSPOSE) {
 		for (int d = 0; d < 2; d++)
 			p2[ir_attr(fn, in)[d]] = perm[d];
-		return reads_across(c, ir_args(fn, in)[0], p2, depth + 1);
+		return cg_reads_across(c, ir_args(fn, in)[0], p2, depth + 1);
 	}
 	if (!op_elementwise((Op)in->op) && in->op != OP_CLONE)
 		return false;
 	for (uint32_t j = 0; j < in->nargs; j++)
-		if (reads_across(c, ir_args(fn, in)[j], perm, depth + 1))
+		if (cg_reads_across(c, ir_args(fn, in)[j], perm, depth + 1))
 			return true;
 	return false;
 }
 
-static bool
-group_reads_across(Cg *c, const Group *g)
+bool
+cg_group_reads_across(Cg *c, const Group *g)
 {
 	static const int64_t id[2] = { 0, 1 };
 
 	for (uint32_t i = 0; i < g->nvals; i++)
-		if (ir_ops[ir_def(c->fn, g->vals[i])->op].cls != OC_REDUCE && reads_across(c, g->vals[i], id, 0))
+		if (ir_ops[ir_def(c->fn, g->vals[i])->op].cls != OC_REDUCE && cg_reads_across(c, g->vals[i], id, 0))
 			return true;
 	return false;
 }
@@ -1029,18 +1011,18 @@ chunk_start(Cg *c, LLVMValueRef ch, int64_t inner, int V, bool across)
 	int64_t rowchunks = inner / V;
 
 	if (!across)
-		return LLVMBuildMul(c->b, ch, ic(c, V), "");
-	w = LLVMBuildUDiv(c->b, ch, ic(c, 32), "");
-	a = LLVMBuildAdd(c->b, LLVMBuildMul(c->b, LLVMBuildUDiv(c->b, w, ic(c, rowchunks), ""), ic(c, 32), ""),
-		LLVMBuildURem(c->b, ch, ic(c, 32), ""), "");
-	b = LLVMBuildMul(c->b, LLVMBuildURem(c->b, w, ic(c, rowchunks), ""), ic(c, V), "");
-	return LLVMBuildAdd(c->b, LLVMBuildMul(c->b, a, ic(c, inner), ""), b, "");
+		return LLVMBuildMul(c->b, ch, cg_ic(c, V), "");
+	w = LLVMBuildUDiv(c->b, ch, cg_ic(c, 32), "");
+	a = LLVMBuildAdd(c->b, LLVMBuildMul(c->b, LLVMBuildUDiv(c->b, w, cg_ic(c, rowchunks), ""), cg_ic(c, 32), ""),
+		LLVMBuildURem(c->b, ch, cg_ic(c, 32), ""), "");
+	b = LLVMBuildMul(c->b, LLVMBuildURem(c->b, w, cg_ic(c, rowchunks), ""), cg_ic(c, V), "");
+	return LLVMBuildAdd(c->b, LLVMBuildMul(c->b, a, cg_ic(c, inner), ""), b, "");
 }
 
 /* the elements element j of a thread's V (the first at a multiple of V) is
  * aligned to */
-static int
-lane_align(int j, int V)
+int
+cg_lane_align(int j, int V)
 {
 	return j ? (j & -j) : V;
 }
@@ -1050,7 +1032,7 @@ static void
 chunk(Cg *c, const Group *g, LLVMValueRef i, int V, LLVMValueRef *accs, const Red *reds)
 {
 	for (int j = 0; j < V; j++)
-		space_element(c, g, j ? LLVMBuildAdd(c->b, i, ic(c, j), "") : i, lane_align(j, V), accs, reds);
+		space_element(c, g, j ? LLVMBuildAdd(c->b, i, cg_ic(c, j), "") : i, cg_lane_align(j, V), accs, reds);
 }
 
 /* grid-stride loop over the space, V elements a thread, then the tail
@@ -1060,285 +1042,48 @@ group_loop(Cg *c, const Group *g, LLVMValueRef *accs, const Red *reds, bool back
 {
 	Func *fn = c->fn;
 	int64_t total = ir_numel(fn, g->space), t[IR_MAXRANK], outer = 0, inner = 0;
-	int V = vector_width(c, g);
+	int V = cg_vector_width(c, g);
 	int64_t nvec = total / V;
 	bool across = false;
 	Loop l;
 	LLVMValueRef i;
 
 	if (fn->vals[g->space].rank == 2) {
-		const int64_t *ord = order_of(fn, g->space, t);
+		const int64_t *ord = cg_order_of(fn, g->space, t);
 
 		c->space = g->space;
 		outer = ir_dims(fn, g->space)[ord[0]];
 		inner = ir_dims(fn, g->space)[ord[1]];
-		across = outer % 32 == 0 && inner % V == 0 && group_reads_across(c, g);
+		across = outer % 32 == 0 && inner % V == 0 && cg_group_reads_across(c, g);
 	}
 	if (nvec > 0 && backward) {
 		/* the grid's steps taken last first: what the phase before read last
 		 * is what L2 still holds */
 		LLVMValueRef steps =
-			LLVMBuildUDiv(c->b, LLVMBuildAdd(c->b, ic(c, nvec - 1), c->gstride, ""), c->gstride, "");
+			LLVMBuildUDiv(c->b, LLVMBuildAdd(c->b, cg_ic(c, nvec - 1), c->gstride, ""), c->gstride, "");
 		LLVMBasicBlockRef join;
 
-		i = loop_begin(c, &l, ic(c, 0), steps, ic(c, 1));
+		i = cg_loop_begin(c, &l, cg_ic(c, 0), steps, cg_ic(c, 1));
 		i = LLVMBuildAdd(c->b,
-			LLVMBuildMul(c->b, LLVMBuildSub(c->b, LLVMBuildSub(c->b, steps, ic(c, 1), ""), i, ""),
+			LLVMBuildMul(c->b, LLVMBuildSub(c->b, LLVMBuildSub(c->b, steps, cg_ic(c, 1), ""), i, ""),
 				c->gstride, ""),
 			c->gtid, "");
-		join = if_begin(c, LLVMBuildICmp(c->b, LLVMIntULT, i, ic(c, nvec), ""));
+		join = cg_if_begin(c, LLVMBuildICmp(c->b, LLVMIntULT, i, cg_ic(c, nvec), ""));
 		chunk(c, g, chunk_start(c, i, inner, V, across), V, accs, reds);
-		if_end(c, join);
-		loop_end(c, &l);
+		cg_if_end(c, join);
+		cg_loop_end(c, &l);
 	} else if (nvec > 0) {
-		i = loop_begin(c, &l, c->gtid, ic(c, nvec), c->gstride);
+		i = cg_loop_begin(c, &l, c->gtid, cg_ic(c, nvec), c->gstride);
 		chunk(c, g, chunk_start(c, i, inner, V, across), V, accs, reds);
-		loop_end(c, &l);
+		cg_loop_end(c, &l);
 	}
 	if (nvec * V < total) {
-		i = loop_begin(c, &l, LLVMBuildAdd(c->b, c->gtid, ic(c, nvec * V), ""), ic(c, total), c->gstride);
+		i = cg_loop_begin(
+			c, &l, LLVMBuildAdd(c->b, c->gtid, cg_ic(c, nvec * V), ""), cg_ic(c, total), c->gstride);
 		space_element(c, g, i, 1, accs, reds);
-		loop_end(c, &l);
+		cg_loop_end(c, &l);
 	}
 	return (uint32_t)((nvec + BE_BLOCK - 1) / BE_BLOCK);
-}
-
-/* ---- tiled transposed writes ----
- * A group whose space reads its input across (a transposed copy, the
- * backward's transposed fp8 operands) takes the space in tiles, as a
- * hand-written cast-transpose does: the block computes a tile's values in
- * the order the input lies in memory (16-byte loads), writes them to shared
- * memory, and stores the tile row by row in the output's order (16-byte
- * stores). The group of the transposed space — the same values in the
- * input's order, the row-major copy — is written from the same pass, so the
- * input is read once for both layouts. In the space (P, Q) of the
- * transposed group's memory order (P outer), element (p, q) is that group's
- * (p, q) and the other's (q, p); a thread takes V consecutive p, the tile is
- * TP x TQ with TP * TQ = BE_BLOCK * V. */
-
-#define TILE_SMEM 32768 /* shared bytes the tiles of one group may take */
-
-typedef struct {
-	const Group *a, *b; /* a: in the input's order (may be NULL); b: across */
-	uint32_t in;        /* a value laid out as a is: the loads' space */
-	int64_t P, Q;
-	int TP, TQ, V;
-	int64_t bytes; /* of shared memory: TP rows of TQ + V elements per value of b */
-} Tile;
-
-/* the space of a value laid out as the transpose of b's: its order's outer
- * dim has b's inner extent, its inner dim b's outer extent */
-static bool
-transposed_space(Cg *c, uint32_t b, uint32_t v)
-{
-	Func *fn = c->fn;
-	int64_t t1[IR_MAXRANK], t2[IR_MAXRANK];
-	const int64_t *ob, *ov;
-
-	if (fn->vals[v].rank != 2 || fn->vals[b].rank != 2)
-		return false;
-	ob = order_of(fn, b, t1);
-	ov = order_of(fn, v, t2);
-	return ir_dims(fn, v)[ov[0]] == ir_dims(fn, b)[ob[1]] && ir_dims(fn, v)[ov[1]] == ir_dims(fn, b)[ob[0]];
-}
-
-static bool
-feeds_reduction(Cg *c, const Group *g)
-{
-	for (uint32_t i = 0; i < g->nvals; i++)
-		if (ir_ops[ir_def(c->fn, g->vals[i])->op].cls == OC_REDUCE)
-			return true;
-	return false;
-}
-
-/* the values of g that read across, moved to a group of their own at *to:
- * a value and its transpose have one space when it is square, and values
- * of one space may read their inputs either way */
-static void
-split_across(Cg *c, Group *g, Group *to, uint32_t *ng)
-{
-	static const int64_t id[2] = { 0, 1 };
-	Func *fn = c->fn;
-	uint32_t n = 0;
-
-	if (fn->vals[g->space].rank != 2 || feeds_reduction(c, g))
-		return;
-	c->space = g->space;
-	*to = (Group){ g->space, arena_alloc(fn->arena, (g->nvals + 1) * sizeof(uint32_t)), 0 };
-	for (uint32_t i = 0; i < g->nvals; i++)
-		if (reads_across(c, g->vals[i], id, 0))
-			to->vals[to->nvals++] = g->vals[i];
-		else
-			g->vals[n++] = g->vals[i];
-	if (n == 0 || to->nvals == 0) {
-		for (uint32_t i = 0; i < to->nvals; i++) /* all or none: as it was */
-			g->vals[n++] = to->vals[i];
-		return;
-	}
-	g->nvals = n;
-	(*ng)++;
-}
-
-/* true if b, with a (or NULL), can run in tiles; fills t */
-static bool
-tile_shape(Cg *c, const Group *a, const Group *b, Tile *t)
-{
-	Func *fn = c->fn;
-	const Kernel *k = &fn->kernels[c->k];
-	int64_t tmp[IR_MAXRANK];
-	const int64_t *ob;
-
-	if (fn->vals[b->space].rank != 2 || feeds_reduction(c, b) || (a && feeds_reduction(c, a)))
-		return false;
-	c->space = b->space;
-	if (!group_reads_across(c, b))
-		return false;
-	t->a = a;
-	t->b = b;
-	t->in = a ? a->space : IR_NONE;
-	for (uint32_t j = 0; j < k->nins && t->in == IR_NONE; j++)
-		if (transposed_space(c, b->space, fn->argv[k->ins + j]))
-			t->in = fn->argv[k->ins + j];
-	if (t->in == IR_NONE)
-		return false;
-	t->V = vector_width(c, b);
-	if (a && vector_width(c, a) < t->V)
-		t->V = vector_width(c, a);
-	for (t->TP = t->V; (int64_t)t->TP * 2 * t->TP * 2 <= (int64_t)BE_BLOCK * t->V; t->TP *= 2)
-		;
-	t->TQ = BE_BLOCK * t->V / t->TP;
-	ob = order_of(fn, b->space, tmp);
-	t->P = ir_dims(fn, b->space)[ob[0]];
-	t->Q = ir_dims(fn, b->space)[ob[1]];
-	t->bytes = 0;
-	for (uint32_t i = 0; i < b->nvals; i++)
-		t->bytes += (int64_t)t->TP * (t->TQ + t->V) * dt_size((DType)fn->vals[b->vals[i]].dtype);
-	return t->TQ >= t->V && t->P % t->TP == 0 && t->Q % t->TQ == 0 && t->bytes <= TILE_SMEM;
-}
-
-/* element idx of the tile buffer at byte base: the kernel's one shared
- * array, in which b's values have TP rows of TQ + V elements each, one
- * after the other */
-static LLVMValueRef
-tile_at(Cg *c, const Tile *t, int64_t base, LLVMTypeRef et, LLVMValueRef idx)
-{
-	char name[48];
-	LLVMTypeRef at;
-	LLVMValueRef g, old;
-	LLVMValueRef ix[2] = { LLVMConstInt(c->i64, 0, 0), LLVMConstInt(c->i64, (unsigned long long)base, 0) };
-
-	snprintf(name, sizeof name, "%s.tile", c->fn->kernels[c->k].name);
-	g = LLVMGetNamedGlobal(c->mod, name);
-	/* the kernel's tiles share one buffer, as large as the largest needs */
-	if (!g || (int64_t)LLVMGetArrayLength2(LLVMGlobalGetValueType(g)) < t->bytes) {
-		if ((old = g))
-			LLVMSetValueName2(old, "", 0);
-		g = shared_array(c, name, LLVMArrayType2(c->i8, (uint64_t)t->bytes), 16);
-		if (old) {
-			LLVMReplaceAllUsesWith(old, g);
-			LLVMDeleteGlobal(old);
-		}
-	}
-	at = LLVMGlobalGetValueType(g);
-	return LLVMBuildGEP2(c->b, et, LLVMBuildGEP2(c->b, at, g, ix, 2, ""), &idx, 1, "");
-}
-
-/* the coordinates of element (o, i) of v: o on its outer dim, i on its inner */
-static LLVMValueRef *
-tile_coords(Cg *c, uint32_t v, LLVMValueRef o, LLVMValueRef i)
-{
-	int64_t tmp[IR_MAXRANK];
-	const int64_t *ord = order_of(c->fn, v, tmp);
-	LLVMValueRef *co = new_coords(c, 2);
-
-	co[ord[0]] = o;
-	co[ord[1]] = i;
-	return co;
-}
-
-/* the bytes element j of a thread's V is aligned to, for elements of size */
-static unsigned
-chunk_align(int j, int V, int size)
-{
-	int a = lane_align(j, V) * size;
-
-	return (unsigned)(a > 16 ? 16 : a);
-}
-
-static uint32_t
-tile_loop(Cg *c, const Tile *t)
-{
-	Func *fn = c->fn;
-	const Group *b = t->b;
-	int64_t ntp = t->P / t->TP, ntiles = ntp * (t->Q / t->TQ), pitch = t->TQ + t->V, base;
-	LLVMValueRef tl, p0, q0, k, m, p, q, pb, qb, lin, row, x, *ca;
-	Loop l;
-
-	tl = loop_begin(c, &l, c->bid, ic(c, ntiles), c->nctaid);
-	p0 = LLVMBuildMul(c->b, LLVMBuildURem(c->b, tl, ic(c, ntp), ""), ic(c, t->TP), "");
-	q0 = LLVMBuildMul(c->b, LLVMBuildUDiv(c->b, tl, ic(c, ntp), ""), ic(c, t->TQ), "");
-	/* the tile in the input's order: V consecutive p a thread */
-	k = LLVMBuildMul(c->b, LLVMBuildURem(c->b, c->tid, ic(c, t->TP / t->V), ""), ic(c, t->V), "");
-	m = LLVMBuildUDiv(c->b, c->tid, ic(c, t->TP / t->V), "");
-	q = LLVMBuildAdd(c->b, q0, m, "");
-	pb = LLVMBuildAdd(c->b, p0, k, "");
-	lin = LLVMBuildAdd(c->b, LLVMBuildMul(c->b, q, ic(c, t->P), ""), pb, "");
-	for (int j = 0; j < t->V; j++) {
-		LLVMValueRef pl = j ? LLVMBuildAdd(c->b, k, ic(c, j), "") : k;
-
-		/* each index the first's plus j, so that the accesses become vectors */
-		p = j ? LLVMBuildAdd(c->b, pb, ic(c, j), "") : pb;
-		current(c, t->in, tile_coords(c, t->in, q, p), j ? LLVMBuildAdd(c->b, lin, ic(c, j), "") : lin,
-			lane_align(j, t->V));
-		for (uint32_t i = 0; t->a && i < t->a->nvals; i++) {
-			uint32_t v = t->a->vals[i];
-
-			ca = tile_coords(c, v, q, p);
-			store_at(c, c->ptr_of[v], v, ca, value(c, v, ca));
-		}
-		base = 0;
-		for (uint32_t i = 0; i < b->nvals; i++) {
-			uint32_t v = b->vals[i];
-			DType dt = (DType)fn->vals[v].dtype;
-			LLVMValueRef idx = LLVMBuildAdd(c->b, LLVMBuildMul(c->b, pl, ic(c, pitch), ""), m, "");
-
-			x = value(c, v, tile_coords(c, v, p, q));
-			if (dt == DT_B8)
-				x = LLVMBuildZExt(c->b, x, c->i8, "");
-			LLVMBuildStore(c->b, x, tile_at(c, t, base, mem_type(c, dt), idx));
-			base += (int64_t)t->TP * pitch * dt_size(dt);
-		}
-	}
-	syncthreads(c);
-	/* the tile in b's order: V consecutive q a thread */
-	k = LLVMBuildMul(c->b, LLVMBuildURem(c->b, c->tid, ic(c, t->TQ / t->V), ""), ic(c, t->V), "");
-	m = LLVMBuildUDiv(c->b, c->tid, ic(c, t->TQ / t->V), "");
-	p = LLVMBuildAdd(c->b, p0, m, "");
-	qb = LLVMBuildAdd(c->b, q0, k, "");
-	lin = LLVMBuildAdd(c->b, LLVMBuildMul(c->b, p, ic(c, t->Q), ""), qb, "");
-	row = LLVMBuildAdd(c->b, LLVMBuildMul(c->b, m, ic(c, pitch), ""), k, "");
-	for (int j = 0; j < t->V; j++) {
-		q = j ? LLVMBuildAdd(c->b, qb, ic(c, j), "") : qb;
-		current(c, b->space, tile_coords(c, b->space, p, q), j ? LLVMBuildAdd(c->b, lin, ic(c, j), "") : lin,
-			lane_align(j, t->V));
-		base = 0;
-		for (uint32_t i = 0; i < b->nvals; i++) {
-			uint32_t v = b->vals[i];
-			DType dt = (DType)fn->vals[v].dtype;
-			LLVMValueRef idx = j ? LLVMBuildAdd(c->b, row, ic(c, j), "") : row;
-
-			x = LLVMBuildLoad2(c->b, mem_type(c, dt), tile_at(c, t, base, mem_type(c, dt), idx), "");
-			LLVMSetAlignment(x, chunk_align(j, t->V, dt_size(dt)));
-			if (dt == DT_B8)
-				x = LLVMBuildICmp(c->b, LLVMIntNE, x, LLVMConstInt(c->i8, 0, 0), "");
-			store_at(c, c->ptr_of[v], v, tile_coords(c, v, p, q), x);
-			base += (int64_t)t->TP * pitch * dt_size(dt);
-		}
-	}
-	syncthreads(c); /* the tile buffers are free again */
-	loop_end(c, &l);
-	c->space_coords = NULL;
-	return (uint32_t)ntiles;
 }
 
 /* a partial reduction: a warp for each output element; returns the blocks it wants */
@@ -1351,8 +1096,8 @@ partial_reduction(Cg *c, uint32_t v)
 	const int64_t *rd = ir_attr(fn, in), *ad = ir_dims(fn, a);
 	int rank = fn->vals[a].rank, nr = (int)in->nattr;
 	int64_t nout = ir_numel(fn, v), nred = 1, rdims[IR_MAXRANK], ord[IR_MAXRANK];
-	Red r = red_of(c, v);
-	LLVMValueRef lane = LLVMBuildAnd(c->b, c->tid, ic(c, 31), ""), acc = entry_alloca(c, r.kt);
+	Red r = cg_red_of(c, v);
+	LLVMValueRef lane = LLVMBuildAnd(c->b, c->tid, cg_ic(c, 31), ""), acc = cg_entry_alloca(c, r.kt);
 	LLVMValueRef o, ri, *oc, *rc, *co, k;
 	LLVMBasicBlockRef join;
 	Loop lo, li;
@@ -1361,275 +1106,24 @@ partial_reduction(Cg *c, uint32_t v)
 		ord[i] = i;
 	for (int i = 0; i < nr; i++)
 		nred *= rdims[i] = ad[rd[i]];
-	o = loop_begin(c, &lo, LLVMBuildLShr(c->b, c->gtid, ic(c, 5), ""), ic(c, nout),
-		LLVMBuildLShr(c->b, c->gstride, ic(c, 5), ""));
-	oc = delinearize(c, o, ir_dims(fn, v), ord, fn->vals[v].rank);
-	LLVMBuildStore(c->b, identity(c, &r), acc);
-	ri = loop_begin(c, &li, lane, ic(c, nred), ic(c, 32));
-	rc = delinearize(c, ri, rdims, ord, nr);
-	co = new_coords(c, rank);
+	o = cg_loop_begin(c, &lo, LLVMBuildLShr(c->b, c->gtid, cg_ic(c, 5), ""), cg_ic(c, nout),
+		LLVMBuildLShr(c->b, c->gstride, cg_ic(c, 5), ""));
+	oc = cg_delinearize(c, o, ir_dims(fn, v), ord, fn->vals[v].rank);
+	LLVMBuildStore(c->b, cg_identity(c, &r), acc);
+	ri = cg_loop_begin(c, &li, lane, cg_ic(c, nred), cg_ic(c, 32));
+	rc = cg_delinearize(c, ri, rdims, ord, nr);
+	co = cg_new_coords(c, rank);
 	for (int i = 0, j = 0, kk = 0; i < rank; i++)
 		co[i] = (kk < nr && rd[kk] == i) ? rc[kk++] : oc[j++];
-	LLVMBuildStore(c->b, combine(c, &r, LLVMBuildLoad2(c->b, r.kt, acc, ""), key(c, &r, value(c, a, co))), acc);
-	loop_end(c, &li);
-	k = warp_reduce(c, &r, LLVMBuildLoad2(c->b, r.kt, acc, ""));
-	join = if_begin(c, LLVMBuildICmp(c->b, LLVMIntEQ, lane, ic(c, 0), ""));
-	store_at(c, storage(c, v), v, oc, unkey(c, &r, k));
-	if_end(c, join);
-	loop_end(c, &lo);
+	LLVMBuildStore(
+		c->b, cg_combine(c, &r, LLVMBuildLoad2(c->b, r.kt, acc, ""), cg_key(c, &r, cg_value(c, a, co))), acc);
+	cg_loop_end(c, &li);
+	k = cg_warp_reduce(c, &r, LLVMBuildLoad2(c->b, r.kt, acc, ""));
+	join = cg_if_begin(c, LLVMBuildICmp(c->b, LLVMIntEQ, lane, cg_ic(c, 0), ""));
+	cg_store_at(c, cg_storage(c, v), v, oc, cg_unkey(c, &r, k));
+	cg_if_end(c, join);
+	cg_loop_end(c, &lo);
 	return (uint32_t)((nout * 32 + BE_BLOCK - 1) / BE_BLOCK);
-}
-
-/* ---- row kernels ----
- * A kernel whose reductions all reduce the last dim of one row-major space
- * (..., C), and whose outputs are that space's or per row (softmax, RMSNorm,
- * LayerNorm, row-wise quantize), runs a row at a time: a warp for a short
- * row, else a block, each thread holding its V-element chunks of the row in
- * registers (the memo keeps what it loaded and computed at those
- * coordinates) from the first reduction to the last write. One read, one
- * write, no grid barrier. What depends on a reduction must keep its row:
- * elementwise ops over the space or per row (the leading dims, with or
- * without a trailing 1 as keepdim leaves it), broadcasts that keep the
- * leading dims, reductions of the last dim — anything else, and the kernel
- * runs in phases. */
-
-#define ROW_MAXCHUNKS 8 /* V-element chunks a thread holds */
-
-typedef struct {
-	uint32_t space; /* a value of the space */
-	int rank;       /* the space's; its rows are dims 0 .. rank - 2 */
-	int64_t R, C;   /* rows, and elements a row */
-	int T, V, nch;  /* threads per row, elements per chunk, chunks per thread */
-} Rows;
-
-static bool
-lead_dims(Func *fn, const Rows *rs, uint32_t v)
-{
-	return fn->vals[v].rank >= rs->rank - 1 &&
-		!memcmp(ir_dims(fn, v), ir_dims(fn, rs->space), (size_t)(rs->rank - 1) * sizeof(int64_t));
-}
-
-static bool
-row_space(Func *fn, const Rows *rs, uint32_t v)
-{
-	return fn->vals[v].rank == rs->rank && lead_dims(fn, rs, v) && ir_dims(fn, v)[rs->rank - 1] == rs->C &&
-		ir_is_rowmajor(fn, v);
-}
-
-/* the leading dims, or those and a 1 */
-static bool
-per_row(Func *fn, const Rows *rs, uint32_t v)
-{
-	int r = fn->vals[v].rank;
-
-	return lead_dims(fn, rs, v) && ir_is_rowmajor(fn, v) &&
-		(r == rs->rank - 1 || (r == rs->rank && ir_dims(fn, v)[r - 1] == 1));
-}
-
-/* a broadcast that keeps the leading dims where they are */
-static bool
-keeps_rows(Func *fn, const Rows *rs, const Instr *in)
-{
-	uint32_t a = ir_args(fn, in)[0];
-
-	if (!per_row(fn, rs, a) || !(per_row(fn, rs, in->res) || row_space(fn, rs, in->res)))
-		return false;
-	for (int i = 0; i < fn->vals[a].rank; i++)
-		if (ir_attr(fn, in)[i] != i)
-			return false;
-	return true;
-}
-
-static bool
-rows_shape(Cg *c, Rows *rs)
-{
-	Func *fn = c->fn;
-	const Kernel *k = &fn->kernels[c->k];
-	bool *dep = arena_alloc(fn->arena, fn->nvals + 1);
-	int size = 16;
-
-	rs->space = IR_NONE;
-	for (uint32_t i = k->first; i < k->first + k->count; i++) {
-		const Instr *in = &fn->ins[i];
-		uint32_t v = in->res, a = in->nargs ? ir_args(fn, in)[0] : IR_NONE;
-		bool any = false;
-
-		if (ir_ops[in->op].cls == OC_REDUCE) {
-			int r = fn->vals[a].rank;
-
-			if (r < 2 || fn->vals[v].rank != r - 1 || in->nattr != 1 || ir_attr(fn, in)[0] != r - 1)
-				return false;
-			if (rs->space == IR_NONE) {
-				rs->space = a;
-				rs->rank = r;
-				rs->C = ir_dims(fn, a)[r - 1];
-				rs->R = ir_numel(fn, v);
-			}
-			if (!row_space(fn, rs, a))
-				return false;
-			dep[v] = true;
-			continue;
-		}
-		for (uint32_t j = 0; j < in->nargs; j++)
-			any |= in_kernel(c, ir_args(fn, in)[j]) && dep[ir_args(fn, in)[j]];
-		if (!any)
-			continue;
-		if (in->op == OP_BROADCAST)
-			dep[v] = keeps_rows(fn, rs, in);
-		else
-			dep[v] = op_elementwise((Op)in->op) && (row_space(fn, rs, v) || per_row(fn, rs, v));
-		if (!dep[v])
-			return false;
-	}
-	if (rs->space == IR_NONE || rs->C <= 0 || rs->R <= 0)
-		return false;
-	for (uint32_t j = 0; j < k->nouts; j++) {
-		uint32_t v = fn->argv[k->outs + j];
-
-		if (!row_space(fn, rs, v) && !per_row(fn, rs, v))
-			return false;
-		if (row_space(fn, rs, v) && dt_size((DType)fn->vals[v].dtype) < size)
-			size = dt_size((DType)fn->vals[v].dtype);
-	}
-	for (uint32_t j = 0; j < k->nins; j++) {
-		uint32_t v = fn->argv[k->ins + j];
-
-		if (row_space(fn, rs, v) && dt_size((DType)fn->vals[v].dtype) < size)
-			size = dt_size((DType)fn->vals[v].dtype);
-	}
-	rs->V = 16 / size;
-	if (rs->C % rs->V)
-		return false;
-	rs->T = rs->C / rs->V <= 32 * 2 ? 32 : BE_BLOCK; /* a warp for up to two chunks a thread */
-	rs->nch = (int)((rs->C / rs->V + rs->T - 1) / rs->T);
-	return rs->nch <= ROW_MAXCHUNKS;
-}
-
-/* a block's x, combined over the block, in every thread */
-static LLVMValueRef
-block_allreduce(Cg *c, const Red *r, LLVMValueRef x)
-{
-	LLVMValueRef y = block_reduce(c, r, x);
-	LLVMBasicBlockRef join = if_begin(c, LLVMBuildICmp(c->b, LLVMIntEQ, c->tid, ic(c, 0), ""));
-
-	LLVMBuildStore(c->b, to_i64(c, y), smem_slot(c, ic(c, 0)));
-	if_end(c, join);
-	syncthreads(c);
-	y = from_i64(c, LLVMBuildLoad2(c->b, c->i64, smem_slot(c, ic(c, 0)), ""), r->kt);
-	syncthreads(c); /* the slot is free again */
-	return y;
-}
-
-/* element e of this thread's chunks: its coordinates and linear index */
-typedef struct {
-	LLVMValueRef *co, lin;
-	int align;
-} RowElem;
-
-/* make e the current element of the space (aligned accesses at its index) */
-static LLVMValueRef *
-at(Cg *c, const Rows *rs, const RowElem *e)
-{
-	return current(c, rs->space, e->co, e->lin, e->align);
-}
-
-static uint32_t
-rows_kernel(Cg *c, const Rows *rs)
-{
-	Func *fn = c->fn;
-	const Kernel *k = &fn->kernels[c->k];
-	int64_t per_block = BE_BLOCK / rs->T;
-	LLVMValueRef lane = LLVMBuildURem(c->b, c->tid, ic(c, rs->T), ""), row, *rowco, *keepco;
-	int64_t tmp[IR_MAXRANK];
-	LLVMValueRef col, lin, ok[ROW_MAXCHUNKS];
-	RowElem *el;
-	LLVMBasicBlockRef uni = block(c, "uni"), body = block(c, "rows"), join;
-	bool partial = rs->C % ((int64_t)rs->T * rs->V) != 0;
-	Loop l;
-
-	LLVMBuildBr(c->b, uni);
-	LLVMPositionBuilderAtEnd(c->b, uni);
-	LLVMBuildBr(c->b, body);
-	LLVMPositionBuilderAtEnd(c->b, body);
-	c->pre = uni;
-	row = loop_begin(c, &l,
-		LLVMBuildAdd(c->b, LLVMBuildMul(c->b, c->bid, ic(c, per_block), ""),
-			LLVMBuildUDiv(c->b, c->tid, ic(c, rs->T), ""), ""),
-		ic(c, rs->R), LLVMBuildMul(c->b, c->nctaid, ic(c, per_block), ""));
-	/* the row's coordinates; a dim of one is the constant 0 that
-	 * broadcasts index it with, so that the memo finds what they read */
-	rowco = delinearize(c, row, ir_dims(fn, rs->space), order_of(fn, rs->space, tmp), rs->rank - 1);
-	for (int i = 0; i < rs->rank - 1; i++)
-		if (ir_dims(fn, rs->space)[i] == 1)
-			rowco[i] = ic(c, 0);
-	keepco = new_coords(c, rs->rank);
-	memcpy(keepco, rowco, (size_t)(rs->rank - 1) * sizeof *keepco);
-	keepco[rs->rank - 1] = ic(c, 0);
-	el = arena_alloc(fn->arena, (size_t)rs->nch * rs->V * sizeof *el);
-	for (int ch = 0; ch < rs->nch; ch++) {
-		/* a chunk past the row's end reads the row's first (masked out) */
-		col = LLVMBuildMul(c->b, LLVMBuildAdd(c->b, lane, ic(c, (int64_t)ch * rs->T), ""), ic(c, rs->V), "");
-		ok[ch] = LLVMBuildICmp(c->b, LLVMIntULT, col, ic(c, rs->C), "");
-		if (partial)
-			col = LLVMBuildSelect(c->b, ok[ch], col, ic(c, 0), "");
-		lin = LLVMBuildAdd(c->b, LLVMBuildMul(c->b, row, ic(c, rs->C), ""), col, "");
-		for (int j = 0; j < rs->V; j++) {
-			RowElem *e = &el[ch * rs->V + j];
-
-			/* each index the chunk's first plus j: the accesses become vectors */
-			e->co = new_coords(c, rs->rank);
-			memcpy(e->co, rowco, (size_t)(rs->rank - 1) * sizeof *e->co);
-			e->co[rs->rank - 1] = j ? LLVMBuildAdd(c->b, col, ic(c, j), "") : col;
-			e->lin = j ? LLVMBuildAdd(c->b, lin, ic(c, j), "") : lin;
-			e->align = lane_align(j, rs->V);
-		}
-	}
-	for (uint32_t i = k->first; i < k->first + k->count; i++) {
-		uint32_t v = fn->ins[i].res, a = fn->ins[i].nargs ? ir_args(fn, &fn->ins[i])[0] : IR_NONE;
-		Red r;
-		LLVMValueRef acc;
-
-		if (ir_ops[fn->ins[i].op].cls != OC_REDUCE)
-			continue;
-		r = red_of(c, v);
-		acc = identity(c, &r);
-		for (int e = 0; e < rs->nch * rs->V; e++) {
-			LLVMValueRef x = key(c, &r, value(c, a, at(c, rs, &el[e])));
-
-			if (partial)
-				x = LLVMBuildSelect(c->b, ok[e / rs->V], x, identity(c, &r), "");
-			acc = combine(c, &r, acc, x);
-		}
-		acc = rs->T == 32 ? warp_reduce(c, &r, acc) : block_allreduce(c, &r, acc);
-		memo_add(c, v, rowco, unkey(c, &r, acc));
-	}
-	for (uint32_t j = 0; j < k->nouts; j++) {
-		uint32_t v = fn->argv[k->outs + j];
-		LLVMValueRef x[16];
-
-		if (per_row(fn, rs, v)) {
-			LLVMValueRef *pc = fn->vals[v].rank == rs->rank ? keepco : rowco;
-
-			c->space_coords = NULL;
-			x[0] = value(c, v, pc);
-			join = if_begin(c, LLVMBuildICmp(c->b, LLVMIntEQ, lane, ic(c, 0), ""));
-			store_at(c, c->ptr_of[v], v, pc, x[0]);
-			if_end(c, join);
-			continue;
-		}
-		for (int ch = 0; ch < rs->nch; ch++) {
-			for (int e = 0; e < rs->V; e++)
-				x[e] = value(c, v, at(c, rs, &el[ch * rs->V + e]));
-			join = partial ? if_begin(c, ok[ch]) : NULL;
-			for (int e = 0; e < rs->V; e++)
-				store_at(c, c->ptr_of[v], v, at(c, rs, &el[ch * rs->V + e]), x[e]);
-			if (join)
-				if_end(c, join);
-		}
-	}
-	loop_end(c, &l);
-	c->space_coords = NULL;
-	return (uint32_t)((rs->R + per_block - 1) / per_block);
 }
 
 /* ---- phases ---- */
@@ -1667,55 +1161,55 @@ read_reductions(Cg *c, const KPlan *kp, uint32_t p)
 
 		if (ir_ops[fn->ins[i].op].cls != OC_REDUCE || fn->vals[v].rank != 0 || c->avail[v] != p)
 			continue;
-		r = red_of(c, v);
+		r = cg_red_of(c, v);
 		if (!r.sum) {
 			x = LLVMBuildLoad2(c->b, r.kt, scratch_at(c, c->storage[v]), "");
 			LLVMSetVolatile(x, 1);
-			c->uniform[v] = unkey(c, &r, x);
+			c->uniform[v] = cg_unkey(c, &r, x);
 			any = true;
 			continue;
 		}
-		acc = entry_alloca(c, r.kt);
-		LLVMBuildStore(c->b, identity(c, &r), acc);
-		x = loop_begin(c, &l, ic(c, 0), c->nctaid, ic(c, 1));
+		acc = cg_entry_alloca(c, r.kt);
+		LLVMBuildStore(c->b, cg_identity(c, &r), acc);
+		x = cg_loop_begin(c, &l, cg_ic(c, 0), c->nctaid, cg_ic(c, 1));
 		x = LLVMBuildGEP2(c->b, r.kt, scratch_at(c, c->storage[v]), &x, 1, "");
 		x = LLVMBuildLoad2(c->b, r.kt, x, "");
 		LLVMSetVolatile(x, 1);
-		LLVMBuildStore(c->b, combine(c, &r, LLVMBuildLoad2(c->b, r.kt, acc, ""), x), acc);
-		loop_end(c, &l);
-		c->uniform[v] = unkey(c, &r, LLVMBuildLoad2(c->b, r.kt, acc, ""));
+		LLVMBuildStore(c->b, cg_combine(c, &r, LLVMBuildLoad2(c->b, r.kt, acc, ""), x), acc);
+		cg_loop_end(c, &l);
+		c->uniform[v] = cg_unkey(c, &r, LLVMBuildLoad2(c->b, r.kt, acc, ""));
 	}
 	if (!any || !kp->readers)
 		return;
 	/* the last block to have read the accumulators zeroes them */
-	syncthreads(c);
-	join = if_begin(c, LLVMBuildICmp(c->b, LLVMIntEQ, c->tid, ic(c, 0), ""));
+	cg_syncthreads(c);
+	join = cg_if_begin(c, LLVMBuildICmp(c->b, LLVMIntEQ, c->tid, cg_ic(c, 0), ""));
 	membar(c);
 	old = LLVMBuildAtomicRMW(
 		c->b, LLVMAtomicRMWBinOpAdd, scratch_at(c, 8), i32c(c, 1), LLVMAtomicOrderingMonotonic, 0);
-	last = if_begin(c,
+	last = cg_if_begin(c,
 		LLVMBuildICmp(c->b, LLVMIntEQ, LLVMBuildZExt(c->b, old, c->ity, ""),
-			LLVMBuildSub(c->b, c->nctaid, ic(c, 1), ""), ""));
+			LLVMBuildSub(c->b, c->nctaid, cg_ic(c, 1), ""), ""));
 	for (uint32_t i = k->first; i < k->first + k->count; i++) {
 		uint32_t v = fn->ins[i].res;
 
 		if (ir_ops[fn->ins[i].op].cls == OC_REDUCE && fn->vals[v].rank == 0 && c->avail[v] == p &&
-			!red_of(c, v).sum)
+			!cg_red_of(c, v).sum)
 			LLVMSetVolatile(
 				LLVMBuildStore(c->b, LLVMConstInt(c->i64, 0, 0), scratch_at(c, c->storage[v])), 1);
 	}
 	LLVMSetVolatile(LLVMBuildStore(c->b, i32c(c, 0), scratch_at(c, 8)), 1);
 	membar(c);
-	if_end(c, last);
-	if_end(c, join);
+	cg_if_end(c, last);
+	cg_if_end(c, join);
 }
 
 /* the accumulator of a full reduction at the end of its phase */
 static void
 finish_reduction(Cg *c, uint32_t v, const Red *r, LLVMValueRef acc)
 {
-	LLVMValueRef x = block_reduce(c, r, LLVMBuildLoad2(c->b, r->kt, acc, "")), p;
-	LLVMBasicBlockRef join = if_begin(c, LLVMBuildICmp(c->b, LLVMIntEQ, c->tid, ic(c, 0), ""));
+	LLVMValueRef x = cg_block_reduce(c, r, LLVMBuildLoad2(c->b, r->kt, acc, "")), p;
+	LLVMBasicBlockRef join = cg_if_begin(c, LLVMBuildICmp(c->b, LLVMIntEQ, c->tid, cg_ic(c, 0), ""));
 
 	if (r->sum) {
 		p = LLVMBuildGEP2(c->b, r->kt, scratch_at(c, c->storage[v]), &c->bid, 1, "");
@@ -1724,7 +1218,7 @@ finish_reduction(Cg *c, uint32_t v, const Red *r, LLVMValueRef acc)
 		LLVMBuildAtomicRMW(
 			c->b, LLVMAtomicRMWBinOpUMax, scratch_at(c, c->storage[v]), x, LLVMAtomicOrderingMonotonic, 0);
 	}
-	if_end(c, join);
+	cg_if_end(c, join);
 }
 
 static uint32_t
@@ -1735,7 +1229,7 @@ phase(Cg *c, const KPlan *kp, uint32_t p)
 	Group *gs = arena_alloc(fn->arena, (2 * k->count + 2) * sizeof *gs);
 	uint32_t ng = 0, blocks = 1, b;
 	bool *tiled;
-	LLVMBasicBlockRef pre = block(c, "pre"), uni = block(c, "uni"), body = block(c, "phase");
+	LLVMBasicBlockRef pre = cg_block(c, "pre"), uni = cg_block(c, "uni"), body = cg_block(c, "phase");
 
 	LLVMBuildBr(c->b, pre);
 	LLVMPositionBuilderAtEnd(c->b, pre);
@@ -1761,7 +1255,7 @@ phase(Cg *c, const KPlan *kp, uint32_t p)
 	/* what reads across apart from what does not, so that it runs in tiles
 	 * beside the group of the transposed space that does not */
 	for (uint32_t gi = 0, n = ng; gi < n; gi++)
-		split_across(c, &gs[gi], &gs[ng], &ng);
+		cg_split_across(c, &gs[gi], &gs[ng], &ng);
 	/* transposed writes in tiles, each with the group of the transposed
 	 * space if there is one */
 	tiled = arena_alloc(fn->arena, ng + 1);
@@ -1770,16 +1264,16 @@ phase(Cg *c, const KPlan *kp, uint32_t p)
 			const Group *a = ai < ng ? &gs[ai] : NULL;
 			Tile t;
 
-			if (a && (ai == gi || tiled[ai] || !transposed_space(c, gs[gi].space, a->space)))
+			if (a && (ai == gi || tiled[ai] || !cg_transposed_space(c, gs[gi].space, a->space)))
 				continue;
-			if (a && (c->space = a->space, group_reads_across(c, a)))
+			if (a && (c->space = a->space, cg_group_reads_across(c, a)))
 				continue;
-			if (!tile_shape(c, a, &gs[gi], &t))
+			if (!cg_tile_shape(c, a, &gs[gi], &t))
 				continue;
 			tiled[gi] = true;
 			if (a)
 				tiled[ai] = true;
-			if ((b = tile_loop(c, &t)) > blocks)
+			if ((b = cg_tile_loop(c, &t)) > blocks)
 				blocks = b;
 		}
 	for (uint32_t gi = 0; gi < ng; gi++) {
@@ -1799,9 +1293,9 @@ phase(Cg *c, const KPlan *kp, uint32_t p)
 			if (ir_ops[ir_def(fn, v)->op].cls != OC_REDUCE || kp->phase[v] != p)
 				continue;
 			feeds = true;
-			reds[j] = red_of(c, v);
-			accs[j] = entry_alloca(c, reds[j].kt);
-			LLVMBuildStore(c->b, identity(c, &reds[j]), accs[j]);
+			reds[j] = cg_red_of(c, v);
+			accs[j] = cg_entry_alloca(c, reds[j].kt);
+			LLVMBuildStore(c->b, cg_identity(c, &reds[j]), accs[j]);
 		}
 		if ((b = group_loop(c, g, accs, reds, p > 0 && !feeds)) > blocks)
 			blocks = b;
@@ -1918,12 +1412,12 @@ kernel(Cg *c, uint32_t kidx, Launch *l)
 	c->k = kidx;
 	c->ity = needs_wide_index(fn, &fn->kernels[kidx]) ? c->i64 : c->i32;
 	analyze(c, &kp);
-	if ((rows = rows_shape(c, &rs))) {
+	if ((rows = cg_rows_shape(c, &rs))) {
 		kp.nphases = 1;
 		kp.scratch = 0;
 	}
 	signature(c, &kp);
-	LLVMPositionBuilderAtEnd(c->b, block(c, "entry"));
+	LLVMPositionBuilderAtEnd(c->b, cg_block(c, "entry"));
 	c->tid = sreg(c, "llvm.nvvm.read.ptx.sreg.tid.x");
 	c->bid = sreg(c, "llvm.nvvm.read.ptx.sreg.ctaid.x");
 	c->ntid = sreg(c, "llvm.nvvm.read.ptx.sreg.ntid.x");
@@ -1931,7 +1425,7 @@ kernel(Cg *c, uint32_t kidx, Launch *l)
 	c->gtid = LLVMBuildAdd(c->b, LLVMBuildMul(c->b, c->bid, c->ntid, ""), c->tid, "gtid");
 	c->gstride = LLVMBuildMul(c->b, c->nctaid, c->ntid, "gstride");
 	if (rows)
-		blocks = rows_kernel(c, &rs);
+		blocks = cg_rows_kernel(c, &rs);
 	for (uint32_t p = 0; !rows && p < kp.nphases; p++)
 		if ((b = phase(c, &kp, p)) > blocks)
 			blocks = b;

@@ -1,0 +1,250 @@
+/* rows.c — row kernels (docs/design.md, "The backend"). */
+#include <string.h>
+
+#include "cg.h"
+
+/* ---- row kernels ----
+ * A kernel whose reductions all reduce the last dim of one row-major space
+ * (..., C), and whose outputs are that space's or per row (softmax, RMSNorm,
+ * LayerNorm, row-wise quantize), runs a row at a time: a warp for a short
+ * row, else a block, each thread holding its V-element chunks of the row in
+ * registers (the memo keeps what it loaded and computed at those
+ * coordinates) from the first reduction to the last write. One read, one
+ * write, no grid barrier. What depends on a reduction must keep its row:
+ * elementwise ops over the space or per row (the leading dims, with or
+ * without a trailing 1 as keepdim leaves it), broadcasts that keep the
+ * leading dims, reductions of the last dim — anything else, and the kernel
+ * runs in phases. */
+
+#define ROW_MAXCHUNKS 8 /* V-element chunks a thread holds */
+
+static bool
+lead_dims(Func *fn, const Rows *rs, uint32_t v)
+{
+	return fn->vals[v].rank >= rs->rank - 1 &&
+		!memcmp(ir_dims(fn, v), ir_dims(fn, rs->space), (size_t)(rs->rank - 1) * sizeof(int64_t));
+}
+
+static bool
+row_space(Func *fn, const Rows *rs, uint32_t v)
+{
+	return fn->vals[v].rank == rs->rank && lead_dims(fn, rs, v) && ir_dims(fn, v)[rs->rank - 1] == rs->C &&
+		ir_is_rowmajor(fn, v);
+}
+
+/* the leading dims, or those and a 1 */
+static bool
+per_row(Func *fn, const Rows *rs, uint32_t v)
+{
+	int r = fn->vals[v].rank;
+
+	return lead_dims(fn, rs, v) && ir_is_rowmajor(fn, v) &&
+		(r == rs->rank - 1 || (r == rs->rank && ir_dims(fn, v)[r - 1] == 1));
+}
+
+/* a broadcast that keeps the leading dims where they are */
+static bool
+keeps_rows(Func *fn, const Rows *rs, const Instr *in)
+{
+	uint32_t a = ir_args(fn, in)[0];
+
+	if (!per_row(fn, rs, a) || !(per_row(fn, rs, in->res) || row_space(fn, rs, in->res)))
+		return false;
+	for (int i = 0; i < fn->vals[a].rank; i++)
+		if (ir_attr(fn, in)[i] != i)
+			return false;
+	return true;
+}
+
+bool
+cg_rows_shape(Cg *c, Rows *rs)
+{
+	Func *fn = c->fn;
+	const Kernel *k = &fn->kernels[c->k];
+	bool *dep = arena_alloc(fn->arena, fn->nvals + 1);
+	int size = 16;
+
+	rs->space = IR_NONE;
+	for (uint32_t i = k->first; i < k->first + k->count; i++) {
+		const Instr *in = &fn->ins[i];
+		uint32_t v = in->res, a = in->nargs ? ir_args(fn, in)[0] : IR_NONE;
+		bool any = false;
+
+		if (ir_ops[in->op].cls == OC_REDUCE) {
+			int r = fn->vals[a].rank;
+
+			if (r < 2 || fn->vals[v].rank != r - 1 || in->nattr != 1 || ir_attr(fn, in)[0] != r - 1)
+				return false;
+			if (rs->space == IR_NONE) {
+				rs->space = a;
+				rs->rank = r;
+				rs->C = ir_dims(fn, a)[r - 1];
+				rs->R = ir_numel(fn, v);
+			}
+			if (!row_space(fn, rs, a))
+				return false;
+			dep[v] = true;
+			continue;
+		}
+		for (uint32_t j = 0; j < in->nargs; j++)
+			any |= cg_in_kernel(c, ir_args(fn, in)[j]) && dep[ir_args(fn, in)[j]];
+		if (!any)
+			continue;
+		if (in->op == OP_BROADCAST)
+			dep[v] = keeps_rows(fn, rs, in);
+		else
+			dep[v] = op_elementwise((Op)in->op) && (row_space(fn, rs, v) || per_row(fn, rs, v));
+		if (!dep[v])
+			return false;
+	}
+	if (rs->space == IR_NONE || rs->C <= 0 || rs->R <= 0)
+		return false;
+	for (uint32_t j = 0; j < k->nouts; j++) {
+		uint32_t v = fn->argv[k->outs + j];
+
+		if (!row_space(fn, rs, v) && !per_row(fn, rs, v))
+			return false;
+		if (row_space(fn, rs, v) && dt_size((DType)fn->vals[v].dtype) < size)
+			size = dt_size((DType)fn->vals[v].dtype);
+	}
+	for (uint32_t j = 0; j < k->nins; j++) {
+		uint32_t v = fn->argv[k->ins + j];
+
+		if (row_space(fn, rs, v) && dt_size((DType)fn->vals[v].dtype) < size)
+			size = dt_size((DType)fn->vals[v].dtype);
+	}
+	rs->V = 16 / size;
+	if (rs->C % rs->V)
+		return false;
+	rs->T = rs->C / rs->V <= 32 * 2 ? 32 : BE_BLOCK; /* a warp for up to two chunks a thread */
+	rs->nch = (int)((rs->C / rs->V + rs->T - 1) / rs->T);
+	return rs->nch <= ROW_MAXCHUNKS;
+}
+
+/* a block's x, combined over the block, in every thread */
+static LLVMValueRef
+block_allreduce(Cg *c, const Red *r, LLVMValueRef x)
+{
+	LLVMValueRef y = cg_block_reduce(c, r, x);
+	LLVMBasicBlockRef join = cg_if_begin(c, LLVMBuildICmp(c->b, LLVMIntEQ, c->tid, cg_ic(c, 0), ""));
+
+	LLVMBuildStore(c->b, cg_to_i64(c, y), cg_smem_slot(c, cg_ic(c, 0)));
+	cg_if_end(c, join);
+	cg_syncthreads(c);
+	y = cg_from_i64(c, LLVMBuildLoad2(c->b, c->i64, cg_smem_slot(c, cg_ic(c, 0)), ""), r->kt);
+	cg_syncthreads(c); /* the slot is free again */
+	return y;
+}
+
+/* element e of this thread's chunks: its coordinates and linear index */
+typedef struct {
+	LLVMValueRef *co, lin;
+	int align;
+} RowElem;
+
+/* make e the current element of the space (aligned accesses at its index) */
+static LLVMValueRef *
+at(Cg *c, const Rows *rs, const RowElem *e)
+{
+	return cg_current(c, rs->space, e->co, e->lin, e->align);
+}
+
+uint32_t
+cg_rows_kernel(Cg *c, const Rows *rs)
+{
+	Func *fn = c->fn;
+	const Kernel *k = &fn->kernels[c->k];
+	int64_t per_block = BE_BLOCK / rs->T;
+	LLVMValueRef lane = LLVMBuildURem(c->b, c->tid, cg_ic(c, rs->T), ""), row, *rowco, *keepco;
+	int64_t tmp[IR_MAXRANK];
+	LLVMValueRef col, lin, ok[ROW_MAXCHUNKS];
+	RowElem *el;
+	LLVMBasicBlockRef uni = cg_block(c, "uni"), body = cg_block(c, "rows"), join;
+	bool partial = rs->C % ((int64_t)rs->T * rs->V) != 0;
+	Loop l;
+
+	LLVMBuildBr(c->b, uni);
+	LLVMPositionBuilderAtEnd(c->b, uni);
+	LLVMBuildBr(c->b, body);
+	LLVMPositionBuilderAtEnd(c->b, body);
+	c->pre = uni;
+	row = cg_loop_begin(c, &l,
+		LLVMBuildAdd(c->b, LLVMBuildMul(c->b, c->bid, cg_ic(c, per_block), ""),
+			LLVMBuildUDiv(c->b, c->tid, cg_ic(c, rs->T), ""), ""),
+		cg_ic(c, rs->R), LLVMBuildMul(c->b, c->nctaid, cg_ic(c, per_block), ""));
+	/* the row's coordinates; a dim of one is the constant 0 that
+	 * broadcasts index it with, so that the memo finds what they read */
+	rowco = cg_delinearize(c, row, ir_dims(fn, rs->space), cg_order_of(fn, rs->space, tmp), rs->rank - 1);
+	for (int i = 0; i < rs->rank - 1; i++)
+		if (ir_dims(fn, rs->space)[i] == 1)
+			rowco[i] = cg_ic(c, 0);
+	keepco = cg_new_coords(c, rs->rank);
+	memcpy(keepco, rowco, (size_t)(rs->rank - 1) * sizeof *keepco);
+	keepco[rs->rank - 1] = cg_ic(c, 0);
+	el = arena_alloc(fn->arena, (size_t)rs->nch * rs->V * sizeof *el);
+	for (int ch = 0; ch < rs->nch; ch++) {
+		/* a chunk past the row's end reads the row's first (masked out) */
+		col = LLVMBuildMul(
+			c->b, LLVMBuildAdd(c->b, lane, cg_ic(c, (int64_t)ch * rs->T), ""), cg_ic(c, rs->V), "");
+		ok[ch] = LLVMBuildICmp(c->b, LLVMIntULT, col, cg_ic(c, rs->C), "");
+		if (partial)
+			col = LLVMBuildSelect(c->b, ok[ch], col, cg_ic(c, 0), "");
+		lin = LLVMBuildAdd(c->b, LLVMBuildMul(c->b, row, cg_ic(c, rs->C), ""), col, "");
+		for (int j = 0; j < rs->V; j++) {
+			RowElem *e = &el[ch * rs->V + j];
+
+			/* each index the chunk's first plus j: the accesses become vectors */
+			e->co = cg_new_coords(c, rs->rank);
+			memcpy(e->co, rowco, (size_t)(rs->rank - 1) * sizeof *e->co);
+			e->co[rs->rank - 1] = j ? LLVMBuildAdd(c->b, col, cg_ic(c, j), "") : col;
+			e->lin = j ? LLVMBuildAdd(c->b, lin, cg_ic(c, j), "") : lin;
+			e->align = cg_lane_align(j, rs->V);
+		}
+	}
+	for (uint32_t i = k->first; i < k->first + k->count; i++) {
+		uint32_t v = fn->ins[i].res, a = fn->ins[i].nargs ? ir_args(fn, &fn->ins[i])[0] : IR_NONE;
+		Red r;
+		LLVMValueRef acc;
+
+		if (ir_ops[fn->ins[i].op].cls != OC_REDUCE)
+			continue;
+		r = cg_red_of(c, v);
+		acc = cg_identity(c, &r);
+		for (int e = 0; e < rs->nch * rs->V; e++) {
+			LLVMValueRef x = cg_key(c, &r, cg_value(c, a, at(c, rs, &el[e])));
+
+			if (partial)
+				x = LLVMBuildSelect(c->b, ok[e / rs->V], x, cg_identity(c, &r), "");
+			acc = cg_combine(c, &r, acc, x);
+		}
+		acc = rs->T == 32 ? cg_warp_reduce(c, &r, acc) : block_allreduce(c, &r, acc);
+		cg_memo_add(c, v, rowco, cg_unkey(c, &r, acc));
+	}
+	for (uint32_t j = 0; j < k->nouts; j++) {
+		uint32_t v = fn->argv[k->outs + j];
+		LLVMValueRef x[16];
+
+		if (per_row(fn, rs, v)) {
+			LLVMValueRef *pc = fn->vals[v].rank == rs->rank ? keepco : rowco;
+
+			c->space_coords = NULL;
+			x[0] = cg_value(c, v, pc);
+			join = cg_if_begin(c, LLVMBuildICmp(c->b, LLVMIntEQ, lane, cg_ic(c, 0), ""));
+			cg_store_at(c, c->ptr_of[v], v, pc, x[0]);
+			cg_if_end(c, join);
+			continue;
+		}
+		for (int ch = 0; ch < rs->nch; ch++) {
+			for (int e = 0; e < rs->V; e++)
+				x[e] = cg_value(c, v, at(c, rs, &el[ch * rs->V + e]));
+			join = partial ? cg_if_begin(c, ok[ch]) : NULL;
+			for (int e = 0; e < rs->V; e++)
+				cg_store_at(c, c->ptr_of[v], v, at(c, rs, &el[ch * rs->V + e]), x[e]);
+			if (join)
+				cg_if_end(c, join);
+		}
+	}
+	cg_loop_end(c, &l);
+	c->space_coords = NULL;
+	return (uint32_t)((rs->R + per_block - 1) / per_block);
+}
