@@ -1,7 +1,7 @@
 /* fp8run — run an fp8cc program on safetensors inputs.
  *
  *   fp8run PROGRAM.ptx --inputs IN.safetensors -o OUT.safetensors
- *          [--device N] [--iters N] [--warmup N] [--no-graph] [--json]
+ *          [--device N] [--iters N [--wall]] [--warmup N] [--no-graph] [--json]
  *   fp8run PROGRAM.ptx --json          (the signature only; no GPU needed)
  *
  * Loads the program with libfp8rt, binds each program input to the tensor of
@@ -26,6 +26,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "dims.h"
 #include "fp8rt.h"
@@ -36,7 +37,7 @@
 
 typedef struct {
 	const char *program, *inputs, *output;
-	int device, iters, warmup, graphs, json, check;
+	int device, iters, warmup, graphs, json, check, wall;
 	const char *libs[MAXLIBS]; /* --externs */
 	int nlibs;
 } Options;
@@ -65,7 +66,7 @@ static const char *const st_names[] = {
 
 static const char usage_text[] =
 	"usage: fp8run PROGRAM.ptx --inputs IN.safetensors -o OUT.safetensors\n"
-	"              [--device N] [--iters N] [--warmup N] [--no-graph] [--json]\n"
+	"              [--device N] [--iters N [--wall]] [--warmup N] [--no-graph] [--json]\n"
 	"       fp8run PROGRAM.ptx --json\n"
 	"       fp8run PROGRAM.ptx --check\n"
 	"\n"
@@ -79,6 +80,9 @@ static const char usage_text[] =
 	"  --iters=N           time N runs with CUDA events (median and minimum)\n"
 	"  --warmup=N          untimed runs before them (default 3)\n"
 	"  --no-graph          run the plan step by step, without CUDA-graph replay\n"
+	"  --wall              with --iters, also the host's clock over runs back to back\n"
+	"                      (one synchronize after them; the best of 5 rounds): what\n"
+	"                      a caller enqueuing runs back to back pays a run\n"
 	"  --externs=LIB.so    a library whose fp8run_register_externs(ctx) registers the\n"
 	"                      externs the program calls (repeatable)\n"
 	"  --json              print the signature and the timings (every run) as JSON;\n"
@@ -117,7 +121,7 @@ parse_count(const char *s, const char *opt, int min)
 	return (int)v;
 }
 
-enum { OPT_DEVICE = 256, OPT_ITERS, OPT_WARMUP, OPT_NO_GRAPH, OPT_JSON, OPT_VERSION, OPT_CHECK, OPT_EXTERNS };
+enum { OPT_DEVICE = 256, OPT_ITERS, OPT_WARMUP, OPT_NO_GRAPH, OPT_JSON, OPT_VERSION, OPT_CHECK, OPT_EXTERNS, OPT_WALL };
 
 static const struct option longopts[] = {
 	{ "inputs", required_argument, NULL, 'i' },
@@ -126,6 +130,7 @@ static const struct option longopts[] = {
 	{ "iters", required_argument, NULL, OPT_ITERS },
 	{ "warmup", required_argument, NULL, OPT_WARMUP },
 	{ "no-graph", no_argument, NULL, OPT_NO_GRAPH },
+	{ "wall", no_argument, NULL, OPT_WALL },
 	{ "json", no_argument, NULL, OPT_JSON },
 	{ "check", no_argument, NULL, OPT_CHECK },
 	{ "externs", required_argument, NULL, OPT_EXTERNS },
@@ -177,6 +182,7 @@ parse_args(int argc, char **argv)
 		case OPT_ITERS:    o.iters = parse_count(optarg, "--iters", 1); break;
 		case OPT_WARMUP:   o.warmup = parse_count(optarg, "--warmup", 0); break;
 		case OPT_NO_GRAPH: o.graphs = 0; break;
+		case OPT_WALL:     o.wall = 1; break;
 		case OPT_JSON:     o.json = 1; break;
 		case OPT_CHECK:    o.check = 1; break;
 		case OPT_EXTERNS:
@@ -197,6 +203,8 @@ parse_args(int argc, char **argv)
 	o.program = argv[optind];
 	if (!o.output && !o.iters && !o.json && !o.check)
 		usage("nothing to do: give -o OUT.safetensors, --iters N or --json");
+	if (o.wall && !o.iters)
+		usage("--wall times runs: give --iters N too");
 	if (o.output && !strcmp(o.output, "-") && (o.iters || o.json))
 		usage("-o - and %s both want standard output", o.json ? "--json" : "--iters");
 	return o;
@@ -424,11 +432,40 @@ us_json(float us)
 	return json_real((double)(long long)((double)us * 100 + 0.5) / 100);
 }
 
-/* One function's timings: median and minimum, and with --json the object
- * *timing (name: the function's, or NULL for a program of one). */
+static double
+now_us(void)
+{
+	struct timespec t;
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (double)t.tv_sec * 1e6 + (double)t.tv_nsec / 1e3;
+}
+
+/* --wall: microseconds a run by the host's clock, n runs back to back and
+ * one synchronize, the best of 5 rounds; < 0 on a failure (said) */
+static double
+wall_us(fp8rt_context *ctx, fp8rt_program *prog, int f, const FnSides *fs, int n)
+{
+	double best = -1;
+	for (int round = 0; round < 5; round++) {
+		double t0 = now_us();
+		for (int i = 0; i < n; i++)
+			if (fp8rt_run_function(prog, f, NULL, fs->in.t, fs->in.n, fs->out.t, fs->out.n, NULL) !=
+				FP8RT_OK)
+				return fail("running", fp8rt_last_error(ctx)), -1;
+		if (fp8rt_synchronize(ctx, NULL) != FP8RT_OK)
+			return fail("running", fp8rt_last_error(ctx)), -1;
+		double us = (now_us() - t0) / n;
+		best = best < 0 || us < best ? us : best;
+	}
+	return best;
+}
+
+/* One function's timings: median and minimum (and with --wall the host's
+ * clock a run), and with --json the object *timing (name: the function's,
+ * or NULL for a program of one). */
 static int
-time_function(fp8rt_program *prog, int f, const FnSides *fs, const Options *o, const char *name, float *median,
-	float *min, json_t **timing)
+time_function(fp8rt_context *ctx, fp8rt_program *prog, int f, const FnSides *fs, const Options *o, const char *name,
+	float *median, float *min, json_t **timing)
 {
 	int n = o->iters;
 	float *us = calloc((size_t)n, sizeof *us), *sorted = calloc((size_t)n, sizeof *sorted);
@@ -445,6 +482,11 @@ time_function(fp8rt_program *prog, int f, const FnSides *fs, const Options *o, c
 	qsort(sorted, (size_t)n, sizeof *sorted, cmp_float);
 	*median = n % 2 ? sorted[n / 2] : (sorted[n / 2 - 1] + sorted[n / 2]) / 2;
 	*min = sorted[0];
+	double wall = o->wall ? wall_us(ctx, prog, f, fs, n) : 0;
+	if (wall < 0) {
+		free(us), free(sorted);
+		return 1;
+	}
 	if (o->json) {
 		json_t *runs = json_array();
 		for (int i = 0; runs && i < n; i++)
@@ -454,9 +496,14 @@ time_function(fp8rt_program *prog, int f, const FnSides *fs, const Options *o, c
 				  us_json(*min), "runs_us", runs)
 			: json_pack("{s:b, s:i, s:i, s:o, s:o, s:o*}", "graphs", o->graphs, "warmup", o->warmup,
 				  "iters", n, "median_us", us_json(*median), "min_us", us_json(*min), "runs_us", runs);
+		if (*timing && o->wall)
+			json_object_set_new(*timing, "wall_us", us_json((float)wall));
 	} else {
 		printf("fp8run: %s%s%s: %d runs (graphs %s): median %.2f us, min %.2f us\n", o->program,
 			name ? ": " : "", name ? name : "", n, o->graphs ? "on" : "off", *median, *min);
+		if (o->wall)
+			printf("fp8run: %s%s%s: %.2f us a run by the host's clock, back to back\n", o->program,
+				name ? ": " : "", name ? name : "", wall);
 	}
 	free(us);
 	free(sorted);
@@ -466,13 +513,13 @@ time_function(fp8rt_program *prog, int f, const FnSides *fs, const Options *o, c
 /* The timings of every function: for a program of several, each one's and
  * the step's (the sums of the medians and of the minimums). */
 static int
-time_runs(fp8rt_program *prog, const FnSides *fs, int nf, const Options *o, json_t **timing)
+time_runs(fp8rt_context *ctx, fp8rt_program *prog, const FnSides *fs, int nf, const Options *o, json_t **timing)
 {
 	float median, min, step_median = 0, step_min = 0;
 	json_t *fns = nf > 1 && o->json ? json_array() : NULL;
 	for (int f = 0; f < nf; f++) {
 		json_t *t = NULL;
-		int rc = time_function(prog, f, &fs[f], o, nf > 1 ? fp8rt_program_function_name(prog, f) : NULL,
+		int rc = time_function(ctx, prog, f, &fs[f], o, nf > 1 ? fp8rt_program_function_name(prog, f) : NULL,
 			&median, &min, o->json ? &t : NULL);
 		if (rc) {
 			json_decref(fns);
@@ -529,7 +576,7 @@ run(fp8rt_context *ctx, const Options *o, const StFile *in)
 	if (rc == 0 && o->output)
 		rc = write_outputs(ctx, fs, nf, o->output);
 	if (rc == 0 && o->iters)
-		rc = time_runs(prog, fs, nf, o, &timing);
+		rc = time_runs(ctx, prog, fs, nf, o, &timing);
 	if (rc == 0 && o->json)
 		rc = print_json(signature(prog, o->program),
 			fp8rt_device_properties(ctx, &props) == FP8RT_OK ? json_string(props.name) : NULL, timing);

@@ -185,6 +185,7 @@ Test(fp8run, usage_errors_exit_2)
 		{ "p.ptx q.ptx -o o.st", "more than one program given ('q.ptx')" },
 		{ "p.ptx --json -o -", "-o - and --json both want standard output" },
 		{ "p.ptx", "nothing to do" },
+		{ "p.ptx --json --wall", "--wall times runs: give --iters N too" },
 	};
 	char out[4096];
 	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
