@@ -8,9 +8,10 @@ usage: profile_kernels.py FP8RUN PTXDIR OUTDIR [REGEX]
 For each case of bench/kernel_ir.py whose name matches REGEX (default:
 all), draws the inputs bench_kernels.py draws, runs PTXDIR/kernel_CASE.ptx
 under `ncu` (step by step, no graph, so each launch is profiled; the
-third run's kernels, after two warm ones) and writes the report to
-OUTDIR/ncu_CASE.txt, with the DRAM bytes, the L2 hit rate and the duration
-of each kernel summed up in OUTDIR/ncu.md."""
+third run's kernels, after two warm ones) and appends the report to
+OUTDIR/ncu_reports.txt (one file: the device tool brings back only a few
+files), with the DRAM bytes, the L2 hit rate and the duration of each
+kernel summed up in OUTDIR/ncu.md."""
 import os
 import re
 import subprocess
@@ -39,8 +40,8 @@ def profile(fp8run, ptx, inputs, outputs, report):
     cmd += ["--metrics", ",".join(METRICS), fp8run, ptx, "--inputs", inputs, "-o", outputs, "--no-graph",
             "--iters", "1", "--warmup", "1"]
     res = subprocess.run(cmd, capture_output=True, text=True)
-    with open(report, "w") as f:
-        f.write(res.stdout + res.stderr)
+    with open(report, "a") as f:
+        f.write(f"==== {os.path.basename(ptx)}\n" + res.stdout + res.stderr)
     if res.returncode != 0:
         raise RuntimeError(f"ncu on {ptx} failed (see {report})")
     return res.stdout
@@ -73,7 +74,7 @@ def main():
             inputs, outputs = os.path.join(tmp, "in.safetensors"), os.path.join(tmp, "out.safetensors")
             save_file({k: v.cpu() for k, v in ops.items()}, inputs)
             text = profile(fp8run, os.path.join(ptxdir, f"kernel_{name}.ptx"), inputs, outputs,
-                           os.path.join(outdir, f"ncu_{name}.txt"))
+                           os.path.join(outdir, "ncu_reports.txt"))
         us = metric(text, "gpu__time_duration.sum")
         rd, wr = metric(text, "dram__bytes_read.sum"), metric(text, "dram__bytes_write.sum")
         hit = metric(text, "lts__t_sector_hit_rate.pct")
