@@ -1313,7 +1313,8 @@ Test(ir_verify, scaled_mm_scale_not_scalar)
 	mm_params(DT_F8E4M3FN, DT_F8E4M3FN, 16);
 	v = ir_param(F, "v", DT_F32, SH(1));
 	ir_instr(F, OP_SCALED_MM, ARGS(mm_a, mm_b, v, mm_s), NOATTR, DT_BF16, SH(4, 8));
-	rejects(F, "scales must be f32[] and f32[] (tensor-wise), f32[4,1] and f32[1,8] (row-wise) or f32[4,1] and f32[1,1] (block-wise)");
+	rejects(F,
+		"scales must be f32[] and f32[] (tensor-wise), f32[4,1] and f32[1,8] (row-wise) or f32[4,1] and f32[1,1] (block-wise)");
 }
 
 Test(ir_verify, scaled_mm_scale_not_f32)
