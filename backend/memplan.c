@@ -9,10 +9,12 @@
  * first-fit at 256-byte alignment, and a buffer whose last reader has run is
  * reused by the next. A step never writes over a buffer it reads.
  *
- * A kernel that only reshapes a row-major value, or only transposes one
- * into a layout of the same bytes, moves no data: it gets no launch, and its result is its source's bytes — where the source lives,
- * or, when the result is returned or saved and its source is neither, the
- * source is written straight there (a GEMM's output returned reshaped). */
+ * A kernel whose one instruction keeps its operand's bytes (ir_same_bytes:
+ * a reshape of a row-major value, or a transpose into a layout of the same
+ * bytes) moves no data: it gets no launch, and its result is its source's
+ * bytes — where the source lives, or, when the result is returned or saved
+ * and its source is neither, the source is written straight there (a
+ * GEMM's output returned reshaped). */
 #include <string.h>
 
 #include "be.h"
@@ -59,7 +61,7 @@ views(Func *fn)
 		uint32_t x = in->nargs ? ir_args(fn, in)[0] : IR_NONE, y = in->res;
 
 		src[k] = IR_NONE;
-		if (kn->count != 1 || !in->nargs || !ir_same_bytes(fn, in))
+		if (kn->count != 1 || !ir_same_bytes(fn, in))
 			continue;
 		/* a returned result takes its source into the output: a source
 		 * that is an input, returned itself, taken already or a view

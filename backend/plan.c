@@ -53,8 +53,10 @@ print_launch(FILE *f, Func *fn, const Plan *p, uint32_t k, const Launch *l, cons
 static void
 print_gemm(FILE *f, Func *fn, const Plan *p, const Instr *in, const char *pre, int version)
 {
+	static const char *const modes[] = { [SCALES_ROW] = " scale_mode=row", [SCALES_BLOCK] = " scale_mode=block" };
 	const uint32_t *a = ir_args(fn, in);
 	const int64_t *da = ir_dims(fn, a[0]), *db = ir_dims(fn, a[1]);
+	ScaleMode mode = ir_scale_mode(fn, in);
 
 	fprintf(f, "%sgemm d=", pre);
 	print_ref(f, p, in->res);
@@ -78,8 +80,8 @@ print_gemm(FILE *f, Func *fn, const Plan *p, const Instr *in, const char *pre, i
 		ir_dtypes[fn->vals[a[1]].dtype].name, ir_dtypes[fn->vals[in->res].dtype].name);
 	if (version > 1)
 		fputs(" epilogue=none", f);
-	if (ir_scale_mode(fn, in) != SCALES_TENSOR)
-		fputs(ir_scale_mode(fn, in) == SCALES_ROW ? " scale_mode=row" : " scale_mode=block", f);
+	if (mode != SCALES_TENSOR)
+		fputs(modes[mode], f);
 	fprintf(f, " fast_accum=%d\n", (in->flags & IF_FAST_ACCUM) != 0);
 }
 

@@ -314,7 +314,9 @@ ir_scale_mode(Func *fn, const Instr *in)
 	M = ir_dims(fn, a[0])[0], K = ir_dims(fn, a[0])[1], N = ir_dims(fn, a[1])[1];
 	if (sa[0] == M && sa[1] == 1 && sb[0] == 1 && sb[1] == N)
 		return SCALES_ROW;
-	if (sa[0] == M && sa[1] == (K + 127) / 128 && sb[0] == (K + 127) / 128 && sb[1] == (N + 127) / 128)
+	int64_t KB = (K + IR_SCALE_BLOCK - 1) / IR_SCALE_BLOCK, NB = (N + IR_SCALE_BLOCK - 1) / IR_SCALE_BLOCK;
+
+	if (sa[0] == M && sa[1] == KB && sb[0] == KB && sb[1] == NB)
 		return SCALES_BLOCK;
 	return SCALES_TENSOR;
 }

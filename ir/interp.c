@@ -604,7 +604,7 @@ eval_scaled_mm(Func *fn, const Instr *in, Tensor *r, Tensor **vals)
 	const Tensor *A = vals[a[0]], *B = vals[a[1]], *bias = in->nargs == 5 ? vals[a[4]] : NULL;
 	int64_t M = A->dims[0], K = A->dims[1], N = B->dims[1];
 	ScaleMode mode = ir_scale_mode(fn, in);
-	int64_t KB = (K + 127) / 128, NB = (N + 127) / 128;
+	int64_t KB = (K + IR_SCALE_BLOCK - 1) / IR_SCALE_BLOCK, NB = (N + IR_SCALE_BLOCK - 1) / IR_SCALE_BLOCK;
 	float *af = decode(A, M * K), *bt = malloc((size_t)(K * N > 0 ? K * N : 1) * sizeof *bt);
 
 	if (!af || !bt)
@@ -621,10 +621,10 @@ eval_scaled_mm(Func *fn, const Instr *in, Tensor *r, Tensor **vals)
 				for (int64_t r = 0; r < KB; r++) {
 					float part = 0;
 
-					for (int64_t k = r * 128; k < K && k < r * 128 + 128; k++)
+					for (int64_t k = r * IR_SCALE_BLOCK; k < K && k < (r + 1) * IR_SCALE_BLOCK; k++)
 						part += x[k] * y[k];
 					acc += part * (float)tensor_getf(vals[a[2]], i * KB + r) *
-						(float)tensor_getf(vals[a[3]], r * NB + j / 128);
+						(float)tensor_getf(vals[a[3]], r * NB + j / IR_SCALE_BLOCK);
 				}
 			} else {
 				for (int64_t k = 0; k < K; k++)

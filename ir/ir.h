@@ -260,6 +260,7 @@ bool ir_is_rowmajor(Func *fn, uint32_t v);
  * 1x128 block of a and scale_b (ceil(K/128), ceil(N/128)) per 128x128 block
  * of b. Not a scaled_mm, or scales of no form: SCALES_TENSOR. */
 typedef enum { SCALES_TENSOR, SCALES_ROW, SCALES_BLOCK } ScaleMode;
+#define IR_SCALE_BLOCK 128 /* the k (and n) a block-wise scale covers */
 ScaleMode ir_scale_mode(Func *fn, const Instr *in);
 /* true if the result of `in` has its operand's bytes: a reshape between
  * row-major values, or a transpose whose result's layout walks the

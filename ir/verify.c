@@ -363,19 +363,22 @@ check_gemm(Check *c, const uint32_t *a)
 	 * 128x128 blocks) */
 	if (fn->vals[a[2]].dtype != DT_F32 || fn->vals[a[3]].dtype != DT_F32)
 		return fail(c, "scales must be f32");
-	if (fn->vals[a[2]].rank == 0 ? fn->vals[a[3]].rank != 0 : ir_scale_mode(fn, c->in) == SCALES_TENSOR)
+	ScaleMode mode = ir_scale_mode(fn, c->in);
+	int64_t kb = (da[1] + IR_SCALE_BLOCK - 1) / IR_SCALE_BLOCK, nb = (db[1] + IR_SCALE_BLOCK - 1) / IR_SCALE_BLOCK;
+
+	if (fn->vals[a[2]].rank == 0 ? fn->vals[a[3]].rank != 0 : mode == SCALES_TENSOR)
 		return fail(c,
 			"scales must be f32[] and f32[] (tensor-wise), f32[%lld,1] and f32[1,%lld] (row-wise) or "
 			"f32[%lld,%lld] and f32[%lld,%lld] (block-wise)",
-			(long long)da[0], (long long)db[1], (long long)da[0], (long long)((da[1] + 127) / 128),
-			(long long)((da[1] + 127) / 128), (long long)((db[1] + 127) / 128));
+			(long long)da[0], (long long)db[1], (long long)da[0], (long long)kb, (long long)kb,
+			(long long)nb);
 	/* what cuBLASLt's block scaling takes (torch's rules too), and K a
 	 * multiple of 512 so that scale_b's column of K blocks is a multiple of
 	 * 4 long, the leading dim cuBLASLt wants (docs/ir.md) */
-	if (ir_scale_mode(fn, c->in) == SCALES_BLOCK) {
+	if (mode == SCALES_BLOCK) {
 		if (c->in->flags & IF_FAST_ACCUM)
 			return fail(c, "block-wise scales take no fast accumulation (cuBLASLt, torch._scaled_mm)");
-		if (da[1] % 512 || da[0] % 4)
+		if (da[1] % (4 * IR_SCALE_BLOCK) || da[0] % 4)
 			return fail(c,
 				"block-wise scales need K a multiple of 512 and M of 4 (cuBLASLt's scale layouts); "
 				"this is %lldx%lldx%lld",

@@ -270,14 +270,15 @@ legal_gemm(Func *fn, Func *d, const Instr *in, uint32_t *map, const bool *only_b
 	const uint32_t *args = ir_args(fn, in);
 	uint32_t a = args[0], b = args[1], na = map[a], nb = in_colmajor(d, b, map[b], only_b, copy_b), r;
 	uint32_t sa = map[args[2]], sb = map[args[3]];
+	ScaleMode mode = ir_scale_mode(fn, in);
 
-	if (ir_scale_mode(fn, in) == SCALES_BLOCK) {
+	if (mode == SCALES_BLOCK) {
 		sa = in_colmajor(d, args[2], sa, only_b, copy_b);
 		sb = in_colmajor(d, args[3], sb, only_b, copy_b);
 	}
 	if (!ir_is_rowmajor(d, na))
 		na = copy_of(d, a, na, NULL, copy_a);
-	if (ir_scale_mode(fn, in) == SCALES_ROW && !native_rowwise(fn, in)) {
+	if (mode == SCALES_ROW && !native_rowwise(fn, in)) {
 		legal_rowwise(fn, d, in, map, na, nb);
 		return;
 	}

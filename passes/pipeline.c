@@ -126,12 +126,19 @@ pass_pipeline(Func *fn, const PassOptions *o)
 	return fn;
 }
 
+static bool
+colmajor(Func *fn, uint32_t v)
+{
+	static const int64_t cm[2] = { 1, 0 };
+
+	return fn->vals[v].layout != IR_NONE && memcmp(&fn->ints[fn->vals[v].layout], cm, sizeof cm) == 0;
+}
+
 /* the reason fn is not what the backend takes, or NULL */
 static const char *
 not_lowered(Func *fn, const Instr *in)
 {
 	const uint32_t *a = ir_args(fn, in);
-	static const int64_t colmajor[2] = { 1, 0 };
 
 	if (!op_step((Op)in->op))
 		return in->kernel < 0 ? "is in no kernel (the fuse pass makes them)" : NULL;
@@ -147,15 +154,12 @@ not_lowered(Func *fn, const Instr *in)
 		return !ir_is_rowmajor(fn, a[0]) || !ir_is_rowmajor(fn, a[1]) || !ir_is_rowmajor(fn, in->res)
 			? "has an operand or result that is not row-major (the layouts pass makes them so)"
 			: NULL;
-	if (fn->vals[a[1]].layout == IR_NONE ||
-		memcmp(&fn->ints[fn->vals[a[1]].layout], colmajor, sizeof colmajor) != 0)
+	if (!colmajor(fn, a[1]))
 		return "has a b operand not in layout {1,0} (the layouts pass gives it one)";
 	if (!ir_is_rowmajor(fn, a[0]) || !ir_is_rowmajor(fn, in->res))
 		return "has an a operand or result that is not row-major (the layouts pass makes them so)";
-	for (int j = 2; ir_scale_mode(fn, in) == SCALES_BLOCK && j < 4; j++)
-		if (fn->vals[a[j]].layout == IR_NONE ||
-			memcmp(&fn->ints[fn->vals[a[j]].layout], colmajor, sizeof colmajor) != 0)
-			return "has block-wise scales not in layout {1,0} (the layouts pass gives them one)";
+	if (ir_scale_mode(fn, in) == SCALES_BLOCK && (!colmajor(fn, a[2]) || !colmajor(fn, a[3])))
+		return "has block-wise scales not in layout {1,0} (the layouts pass gives them one)";
 	return NULL;
 }
 

@@ -341,13 +341,12 @@ at(int32_t trans, int64_t ld, uint64_t i, uint64_t p)
  * (i/128, p/128) at scale_a[(i/128)*kb4 + p/128] and by B's (p/128, j) at
  * scale_b[(p/128)*n + j], the runs summed in f32; then alpha and the bias. */
 static double
-block_sum(const Call *c, const uint8_t *pa, const uint8_t *pb, uint64_t i, uint64_t j, uint64_t k, uint64_t m,
-	uint64_t n, cudaDataType bt)
+block_sum(const Call *c, const uint8_t *pa, const uint8_t *pb, uint64_t i, uint64_t j, uint64_t k, uint64_t n,
+	cudaDataType bt)
 {
 	const Desc *ds = &c->desc;
 	uint64_t kb = (k + 127) / 128, kb4 = (kb + 3) / 4 * 4;
 	float sum = 0;
-	(void)m;
 	for (uint64_t r = 0; r < kb; r++) {
 		float acc = 0;
 		for (uint64_t p = r * 128; p < k && p < r * 128 + 128; p++)
@@ -381,7 +380,7 @@ matmul(const void *arg)
 			for (uint64_t i = 0; i < m; i++) {
 				if (blocks) {
 					store(pd, c->d.type, i + j * (uint64_t)c->d.ld,
-						activate(ds->epilogue, block_sum(c, pa, pb, i, j, k, m, n, bt)));
+						activate(ds->epilogue, block_sum(c, pa, pb, i, j, k, n, bt)));
 					continue;
 				}
 				double acc64 = 0;
