@@ -12,7 +12,8 @@
  * coordinates) from the first reduction to the last write. One read, one
  * write, no grid barrier. What depends on a reduction must keep its row:
  * elementwise ops over the space or per row (the leading dims, with or
- * without a trailing 1 as keepdim leaves it), broadcasts that keep the
+ * without a trailing 1 as keepdim leaves it; clones, the copy of a
+ * per-row value in another layout too), broadcasts that keep the
  * leading dims, reductions of the last dim — anything else, and the kernel
  * runs in phases. */
 
@@ -32,14 +33,15 @@ row_space(Func *fn, const Rows *rs, uint32_t v)
 		ir_is_rowmajor(fn, v);
 }
 
-/* the leading dims, or those and a 1 */
+/* the leading dims, or those and a 1, in any layout: a per-row value is
+ * read and written one element at a time (block-wise scales are written
+ * column-major) */
 static bool
 per_row(Func *fn, const Rows *rs, uint32_t v)
 {
 	int r = fn->vals[v].rank;
 
-	return lead_dims(fn, rs, v) && ir_is_rowmajor(fn, v) &&
-		(r == rs->rank - 1 || (r == rs->rank && ir_dims(fn, v)[r - 1] == 1));
+	return lead_dims(fn, rs, v) && (r == rs->rank - 1 || (r == rs->rank && ir_dims(fn, v)[r - 1] == 1));
 }
 
 /* a broadcast that keeps the leading dims where they are */
@@ -93,7 +95,8 @@ cg_rows_shape(Cg *c, Rows *rs)
 		if (in->op == OP_BROADCAST)
 			dep[v] = keeps_rows(fn, rs, in);
 		else
-			dep[v] = op_elementwise((Op)in->op) && (row_space(fn, rs, v) || per_row(fn, rs, v));
+			dep[v] = (op_elementwise((Op)in->op) || in->op == OP_CLONE) &&
+				(row_space(fn, rs, v) || per_row(fn, rs, v));
 		if (!dep[v])
 			return false;
 	}

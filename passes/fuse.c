@@ -243,6 +243,21 @@ next_kernel(Params *p)
 	p->nin = p->nout = 0;
 }
 
+/* a reshape with its operand's bytes computed in this level, whose result
+ * nothing else in the level reads: a view of the operand after the level's
+ * kernel, which then writes the operand in its own shape (a row kernel's
+ * space: the block-wise quantize's (M, K/128, 128) before its (M, K)) */
+static bool
+trailing_view(Func *fn, const Instr *in, const uint32_t *read_in, uint32_t level)
+{
+	const Instr *def;
+
+	if ((in->op != OP_RESHAPE && in->op != OP_SQUEEZE) || !ir_same_bytes(fn, in) || read_in[in->res] == level + 1)
+		return false;
+	def = ir_def(fn, ir_args(fn, in)[0]);
+	return def && !op_step((Op)def->op);
+}
+
 /* a reshape or transpose with its operand's bytes (ir_same_bytes) whose
  * operand is in memory whatever the kernels are: an input, or a GEMM's or
  * an extern's result. Fused with its operand's producer it would cost a
@@ -272,6 +287,13 @@ pass_fuse(Func *fn, int opt)
 	p.last = last_uses(fn, order);
 	p.defined = arena_alloc(fn->arena, (fn->nvals + 1) * sizeof *p.defined);
 	p.read = arena_alloc(fn->arena, (fn->nvals + 1) * sizeof *p.read);
+	/* per value: the level (+ 1) whose kernel reads it */
+	uint32_t *read_in = arena_alloc(fn->arena, (fn->nvals + 1) * sizeof *read_in);
+
+	for (uint32_t level = 0; level <= maxd; level++)
+		for (uint32_t j = start[2 * level]; j < start[2 * level + 1]; j++)
+			for (uint32_t a = 0; a < fn->ins[order[j]].nargs; a++)
+				read_in[ir_args(fn, &fn->ins[order[j]])[a]] = level + 1;
 	for (uint32_t level = 0; level <= maxd; level++) {
 		/* a view of a value in memory anyway first, each its own kernel:
 		 * the memory plan gives it no launch */
@@ -288,7 +310,7 @@ pass_fuse(Func *fn, int opt)
 		for (uint32_t j = start[2 * level]; j < start[2 * level + 1]; j++) {
 			const Instr *in = &fn->ins[order[j]];
 
-			if (opt >= 2 && free_view(fn, in))
+			if (opt >= 2 && (free_view(fn, in) || trailing_view(fn, in, read_in, level)))
 				continue;
 			if (opt >= 2 && d->nins > first && params_with(fn, &p, in, j) > MAXPARAMS) {
 				add_kernel(d, first); /* full: the level goes on in a new kernel */
@@ -302,6 +324,14 @@ pass_fuse(Func *fn, int opt)
 		}
 		if (opt >= 2)
 			add_kernel(d, first);
+		for (uint32_t j = start[2 * level]; opt >= 2 && j < start[2 * level + 1]; j++) {
+			if (free_view(fn, &fn->ins[order[j]]) || !trailing_view(fn, &fn->ins[order[j]], read_in, level))
+				continue;
+			next_kernel(&p);
+			join(fn, &p, &fn->ins[order[j]], j);
+			ir_copy_instr(d, fn, &fn->ins[order[j]], map);
+			add_kernel(d, d->nins - 1);
+		}
 		for (uint32_t j = start[2 * level + 1]; j < start[2 * level + 2]; j++)
 			ir_copy_instr(d, fn, &fn->ins[order[j]], map);
 	}
