@@ -56,8 +56,18 @@ def operands(name):
     if form == "bmm_nt":
         return {"a": randn(s["b"], s["m"], s["k"]), "b": randn(s["b"], s["n"], s["k"])}
     if form == "scaled_mm":
+        m, k, n = s["m"], s["k"], s["n"]
+        ops = {"a": randn(m, k), "w": randn(n, k)}
+
+        def scales(*shape):
+            return 0.01 + 0.1 * torch.rand(*shape, device="cuda")
+
+        if opt.get("scales") == "row":
+            return ops | {"scale_a": scales(m, 1), "scale_b": scales(1, n)}
+        if opt.get("scales") == "block":
+            return ops | {"sa_t": scales(k // 128, m), "sb_t": scales(n // 128, k // 128)}
         one = torch.ones((), device="cuda")
-        return {"a": randn(s["m"], s["k"]), "w": randn(s["n"], s["k"]), "scale_a": one * 0.5, "scale_b": one * 0.25}
+        return ops | {"scale_a": one * 0.5, "scale_b": one * 0.25}
     if form.startswith("mlp"):
         h, i = s["h"], s["i"]
         return {"x": randn(s["t"], h), "w_gate": randn(i, h, scale=h ** -0.5), "w_up": randn(i, h, scale=h ** -0.5),
@@ -85,6 +95,19 @@ def mlp_fp8(x, w_gate, w_up, w_down):
     return fp8_linear(F.silu(fp8_linear(x, w_gate)) * fp8_linear(x, w_up), w_down)
 
 
+def block_scaled_mm(a, b, sa, sb):
+    """torch's fp8 GEMM with 1x128 scales on a and 128x128 on b (sa (M, K/128)
+    and sb (K/128, N/128), both with stride 1 along their first dim), in the
+    form this torch has (tests/gpu/torch_gemm.py's rule)"""
+    try:
+        return torch._scaled_mm(a, b, sa, sb, out_dtype=torch.bfloat16)
+    except (RuntimeError, TypeError):
+        if not hasattr(F, "scaled_mm"):
+            raise
+    st = F.ScalingType
+    return F.scaled_mm(a, b, sa, st.BlockWise1x128, sb, st.BlockWise128x128, output_dtype=torch.bfloat16)
+
+
 def torch_ops(name):
     """[(label, fn(**operands))]: torch's way to the same result"""
     form, dt, s, opt = CASES[name]
@@ -98,6 +121,8 @@ def torch_ops(name):
         return [("torch.matmul", lambda a, b: torch.matmul(a, b))]
     if form == "bmm_nt":
         return [("torch.matmul(q, kᵀ)", lambda a, b: torch.matmul(a, b.transpose(-1, -2)))]
+    if form == "scaled_mm" and opt.get("scales") == "block":
+        return [("torch._scaled_mm", lambda a, w, sa_t, sb_t: block_scaled_mm(a, w.t(), sa_t.t(), sb_t.t()))]
     if form == "scaled_mm":
         fast = bool(opt.get("fast_accum"))
         return [("torch._scaled_mm", lambda a, w, scale_a, scale_b: torch._scaled_mm(

@@ -7,8 +7,8 @@ usage: gemm_ir.py            the case names, one a line
 CASES is the table bench/bench_gemm.py times: each case a form, a dtype and
 its sizes. Forms: mm (a (M,K) · b (K,N)), linear (x (M,K) · w (N,K)ᵀ, with
 an optional bias and epilogue), bmm (a (B,M,K) · b (B,K,N)), bmm_nt
-(q (B,M,K) · k (B,N,K)ᵀ), scaled_mm (fp8 a (M,K) · w (N,K)ᵀ, tensor-wise
-scales, a bf16 result), mlp (Llama's: silu(x wgᵀ) · (x wuᵀ), then wdᵀ,
+(q (B,M,K) · k (B,N,K)ᵀ), scaled_mm (fp8 a (M,K) · w (N,K)ᵀ, a bf16 result, with
+tensor-wise, row-wise or 128-block scales), mlp (Llama's: silu(x wgᵀ) · (x wuᵀ), then wdᵀ,
 silu in f32 as torch computes it) and mlp_fp8 (the same with each linear an
 fp8 one as torchao's Float8Linear makes it: the activation and the weight
 quantized to e4m3 with tensor-wise dynamic scales, amax → 448/amax → a
@@ -29,6 +29,10 @@ CASES = {
     "scaled_mm_fast_4096": ("scaled_mm", "f8e4m3fn", dict(m=4096, k=4096, n=4096), dict(fast_accum=True)),
     "scaled_mm_fast_8192x4096x14336": ("scaled_mm", "f8e4m3fn", dict(m=8192, k=4096, n=14336),
                                        dict(fast_accum=True)),
+    "scaled_mm_row_fast_8192x4096x14336": ("scaled_mm", "f8e4m3fn", dict(m=8192, k=4096, n=14336),
+                                           dict(fast_accum=True, scales="row")),
+    "scaled_mm_block_8192x4096x14336": ("scaled_mm", "f8e4m3fn", dict(m=8192, k=4096, n=14336),
+                                        dict(scales="block")),
     "mlp_bf16_4096x4096x11008": ("mlp", "bf16", dict(t=4096, h=4096, i=11008), {}),
     "mlp_fp8_4096x4096x11008": ("mlp_fp8", "bf16", dict(t=4096, h=4096, i=11008), {}),
 }
@@ -60,8 +64,18 @@ def program(name):
     if form == "scaled_mm":
         m, k, n = s["m"], s["k"], s["n"]
         fast = " fast_accum" if opt.get("fast_accum") else ""
-        return (f"func @{name}(%a: {ty(dt, m, k)}, %w: {ty(dt, n, k)}, %scale_a: f32[], %scale_b: f32[]) {{\n"
-                f"  %wt = transpose %w [1,0] : {ty(dt, k, n)}\n"
+        scales = opt.get("scales", "tensor")
+        if scales == "tensor":
+            params, views = "%scale_a: f32[], %scale_b: f32[]", ""
+        elif scales == "row":
+            params, views = f"%scale_a: {ty('f32', m, 1)}, %scale_b: {ty('f32', 1, n)}", ""
+        else:  # block: the inputs as DeepSeek-V3 stores them, (K/128, M) and (N/128, K/128) row-major
+            kb, nb = k // 128, n // 128
+            params = f"%sa_t: {ty('f32', kb, m)}, %sb_t: {ty('f32', nb, kb)}"
+            views = (f"  %scale_a = transpose %sa_t [1,0] : {ty('f32', m, kb)}\n"
+                     f"  %scale_b = transpose %sb_t [1,0] : {ty('f32', kb, nb)}\n")
+        return (f"func @{name}(%a: {ty(dt, m, k)}, %w: {ty(dt, n, k)}, {params}) {{\n"
+                f"  %wt = transpose %w [1,0] : {ty(dt, k, n)}\n" + views +
                 f"  %mm = scaled_mm %a, %wt, %scale_a, %scale_b{fast} : {ty('bf16', m, n)}\n"
                 f"  return %mm\n}}\n")
     if form == "mlp":
