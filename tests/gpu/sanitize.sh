@@ -12,7 +12,8 @@
 # TOOL.PROGRAM.log (one archive: the device tool brings back only a few files). The exit status is 1 when any run reports an error or fails.
 #
 # usage: tests/gpu/sanitize.sh [DIR] [TOOL...]     (DIR: .carry/gpu; TOOL:
-#        memcheck racecheck synccheck initcheck; SKIP=REGEX leaves programs out)
+#        memcheck racecheck synccheck initcheck; SKIP=REGEX leaves programs out,
+#        ONLY=REGEX keeps only the programs whose names match)
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 dir=${1:-.carry/gpu}
@@ -78,6 +79,7 @@ for tool in "${tools[@]}"; do
 	for ptx in "$dir"/ptx/*.ptx; do
 		name=$(basename "$ptx" .ptx)
 		[ -n "${SKIP:-}" ] && [[ $name =~ $SKIP ]] && continue
+		[[ $name =~ ${ONLY:-.} ]] || continue
 		in=$(ls "$dir/ptx/$name".s*.in.safetensors 2>/dev/null | head -1)
 		[ -n "$in" ] || continue
 		log=$logs/$tool.$name.log
