@@ -28,6 +28,7 @@ typedef struct {
 	LLVMTypeRef kt; /* i32 or i64 key; f64/i64 accumulator for sums */
 	bool wide;
 	bool sum; /* sum or prod: accumulate in double or i64 */
+	bool abs; /* amax of an abs: every value's sign bit is clear */
 } Red;
 
 /* a pair of groups written through shared-memory tiles (tiles.c) */

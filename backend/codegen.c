@@ -610,9 +610,11 @@ Red
 cg_red_of(Cg *c, uint32_t v)
 {
 	const Instr *in = ir_def(c->fn, v);
-	Red r = { (Op)in->op, (DType)c->fn->vals[v].dtype, NULL, false, false };
+	Red r = { (Op)in->op, (DType)c->fn->vals[v].dtype, NULL, false, false, false };
+	const Instr *of = ir_def(c->fn, ir_args(c->fn, in)[0]);
 
 	r.sum = r.op == OP_SUM || r.op == OP_PROD;
+	r.abs = r.op == OP_AMAX && dt_isfloat(r.t) && of && of->op == OP_ABS;
 	r.wide = r.t == DT_F64 || r.t == DT_I64;
 	if (r.sum)
 		r.kt = dt_isfloat(r.t) ? c->f64 : c->i64;
@@ -632,6 +634,10 @@ max_key(Cg *c, const Red *r, LLVMValueRef x)
 
 		if (!r->wide)
 			x = be_convert(c, x, r->t, DT_F32, true);
+		/* no sign: the bits order as the values do, a NaN above all
+		 * (cg_unkey makes the NaN found canonical) */
+		if (r->abs)
+			return LLVMBuildOr(c->b, LLVMBuildBitCast(c->b, x, r->kt, ""), top, "");
 		x = LLVMBuildSelect(c->b, LLVMBuildFCmp(c->b, LLVMRealUNO, x, x, ""), LLVMConstReal(ft, NAN), x, "");
 		bits = LLVMBuildBitCast(c->b, x, r->kt, "");
 		mask = LLVMBuildOr(c->b, LLVMBuildAShr(c->b, bits, LLVMConstInt(r->kt, w - 1, 0), ""), top, "");
@@ -703,6 +709,8 @@ cg_unkey(Cg *c, const Red *r, LLVMValueRef k)
 		LLVMConstAllOnes(r->kt), "");
 	bits = LLVMBuildXor(c->b, k, mask, "");
 	x = LLVMBuildBitCast(c->b, bits, r->wide ? c->f64 : c->f32, "");
+	if (r->abs)
+		nan = LLVMBuildFCmp(c->b, LLVMRealUNO, x, x, "");
 	if (nan)
 		x = LLVMBuildSelect(c->b, nan, LLVMConstReal(LLVMTypeOf(x), NAN), x, "");
 	return r->wide ? x : be_convert(c, x, DT_F32, r->t, true);
