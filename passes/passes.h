@@ -11,6 +11,7 @@ typedef struct {
 	const char *print_after; /* dump IR after the pass of this name */
 	bool verify;             /* run the verifier between passes */
 	const char *only;        /* run just these passes, comma-separated ("" runs none) */
+	bool epilogues;          /* --fuse-epilogues: bias adds and ReLUs into the matmuls before them */
 } PassOptions;
 
 /* ---- passes ---- */
@@ -21,6 +22,7 @@ Func *pass_transposes(Func *fn);
 Func *pass_layouts(Func *fn);
 Func *pass_ranges(Func *fn);
 Func *pass_fuse(Func *fn, int opt);
+Func *pass_epilogues(Func *fn); /* changes roundings: only under PassOptions.epilogues */
 
 /* run the pipeline; returns the final function (passes may rebuild it) */
 Func *pass_pipeline(Func *fn, const PassOptions *opt);

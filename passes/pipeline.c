@@ -3,6 +3,8 @@
  *   -O0  layouts, fuse (one kernel per op)
  *   -O1  canonicalize, transposes, ranges, layouts, fuse (one kernel per op)
  *   -O2  canonicalize, transposes, canonicalize, ranges, layouts, fuse
+ * and with --fuse-epilogues, at every level, epilogues after the last
+ * canonicalize (it changes roundings: epilogue.c says how)
  * (the table `pipeline` below says it; each pass is named once, in PASSES)
  * layouts and fuse legalize: cuBLASLt takes its b operand only as (N,K), and
  * the backend runs nothing outside a kernel but GEMMs. pass_lowered says
@@ -39,12 +41,18 @@ ranges(Func *fn, int opt)
 	return pass_ranges(fn);
 }
 static Func *
+epilogues(Func *fn, int opt)
+{
+	(void)opt;
+	return pass_epilogues(fn);
+}
+static Func *
 fuse(Func *fn, int opt)
 {
 	return pass_fuse(fn, opt);
 }
 
-#define PASSES(X)  X(canonicalize) X(transposes) X(layouts) X(ranges) X(fuse)
+#define PASSES(X)  X(canonicalize) X(transposes) X(epilogues) X(layouts) X(ranges) X(fuse)
 #define AS_NAME(n) #n,
 #define AS_FN(n)   n,
 #define AS_ENUM(n) P_##n,
@@ -59,6 +67,7 @@ static const struct {
 	{ P_canonicalize, 1 },
 	{ P_transposes, 1 },
 	{ P_canonicalize, 2 },
+	{ P_epilogues, 0 }, /* with --fuse-epilogues only, which asks for it at every level */
 	{ P_ranges, 1 },
 	{ P_layouts, 0 }, /* GEMM operand layouts are what cuBLASLt accepts: needed at every level */
 	{ P_fuse, 0 },
@@ -121,7 +130,7 @@ pass_pipeline(Func *fn, const PassOptions *o)
 		return fn;
 	}
 	for (size_t i = 0; i < NELEM(pipeline); i++)
-		if (o->opt >= pipeline[i].minopt)
+		if (o->opt >= pipeline[i].minopt && (pipeline[i].pass != P_epilogues || o->epilogues))
 			fn = after(pass_fns[pipeline[i].pass](fn, o->opt), pass_names[pipeline[i].pass], o);
 	return fn;
 }

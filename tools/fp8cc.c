@@ -73,11 +73,14 @@ static const char usage[] = "usage: fp8cc INPUT [BACKWARD] [-o FILE] [--emit=KIN
 			    "Passes:\n"
 			    "  -O0, -O1, -O2, -O3      -O0 one kernel per op, -O2 (the default) every pass;\n"
 			    "                          -O3 is -O2, -O is -O1\n"
+			    "  --fuse-epilogues        a bias add and a ReLU after a matmul become its cuBLASLt\n"
+			    "                          epilogue: one rounding where the trace has two (as\n"
+			    "                          F.linear with a bias), so not bit-exact with eager\n"
 			    "  --passes=PASS,...       run just these, in order; --passes= runs none\n"
 			    "  --print-after=PASS      the IR after PASS on standard error (memplan: the plan)\n"
 			    "  --print-after-all       the IR after every pass\n"
-			    "                          PASS: canonicalize transposes layouts ranges fuse;\n"
-			    "                          --print-after also memplan\n"
+			    "                          PASS: canonicalize transposes epilogues layouts ranges\n"
+			    "                          fuse; --print-after also memplan\n"
 			    "Interpreter:\n"
 			    "  --interpret             run the reference interpreter, write the outputs\n"
 			    "  --inputs=FILE           safetensors inputs, matched to parameters by name; the\n"
@@ -105,6 +108,7 @@ enum {
 	OPT_PASSES,
 	OPT_PRINT_AFTER,
 	OPT_PRINT_AFTER_ALL,
+	OPT_FUSE_EPILOGUES,
 	OPT_TIME,
 	OPT_PROGRESS,
 	OPT_INTERPRET,
@@ -125,6 +129,7 @@ static const struct option longopts[] = {
 	{ "passes", required_argument, NULL, OPT_PASSES },
 	{ "print-after", required_argument, NULL, OPT_PRINT_AFTER },
 	{ "print-after-all", no_argument, NULL, OPT_PRINT_AFTER_ALL },
+	{ "fuse-epilogues", no_argument, NULL, OPT_FUSE_EPILOGUES },
 	{ "interpret", no_argument, NULL, OPT_INTERPRET },
 	{ "inputs", required_argument, NULL, OPT_INPUTS },
 	{ "seed", required_argument, NULL, OPT_SEED },
@@ -261,6 +266,7 @@ option(int c, const char *arg, Options *o)
 	case OPT_PASSES:          o->passes.only = arg; break;
 	case OPT_PRINT_AFTER:     o->passes.print_after = arg; break;
 	case OPT_PRINT_AFTER_ALL: o->passes.print_after_all = true; break;
+	case OPT_FUSE_EPILOGUES:  o->passes.epilogues = true; break;
 	case OPT_TIME:            o->report = true; break;
 	case OPT_INTERPRET:       o->interpret = true; break;
 	case OPT_INPUTS:          o->inputs = arg; break;

@@ -67,7 +67,7 @@ for ptx in "$dir"/ptx/*.ptx; do
 	seed_*|large) opts=(--frob t122) ;;
 	backward*) opts=(--frob grad_input,grad_weight) ;;
 	fp8_linear_step*) opts=(--frob forward/t122,backward/grad_input,backward/grad_weight) ;;
-	real_12*|real_20|real_26) opts=(--frob-all) ;;   # GEMMs and what follows them
+	real_12*|real_20|real_26|epilogues*) opts=(--frob-all) ;;   # GEMMs and what follows them
 	real_*) opts=(--rtol 2e-6) ;;                    # sin, cos, exp: the math library's last bits
 	esac
 	for in in "$dir/ptx/$name".s*.in.safetensors; do
@@ -76,7 +76,7 @@ for ptx in "$dir"/ptx/*.ptx; do
 		sopts=()
 		case $name.$s in
 		matmul*.s1|scaled_*.s1|mlp_*.s1) sopts=(--gemm-special) ;;   # overflowing sums: which non-finite value is order's
-		real_12*.s1|real_20.s1|real_26.s1) echo "skip $name $s: special values through GEMMs and the ops after them (check.py --gemm-special)"; continue ;;
+		real_12*.s1|real_20.s1|real_26.s1|epilogues*.s1) echo "skip $name $s: special values through GEMMs and the ops after them (check.py --gemm-special)"; continue ;;
 		esac
 		got=/tmp/$name.$s.got.safetensors
 		if ! $fp8run "$ptx" --inputs "$in" -o "$got" > /tmp/run.log 2>&1; then
@@ -96,7 +96,7 @@ for ptx in "$dir"/ptx/*.ptx; do
 		# matmul and scaled_mm programs done again by torch, on the normal draws only (torch rounds
 		# after the product and after the bias, so near overflow its NaN and inf differ)
 		case $name.$s in
-		matmul*.s2|scaled_weights*.s2|scaled_block*.s2|scaled_rowwise*.s2)
+		matmul*.s2|scaled_weights*.s2|scaled_block*.s2|scaled_rowwise*.s2|epilogues_fused.s2)
 			python3 tests/gpu/torch_gemm.py "$dir/ptx/${name%_O0}.ir" "$in" "$got" > /tmp/gemm.log 2>&1 &&
 				echo "ok   $name $s against PyTorch" || { bad "$name $s against PyTorch"; cat /tmp/gemm.log; }
 			{ echo "== $name $s"; cat /tmp/gemm.log; } >> "$out/torch_gemm.log"

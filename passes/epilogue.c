@@ -1,0 +1,205 @@
+/* epilogue.c — epilogues: a bias add and a ReLU right after a matmul become
+ * the matmul's own bias and epilogue (cuBLASLt's BIAS, RELU, RELU_BIAS), so
+ * the GEMM's result is written once, already finished, and no kernel reads
+ * it back. docs/design.md, "GEMM epilogues".
+ *
+ * What a trace spells, in its own dtype T (bf16, f16 or f32):
+ *
+ *   %mm = matmul %a, %b : T[..., N]
+ *   %bias_add = add (convert %mm to f32), (broadcast_in_dim (convert %bias to f32) [rank-1])
+ *   %y = convert %bias_add to T
+ *   %relu = where (gt %y, 0), %y, 0          (ltorch.relu, maybe over convert %y)
+ *
+ * (the converts absent when T is f32; the broadcast and the convert of the
+ * bias in either order; either operand of the add). %bias is a T[N]. Every
+ * value between the matmul and the last op has no other reader (the bias's
+ * broadcast may have others: it stays for them).
+ *
+ * The numbers are not the same: the trace rounds the matmul's f32 sums to T,
+ * adds the bias in f32 and rounds again; the epilogue adds the bias to the
+ * sums and rounds once (what torch's F.linear with a bias and Transformer
+ * Engine compute). At most one rounding of T apart, inside a GEMM's
+ * tolerance, but not bit-exact with eager torch: the pass runs only under
+ * --fuse-epilogues. A ReLU alone changes nothing but a NaN's result and the
+ * sign of a zero. GELU stays a kernel: cuBLASLt's is the tanh form only, and
+ * the traces' GELU is a chain of a dozen prims. */
+#include "passes.h"
+
+typedef struct {
+	Func *fn;
+	uint32_t *uses;
+} Match;
+
+static const Instr *
+def_op(Match *m, uint32_t v, Op op)
+{
+	const Instr *in = ir_def(m->fn, v);
+
+	return in && in->op == op ? in : NULL;
+}
+
+static bool
+is_zero(Match *m, uint32_t v)
+{
+	double c;
+
+	return ir_const(m->fn, v, &c) && c == 0;
+}
+
+/* v itself, or the operand of a convert to f32 whose only reader is v's */
+static uint32_t
+widened(Match *m, uint32_t v)
+{
+	const Instr *cv = def_op(m, v, OP_CONVERT);
+
+	if (cv && m->fn->vals[v].dtype == DT_F32 && m->uses[v] == 1)
+		return ir_args(m->fn, cv)[0];
+	return v;
+}
+
+/* the matmul without bias or epilogue that v is (used once), or NULL */
+static const Instr *
+bare_matmul(Match *m, uint32_t v)
+{
+	const Instr *mm = def_op(m, v, OP_MATMUL);
+
+	if (!mm || mm->nargs != 2 || (mm->nattr && ir_attr(m->fn, mm)[0] != EPI_NONE) || m->uses[v] != 1)
+		return NULL;
+	return mm;
+}
+
+/* the T[N] vector that v broadcasts along the last dim of a rank-r value
+ * (through converts to f32 of a T), or IR_NONE */
+static uint32_t
+bias_vector(Match *m, uint32_t v, DType t, int64_t n)
+{
+	Func *fn = m->fn;
+	int r = fn->vals[v].rank;
+
+	for (int step = 0; step < 3; step++) {
+		const Instr *in = ir_def(fn, v);
+
+		if (fn->vals[v].rank == 1 && fn->vals[v].dtype == t && ir_dims(fn, v)[0] == n)
+			return v;
+		if (!in)
+			return IR_NONE;
+		if (in->op == OP_CONVERT && fn->vals[v].dtype == DT_F32 && fn->vals[ir_args(fn, in)[0]].dtype == t)
+			v = ir_args(fn, in)[0];
+		else if (in->op == OP_BROADCAST && fn->vals[ir_args(fn, in)[0]].rank == 1 &&
+			ir_attr(fn, in)[0] == r - 1)
+			v = ir_args(fn, in)[0];
+		else
+			return IR_NONE;
+	}
+	return IR_NONE;
+}
+
+/* y = convert(add(widened mm, bias) in f32) to T, or add(mm, bias) when T
+ * is f32: the bias vector, and the matmul in *mm; else IR_NONE */
+static uint32_t
+bias_add(Match *m, uint32_t y, const Instr **mm)
+{
+	Func *fn = m->fn;
+	DType t = (DType)fn->vals[y].dtype;
+	uint32_t s = y;
+	const Instr *add;
+
+	if (t != DT_F32) {
+		const Instr *cv = def_op(m, y, OP_CONVERT);
+
+		if (!cv || fn->vals[ir_args(fn, cv)[0]].dtype != DT_F32 || m->uses[ir_args(fn, cv)[0]] != 1)
+			return IR_NONE;
+		s = ir_args(fn, cv)[0];
+	}
+	if (!(add = def_op(m, s, OP_ADD)))
+		return IR_NONE;
+	for (int i = 0; i < 2; i++) {
+		const uint32_t *a = ir_args(fn, add);
+		const Instr *g = bare_matmul(m, widened(m, a[i]));
+		uint32_t b;
+
+		if (g && fn->vals[g->res].dtype == t &&
+			(b = bias_vector(m, a[1 - i], t, ir_dims(fn, g->res)[fn->vals[g->res].rank - 1])) != IR_NONE) {
+			*mm = g;
+			return b;
+		}
+	}
+	return IR_NONE;
+}
+
+/* x = maximum(y, 0), or where(gt(y, 0), y, 0) with the gt maybe on y's
+ * widening (ltorch.relu), y read by nothing else: y, else IR_NONE */
+static uint32_t
+relu_of(Match *m, uint32_t x)
+{
+	Func *fn = m->fn;
+	const Instr *w = def_op(m, x, OP_WHERE), *mx = def_op(m, x, OP_MAXIMUM), *gt;
+
+	if (mx) {
+		const uint32_t *a = ir_args(fn, mx);
+
+		for (int i = 0; i < 2; i++)
+			if (is_zero(m, a[1 - i]) && m->uses[a[i]] == 1)
+				return a[i];
+		return IR_NONE;
+	}
+	if (!w || !is_zero(m, ir_args(fn, w)[2]))
+		return IR_NONE;
+	uint32_t c = ir_args(fn, w)[0], y = ir_args(fn, w)[1];
+	if (!(gt = def_op(m, c, OP_GT)) || m->uses[c] != 1 || !is_zero(m, ir_args(fn, gt)[1]))
+		return IR_NONE;
+	return widened(m, ir_args(fn, gt)[0]) == y && m->uses[y] == 2 ? y : IR_NONE;
+}
+
+/* the matmul with bias and epilogue that value x of src is, built in dst at
+ * x's place; IR_NONE if x ends no such chain */
+static uint32_t
+fuse_at(Match *m, Func *dst, uint32_t x, const uint32_t *map)
+{
+	Func *fn = m->fn;
+	const Value *v = &fn->vals[x];
+	const Instr *mm = NULL;
+	uint32_t y = relu_of(m, x), bias, args[3];
+	int64_t epi = y != IR_NONE && fn->vals[y].dtype == v->dtype ? EPI_RELU : EPI_NONE;
+
+	if (epi == EPI_NONE)
+		y = x;
+	if ((bias = bias_add(m, y, &mm)) == IR_NONE) {
+		/* a relu right after a matmul (with its own bias or none) */
+		mm = ir_def(fn, y);
+		if (epi == EPI_NONE || !mm || mm->op != OP_MATMUL || (mm->nattr && ir_attr(fn, mm)[0] != EPI_NONE))
+			return IR_NONE;
+		if (mm->nargs == 3)
+			bias = ir_args(fn, mm)[2];
+	}
+	args[0] = map[ir_args(fn, mm)[0]];
+	args[1] = map[ir_args(fn, mm)[1]];
+	if (bias != IR_NONE)
+		args[2] = map[bias];
+	uint32_t res = ir_instr(dst, OP_MATMUL, args, bias != IR_NONE ? 3 : 2, &epi, epi != EPI_NONE, (DType)v->dtype,
+		v->rank, ir_dims(fn, x));
+	Instr *ni = &dst->ins[dst->nins - 1];
+	ni->flags = mm->flags;
+	ni->line = mm->line, ni->col = mm->col;
+	dst->vals[res].name = v->name;
+	return res;
+}
+
+Func *
+pass_epilogues(Func *fn)
+{
+	uint32_t *map;
+	Match m = { fn, ir_uses(fn) };
+	Func *d = ir_rewrite_begin(fn, &map);
+
+	for (uint32_t i = 0; i < fn->nins; i++) {
+		const Instr *in = &fn->ins[i];
+		uint32_t r = IR_NONE;
+
+		if (in->op == OP_CONVERT || in->op == OP_ADD || in->op == OP_WHERE || in->op == OP_MAXIMUM)
+			r = fuse_at(&m, d, in->res, map);
+		map[in->res] = r != IR_NONE ? r : ir_copy_instr(d, fn, in, map);
+	}
+	ir_rewrite_end(d, fn, map);
+	return pass_dce(d);
+}
