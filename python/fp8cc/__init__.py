@@ -515,10 +515,20 @@ class Function:
             _PTR.pack_into(self._tout, i * _TENSOR_SIZE, p)
         return outs, s, keep
 
+    # a binding's quick path for a call with every output given, on the
+    # program's stream and its default state (fp8cc.torch sets one):
+    # fast(inputs, out) runs it and returns out, or returns None for this
+    # general path, which checks everything and raises what is wrong
+    _fast = None
+
     def __call__(self, *inputs, out=None, state=None, stream=None):
         """Run it on `stream` (an int CUstream or a stream object; None:
         the legacy default stream) with `state` (None: the program's
         default one); returns its outputs, a tuple (`out` when given)."""
+        if self._fast is not None and out is not None and state is None and stream is None:
+            r = self._fast(inputs, out)
+            if r is not None:
+                return r
         outs, s, keep = self._bind(inputs, out, stream)
         _check(_lib.fp8rt_run_function(self.program._prog, self.index, state._st if state else None, self._tin,
                                        len(self.inputs), self._tout, len(outs), s), self.program.context._ctx)

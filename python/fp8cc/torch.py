@@ -76,9 +76,44 @@ def load(source, device=None, externs=True, graphs=True):
     raw = getattr(torch._C, "_cuda_getCurrentRawStream", None)
     prog.stream = (lambda: raw(index)) if raw else (lambda: torch.cuda.current_stream(dev).cuda_stream)
     for f in prog.functions:
+        f._fast = _quick_path(f)
         if f.workspace_bytes:
             f.set_workspace(torch.empty(f.workspace_bytes, dtype=torch.uint8, device=dev))
     return prog
+
+
+def _quick_path(f):
+    """Function._fast for torch tensors: the pointers of exactly the tensors
+    f takes (torch.Tensor itself, f's dtype and shape, on a CUDA device,
+    contiguous, 16-byte aligned), read in one loop with the fewest
+    attribute reads, then the run; anything else returns None and the
+    general path checks it (and raises)."""
+    specs = ([(DTYPE[i.dtype], tuple(i.shape)) for i in f.inputs],
+             [(DTYPE[o.dtype], tuple(o.shape)) for o in f.outputs])
+    bufs = (f._tin, f._tout)
+    pack, size, run = fp8cc._PTR.pack_into, fp8cc._TENSOR_SIZE, fp8cc._lib.fp8rt_run_function
+    prog, index, nin, nout, tensor = f.program, f.index, len(specs[0]), len(specs[1]), torch.Tensor
+
+    def fast(inputs, out):
+        if len(inputs) != nin or len(out) != nout or not prog._prog:
+            return None
+        for arrays, spec, buf in zip((inputs, out), specs, bufs):
+            for i, (dt, shape) in enumerate(spec):
+                t = arrays[i]
+                if type(t) is not tensor or t.dtype is not dt or t.shape != shape or not t.is_cuda \
+                        or not t.is_contiguous():
+                    return None
+                p = t.data_ptr()
+                if p & 15:
+                    return None
+                pack(buf, i * size, p)
+        s = prog.stream() if prog.stream else None
+        if s is not None and type(s) is not int:
+            return None
+        fp8cc._check(run(prog._prog, index, None, bufs[0], nin, bufs[1], nout, s or None), prog.context._ctx)
+        return out if type(out) is tuple else tuple(out)
+
+    return fast
 
 
 # ---- externs: the executor ops of real traces, in torch ------------------------

@@ -86,6 +86,18 @@ def seed_layer(d, fp8run):
           f"us in the C call; {py_host - c_host:+.2f} us")
     print(f"     seed layer: runs back to back {py_wall:.2f} us (Python), {c_wall:.2f} us (C); "
           f"{c_us:.2f} us per run timed by libfp8rt's events")
+    # the quick path (every output given) wrote the same bits, and a wrong
+    # output still gets the general path's ValueError
+    torch.cuda.synchronize()
+    for o, info in zip(out, f.outputs):
+        same = torch.equal(o.cpu().reshape(-1).view(torch.uint8), want[info.name].reshape(-1).view(torch.uint8))
+        check(same, f"seed layer, outputs given: {info.name} has fp8run's bits")
+    bad = (torch.empty_like(out[0], dtype=torch.float32),) + tuple(out[1:])
+    try:
+        f(*args, out=bad)
+        check(False, "an output of the wrong dtype raises ValueError")
+    except ValueError as e:
+        check("output 0" in str(e), f"an output of the wrong dtype raises ValueError ({e})")
     # allocated outputs too
     t0 = time.perf_counter()
     for _ in range(n):
