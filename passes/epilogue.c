@@ -1,5 +1,6 @@
-/* epilogue.c — epilogues: a bias add and a ReLU right after a matmul become
- * the matmul's own bias and epilogue (cuBLASLt's BIAS, RELU, RELU_BIAS), so
+/* epilogue.c — epilogues: a bias add, a ReLU and a tanh GELU right after a
+ * matmul become the matmul's own bias and epilogue (cuBLASLt's BIAS, RELU,
+ * RELU_BIAS, GELU, GELU_BIAS), so
  * the GEMM's result is written once, already finished, and no kernel reads
  * it back. docs/design.md, "GEMM epilogues".
  *
@@ -9,6 +10,7 @@
  *   %bias_add = add (convert %mm to f32), (broadcast_in_dim (convert %bias to f32) [rank-1])
  *   %y = convert %bias_add to T
  *   %relu = where (gt %y, 0), %y, 0          (ltorch.relu, maybe over convert %y)
+ *   %gelu = 0.5 y (1 + tanh(sqrt(2/pi) (y + 0.044715 y³)))   (below)
  *
  * (the converts absent when T is f32; the broadcast and the convert of the
  * bias in either order; either operand of the add). %bias is a T[N]. Every
@@ -21,8 +23,11 @@
  * Engine compute). At most one rounding of T apart, inside a GEMM's
  * tolerance, but not bit-exact with eager torch: the pass runs only under
  * --fuse-epilogues. A ReLU alone changes nothing but a NaN's result and the
- * sign of a zero. GELU stays a kernel: cuBLASLt's is the tanh form only, and
- * the traces' GELU is a chain of a dozen prims. */
+ * sign of a zero; a GELU is computed once in f32 where a bf16 trace rounds
+ * between its prims. The erf GELU (torch's default) stays a kernel:
+ * cuBLASLt's GELU is the tanh form only. */
+#include <math.h>
+
 #include "passes.h"
 
 typedef struct {
@@ -151,6 +156,220 @@ relu_of(Match *m, uint32_t x)
 	return widened(m, ir_args(fn, gt)[0]) == y && m->uses[y] == 2 ? y : IR_NONE;
 }
 
+/* ---- GELU, the tanh form as ltorch.gelu(approximate='tanh') spells it ----
+ *
+ *   0.5 * a * (1 + tanh(sqrt(2/pi) * (a + 0.044715 * a*a*a)))
+ *
+ * in muls and adds of either operand order, with converts between float
+ * types anywhere (a bf16 trace rounds between its ltorch ops). The chain's
+ * values must have no reader outside it, a included. */
+
+enum { GELU_MAX = 48 };
+
+typedef struct {
+	Match *m;
+	DType t;     /* the GELU's result dtype */
+	uint32_t a;  /* the pre-activation, converts stripped, once seen */
+	uint32_t at; /* the value of dtype t on the way to a (the one a GEMM writes) */
+	uint32_t vals[GELU_MAX];
+	int n;
+	bool ok;
+} Gelu;
+
+/* v with its converts stripped, each recorded */
+static uint32_t
+through(Gelu *g, uint32_t v)
+{
+	const Instr *cv;
+
+	while ((cv = def_op(g->m, v, OP_CONVERT)) && dt_isfloat((DType)g->m->fn->vals[v].dtype) &&
+		dt_isfloat((DType)g->m->fn->vals[ir_args(g->m->fn, cv)[0]].dtype)) {
+		if (g->n == GELU_MAX)
+			return g->ok = false, v;
+		g->vals[g->n++] = v;
+		v = ir_args(g->m->fn, cv)[0];
+	}
+	return v;
+}
+
+static bool
+constant_near(Match *m, uint32_t v, double want)
+{
+	double c;
+
+	return ir_const(m->fn, v, &c) && fabs(c - want) <= 1e-6 * fabs(want);
+}
+
+/* the instruction of op v is (through converts), recorded; NULL if not */
+static const Instr *
+gelu_op(Gelu *g, uint32_t v, Op op)
+{
+	const Instr *in;
+
+	v = through(g, v);
+	if (!g->ok || !(in = def_op(g->m, v, op)) || g->n == GELU_MAX)
+		return NULL;
+	g->vals[g->n++] = v;
+	return in;
+}
+
+/* v is a (through converts): the first one seen fixes a, and at, the
+ * last value of the GELU's dtype on the way down to it */
+static bool
+is_a(Gelu *g, uint32_t v)
+{
+	Func *fn = g->m->fn;
+	uint32_t at = fn->vals[v].dtype == g->t ? v : IR_NONE, u = through(g, v);
+
+	for (uint32_t w = v; w != u; w = ir_args(fn, ir_def(fn, w))[0])
+		if (fn->vals[w].dtype == g->t)
+			at = w;
+	if (fn->vals[u].dtype == g->t)
+		at = u;
+	if (g->a == IR_NONE)
+		g->a = u, g->at = at;
+	return g->ok && u == g->a && at == g->at;
+}
+
+/* a binary op of a constant near c and a value that `rest` accepts */
+static bool
+with_constant(Gelu *g, uint32_t v, Op op, double c, bool (*rest)(Gelu *, uint32_t))
+{
+	const Instr *in = gelu_op(g, v, op);
+
+	if (!in)
+		return false;
+	const uint32_t *x = ir_args(g->m->fn, in);
+	for (int i = 0; i < 2; i++)
+		if (constant_near(g->m, through(g, x[i]), c))
+			return rest(g, x[1 - i]);
+	return false;
+}
+
+/* op(x, y) with f(x) and h(y), in either order (what a failed order
+ * recorded is forgotten) */
+static bool
+either(Gelu *g, uint32_t v, Op op, bool (*f)(Gelu *, uint32_t), bool (*h)(Gelu *, uint32_t))
+{
+	const Instr *in = gelu_op(g, v, op);
+
+	if (!in)
+		return false;
+	const uint32_t *x = ir_args(g->m->fn, in);
+	for (int i = 0; i < 2; i++) {
+		Gelu before = *g;
+
+		if (f(g, x[i]) && h(g, x[1 - i]))
+			return true;
+		*g = before;
+	}
+	return false;
+}
+
+static bool
+square(Gelu *g, uint32_t v)
+{
+	return either(g, v, OP_MUL, is_a, is_a);
+}
+
+/* a*a*a, as (a*a)*a or a*(a*a) */
+static bool
+cube(Gelu *g, uint32_t v)
+{
+	return either(g, v, OP_MUL, square, is_a);
+}
+
+static bool
+cubic_term(Gelu *g, uint32_t v)
+{
+	return with_constant(g, v, OP_MUL, 0.044715, cube);
+}
+
+/* a + 0.044715 a³ */
+static bool
+inner(Gelu *g, uint32_t v)
+{
+	return either(g, v, OP_ADD, is_a, cubic_term);
+}
+
+static bool
+scaled_inner(Gelu *g, uint32_t v)
+{
+	return with_constant(g, v, OP_MUL, 0.7978845608028654, inner);
+}
+
+static bool
+tanh_of(Gelu *g, uint32_t v)
+{
+	const Instr *in = gelu_op(g, v, OP_TANH);
+
+	return in && scaled_inner(g, ir_args(g->m->fn, in)[0]);
+}
+
+static bool
+half_a(Gelu *g, uint32_t v)
+{
+	return with_constant(g, v, OP_MUL, 0.5, is_a);
+}
+
+static bool
+one_plus_tanh(Gelu *g, uint32_t v)
+{
+	return with_constant(g, v, OP_ADD, 1.0, tanh_of);
+}
+
+/* x = (0.5 a) * (1 + tanh(...)): a as a value of x's dtype, else IR_NONE.
+ * Every value of the chain but x must have all its readers in the chain. */
+static uint32_t
+gelu_of(Match *m, uint32_t x)
+{
+	Func *fn = m->fn;
+
+	for (int i = 0; i < 2; i++) {
+		Gelu g = { m, (DType)fn->vals[x].dtype, IR_NONE, IR_NONE, { 0 }, 0, true };
+		const Instr *top = gelu_op(&g, x, OP_MUL);
+
+		if (!top)
+			return IR_NONE;
+		const uint32_t *t = ir_args(fn, top);
+		if (!(half_a(&g, t[i]) && one_plus_tanh(&g, t[1 - i])) || !g.ok)
+			continue;
+		/* the readers inside the chain: top's and every recorded value's */
+		uint32_t inside[GELU_MAX + 1], seen[GELU_MAX + 1];
+		int n = 0;
+		g.vals[g.n] = x;
+		for (int k = 0; k <= g.n; k++) {
+			const Instr *in = ir_def(fn, g.vals[k]);
+			bool dup = false;
+
+			for (int j = 0; j < k; j++)
+				dup |= g.vals[j] == g.vals[k];
+			if (dup || !in)
+				continue;
+			for (uint32_t j = 0; j < in->nargs; j++) {
+				uint32_t v = ir_args(fn, in)[j];
+				int at = 0;
+
+				while (at < n && seen[at] != v)
+					at++;
+				if (at == n) {
+					if (n == GELU_MAX + 1)
+						return IR_NONE;
+					seen[n] = v, inside[n++] = 0;
+				}
+				inside[at]++;
+			}
+		}
+		bool closed = true;
+		for (int k = 0; k < n; k++)
+			if (!ir_def(fn, seen[k]) || ir_def(fn, seen[k])->op != OP_FULL)
+				closed &= inside[k] == m->uses[seen[k]];
+		if (closed)
+			return g.at;
+	}
+	return IR_NONE;
+}
+
 /* the matmul with bias and epilogue that value x of src is, built in dst at
  * x's place; IR_NONE if x ends no such chain */
 static uint32_t
@@ -161,6 +380,9 @@ fuse_at(Match *m, Func *dst, uint32_t x, const uint32_t *map)
 	const Instr *mm = NULL;
 	uint32_t y = relu_of(m, x), bias, args[3];
 	int64_t epi = y != IR_NONE && fn->vals[y].dtype == v->dtype ? EPI_RELU : EPI_NONE;
+
+	if (epi == EPI_NONE && (y = gelu_of(m, x)) != IR_NONE && fn->vals[y].dtype == v->dtype)
+		epi = EPI_GELU;
 
 	if (epi == EPI_NONE)
 		y = x;
@@ -196,7 +418,8 @@ pass_epilogues(Func *fn)
 		const Instr *in = &fn->ins[i];
 		uint32_t r = IR_NONE;
 
-		if (in->op == OP_CONVERT || in->op == OP_ADD || in->op == OP_WHERE || in->op == OP_MAXIMUM)
+		if (in->op == OP_CONVERT || in->op == OP_ADD || in->op == OP_WHERE || in->op == OP_MAXIMUM ||
+			in->op == OP_MUL)
 			r = fuse_at(&m, d, in->res, map);
 		map[in->res] = r != IR_NONE ? r : ir_copy_instr(d, fn, in, map);
 	}

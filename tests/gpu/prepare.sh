@@ -39,11 +39,15 @@ for f in tests/gpu/corpus/*.ir tests/gpu/corpus/*.trace; do
 	matmul* | scaled_*) "$fp8cc" "$f" --passes= --emit=ir -o "$out/ptx/$n.ir" ;;
 	esac
 done
-# the ReLU MLP with its bias adds and ReLUs as cuBLASLt epilogues (the
-# corpus loop above compiled it as it is, bit-exact kernels), and the program
-# that --passes=epilogues makes, which torch_gemm.py runs with torch
-compile epilogues_fused tests/gpu/corpus/epilogues.trace --fuse-epilogues
-"$fp8cc" tests/gpu/corpus/epilogues.trace --passes=epilogues --emit=ir -o "$out/ptx/epilogues_fused.ir"
+# the epilogue programs with their bias adds, ReLUs and GELUs as cuBLASLt
+# epilogues (the corpus loop above compiled them as they are, bit-exact
+# kernels), and the programs that --passes=epilogues makes (torch_gemm.py
+# runs the ReLU MLP's with torch)
+for f in tests/gpu/corpus/epilogues*; do
+	n=$(basename "${f%.*}")_fused
+	compile "$n" "$f" --fuse-epilogues
+	"$fp8cc" "$f" --passes=epilogues --emit=ir -o "$out/ptx/$n.ir"
+done
 # the fp8 linear's training step: forward and backward, one program of two
 # functions (its tensors are named FUNCTION/NAME in the safetensors files)
 compile fp8_linear_step examples/fp8_linear_step_fwd.trace examples/fp8_linear_step_bwd.trace
