@@ -171,6 +171,7 @@ typedef struct {
 	DType t;     /* the GELU's result dtype */
 	uint32_t a;  /* the pre-activation, converts stripped, once seen */
 	uint32_t at; /* the value of dtype t on the way to a (the one a GEMM writes) */
+	double c;    /* the constant with_constant looks for */
 	uint32_t vals[GELU_MAX];
 	int n;
 	bool ok;
@@ -231,21 +232,6 @@ is_a(Gelu *g, uint32_t v)
 	return g->ok && u == g->a && at == g->at;
 }
 
-/* a binary op of a constant near c and a value that `rest` accepts */
-static bool
-with_constant(Gelu *g, uint32_t v, Op op, double c, bool (*rest)(Gelu *, uint32_t))
-{
-	const Instr *in = gelu_op(g, v, op);
-
-	if (!in)
-		return false;
-	const uint32_t *x = ir_args(g->m->fn, in);
-	for (int i = 0; i < 2; i++)
-		if (constant_near(g->m, through(g, x[i]), c))
-			return rest(g, x[1 - i]);
-	return false;
-}
-
 /* op(x, y) with f(x) and h(y), in either order (what a failed order
  * recorded is forgotten) */
 static bool
@@ -264,6 +250,21 @@ either(Gelu *g, uint32_t v, Op op, bool (*f)(Gelu *, uint32_t), bool (*h)(Gelu *
 		*g = before;
 	}
 	return false;
+}
+
+/* v is the constant with_constant looks for */
+static bool
+is_c(Gelu *g, uint32_t v)
+{
+	return constant_near(g->m, through(g, v), g->c);
+}
+
+/* a binary op of a constant near c and a value that `rest` accepts */
+static bool
+with_constant(Gelu *g, uint32_t v, Op op, double c, bool (*rest)(Gelu *, uint32_t))
+{
+	g->c = c;
+	return either(g, v, op, is_c, rest);
 }
 
 static bool
@@ -326,7 +327,7 @@ gelu_of(Match *m, uint32_t x)
 	Func *fn = m->fn;
 
 	for (int i = 0; i < 2; i++) {
-		Gelu g = { m, (DType)fn->vals[x].dtype, IR_NONE, IR_NONE, { 0 }, 0, true };
+		Gelu g = { m, (DType)fn->vals[x].dtype, IR_NONE, IR_NONE, 0, { 0 }, 0, true };
 		const Instr *top = gelu_op(&g, x, OP_MUL);
 
 		if (!top)

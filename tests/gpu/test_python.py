@@ -62,16 +62,9 @@ def seed_layer(d, fp8run):
         f(*args, out=out)
     torch.cuda.synchronize()
     n, group = 2000, 8
-    py_host = py_wall = float("inf")
+    py_host = host_part(lambda: f(*args, out=out), n, group, rounds=5)
+    py_wall = float("inf")
     for _ in range(5):
-        spent = 0.0
-        for _ in range(n // group):
-            torch.cuda.synchronize()
-            t0 = time.perf_counter()
-            for _ in range(group):
-                f(*args, out=out)
-            spent += time.perf_counter() - t0
-        py_host = min(py_host, spent / n * 1e6)
         t0 = time.perf_counter()
         for _ in range(n):
             f(*args, out=out)
@@ -112,10 +105,11 @@ def seed_layer(d, fp8run):
           f"the Python call costs at most 3 us more than the C call ({py_host - c_host:+.2f} us of the host's)")
 
 
-def host_part(fn, n, group):
-    """the host's microseconds in fn(), timed as the calls above are"""
+def host_part(fn, n, group, rounds=3):
+    """the host's microseconds in one fn(): n calls timed `group` at a time
+    between synchronizes (outside the timed part), the best of `rounds`"""
     best = float("inf")
-    for _ in range(3):
+    for _ in range(rounds):
         spent = 0.0
         for _ in range(n // group):
             torch.cuda.synchronize()
