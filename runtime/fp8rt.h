@@ -275,6 +275,21 @@ FP8RT_API fp8rt_status fp8rt_state_mark_written(fp8rt_state *state, int i);
 FP8RT_API fp8rt_status fp8rt_run_function(fp8rt_program *prog, int f, fp8rt_state *state, const fp8rt_tensor *inputs,
 	int ninputs, const fp8rt_tensor *outputs, int noutputs, void *stream);
 
+/* A prepared run of function f with the default state: the tensors are the
+ * function's signature (dense row-major), so a run sets only the stream and
+ * the pointers, in the prepared run's slots — the quickest way in for a
+ * binding that has checked its arrays itself (fp8cc's Python package).
+ * fp8rt_prepared_slots gives 1 + ninputs + noutputs slots: [0] the stream
+ * (NULL: the legacy default stream), then each input's and each output's
+ * device pointer, all NULL after fp8rt_prepare. fp8rt_prepared_run checks
+ * them as fp8rt_run_function does and runs. A prepared run belongs to its
+ * program and is freed with it; fp8rt_prepared_destroy frees one before. */
+typedef struct fp8rt_prepared fp8rt_prepared;
+FP8RT_API fp8rt_status fp8rt_prepare(fp8rt_program *prog, int f, fp8rt_prepared **out);
+FP8RT_API void **fp8rt_prepared_slots(fp8rt_prepared *run); /* NULL for NULL */
+FP8RT_API fp8rt_status fp8rt_prepared_run(fp8rt_prepared *run);
+FP8RT_API fp8rt_status fp8rt_prepared_destroy(fp8rt_prepared *run); /* NULL is a no-op */
+
 /* Function f's workspace: the device memory its intermediates live in,
  * one allocation the library makes at load. An application with its own
  * allocator (torch's caching allocator) can give it instead:

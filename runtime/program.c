@@ -70,12 +70,23 @@ struct fp8rt_program {
 	char *name;
 	RtPlan plan;
 	CUmodule module;
-	Fn *fn;              /* per plan function */
-	CUdeviceptr *argv;   /* kernel parameter values, max args */
-	void **argp;         /* pointers to them, for cuLaunchKernel */
-	int graphs;          /* replay on */
-	fp8rt_state *states; /* every state made for it */
-	fp8rt_state *dflt;   /* the default state; NULL without state slots */
+	Fn *fn;                   /* per plan function */
+	CUdeviceptr *argv;        /* kernel parameter values, max args */
+	void **argp;              /* pointers to them, for cuLaunchKernel */
+	int graphs;               /* replay on */
+	fp8rt_state *states;      /* every state made for it */
+	fp8rt_state *dflt;        /* the default state; NULL without state slots */
+	fp8rt_prepared *prepared; /* every prepared run made for it */
+};
+
+/* A prepared run (fp8rt_prepare): f's signature as descriptors, and the
+ * slots a caller sets before each run. */
+struct fp8rt_prepared {
+	fp8rt_program *prog;
+	fp8rt_prepared *next, *prev; /* the program's list */
+	int f;
+	fp8rt_tensor *in, *out;
+	void **slots; /* the stream, the inputs' pointers, the outputs' */
 };
 
 /* ---- loading ------------------------------------------------------------- */
@@ -329,6 +340,22 @@ state_free(fp8rt_state *s, fp8rt_status st)
 	return st;
 }
 
+static void
+prepared_free(fp8rt_prepared *r)
+{
+	fp8rt_program *p = r->prog;
+	if (r->prev)
+		r->prev->next = r->next;
+	else
+		p->prepared = r->next;
+	if (r->next)
+		r->next->prev = r->prev;
+	free(r->in);
+	free(r->out);
+	free(r->slots);
+	free(r);
+}
+
 /* A state of zeroed slots, none written; the context pushed by the caller. */
 static fp8rt_status
 state_make(fp8rt_program *p, fp8rt_state **out)
@@ -370,6 +397,8 @@ rt_program_free(fp8rt_program *p, fp8rt_status st)
 	st = graphs_free(p, st);
 	while (p->states)
 		st = state_free(p->states, st);
+	while (p->prepared)
+		prepared_free(p->prepared);
 	for (int f = 0; p->fn && f < p->plan.nfunc; f++) {
 		Fn *fn = &p->fn[f];
 		for (int i = 0; i < RT_GRAPHS; i++)
@@ -1385,6 +1414,73 @@ fp8rt_status
 fp8rt_run(fp8rt_program *p, const fp8rt_tensor *in, int nin, const fp8rt_tensor *out, int nout, void *stream)
 {
 	return run_entry(p, 0, NULL, in, nin, out, nout, stream, "fp8rt_run");
+}
+
+/* ---- prepared runs ------------------------------------------------------------ */
+
+static fp8rt_tensor *
+signature_tensors(const RtPort *ports, int n)
+{
+	fp8rt_tensor *t = calloc((size_t)n + 1, sizeof *t);
+	for (int i = 0; t && i < n; i++)
+		t[i] = fp8rt_tensor_dense(NULL, ports[i].type.dtype, ports[i].type.rank, ports[i].type.dims);
+	return t;
+}
+
+fp8rt_status
+fp8rt_prepare(fp8rt_program *p, int f, fp8rt_prepared **out)
+{
+	const RtFunc *pf = NULL;
+	if (!out)
+		return rt_err(p ? p->ctx : NULL, FP8RT_INVALID_ARGUMENT, "fp8rt_prepare: out is NULL");
+	*out = NULL;
+	fp8rt_status st = get_func(p, f, "fp8rt_prepare", &pf);
+	if (st != FP8RT_OK)
+		return st;
+	if (!p->ctx)
+		return no_context(p, "fp8rt_prepare");
+	fp8rt_prepared *r = calloc(1, sizeof *r);
+	if (!r || !(r->in = signature_tensors(pf->in, pf->nin)) || !(r->out = signature_tensors(pf->out, pf->nout)) ||
+		!(r->slots = calloc((size_t)(1 + pf->nin + pf->nout), sizeof *r->slots))) {
+		if (r)
+			free(r->in), free(r->out);
+		free(r);
+		return rt_err(p->ctx, FP8RT_OUT_OF_MEMORY, "%s: out of host memory", p->name);
+	}
+	r->prog = p, r->f = f;
+	r->next = p->prepared;
+	if (p->prepared)
+		p->prepared->prev = r;
+	p->prepared = r;
+	*out = r;
+	return FP8RT_OK;
+}
+
+void **
+fp8rt_prepared_slots(fp8rt_prepared *r)
+{
+	return r ? r->slots : NULL;
+}
+
+fp8rt_status
+fp8rt_prepared_run(fp8rt_prepared *r)
+{
+	if (!r)
+		return rt_err(NULL, FP8RT_INVALID_ARGUMENT, "fp8rt_prepared_run: the prepared run is NULL");
+	const RtFunc *f = r->prog->fn[r->f].f;
+	for (int i = 0; i < f->nin; i++)
+		r->in[i].data = r->slots[1 + i];
+	for (int i = 0; i < f->nout; i++)
+		r->out[i].data = r->slots[1 + f->nin + i];
+	return run_entry(r->prog, r->f, NULL, r->in, f->nin, r->out, f->nout, r->slots[0], "fp8rt_prepared_run");
+}
+
+fp8rt_status
+fp8rt_prepared_destroy(fp8rt_prepared *r)
+{
+	if (r)
+		prepared_free(r);
+	return FP8RT_OK;
 }
 
 /* ---- timing -------------------------------------------------------------------- */

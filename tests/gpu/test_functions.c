@@ -276,6 +276,42 @@ Test(functions, states_are_separate)
 	step_free(&s, 1); /* frees the default state with the program */
 }
 
+/* A prepared run sets only the stream and the pointers: the step through
+ * two prepared runs gives the reference results; its slots are checked as
+ * fp8rt_run_function's tensors; it is freed with its program or before. */
+Test(functions, prepared_runs)
+{
+	Step s = step_new();
+	fp8rt_prepared *fw = NULL, *bw = NULL, *spare = NULL;
+	ASSERT_FAILS(
+		fp8rt_prepare(s.p, 2, &fw), FP8RT_INVALID_ARGUMENT, s.ctx, "fp8rt_prepare: function 2 out of range");
+	ASSERT_FAILS(fp8rt_prepare(NULL, 0, &fw), FP8RT_INVALID_ARGUMENT, NULL, "fp8rt_prepare: program is NULL");
+	ASSERT_FAILS(fp8rt_prepared_run(NULL), FP8RT_INVALID_ARGUMENT, NULL, "the prepared run is NULL");
+	cr_assert_null(fp8rt_prepared_slots(NULL));
+	CHECK_OK(fp8rt_prepare(s.p, 0, &fw), s.ctx);
+	CHECK_OK(fp8rt_prepare(s.p, 1, &bw), s.ctx);
+	CHECK_OK(fp8rt_prepare(s.p, 1, &spare), s.ctx);
+	void **f = fp8rt_prepared_slots(fw), **b = fp8rt_prepared_slots(bw);
+	cr_assert(f && b && !f[0] && !f[5] && !b[5], "the slots start NULL");
+	ASSERT_FAILS(fp8rt_prepared_run(fw), FP8RT_INVALID_ARGUMENT, s.ctx, "fp8rt_prepared_run: input 0");
+	void *fin[] = { NULL, s.x.d, s.w.d, s.b.d, s.x3.d, s.v.d, s.y.d, s.z.d };
+	void *bin[] = { NULL, s.g.d, s.w.d, s.gx.d, s.gw.d, s.ys.d };
+	memcpy(b, bin, sizeof bin);
+	ASSERT_FAILS(fp8rt_prepared_run(bw), FP8RT_INVALID_ARGUMENT, s.ctx, "reads state slot 0 'x'");
+	memcpy(f, fin, sizeof fin);
+	f[3] = (char *)s.b.d + 4;
+	ASSERT_FAILS(fp8rt_prepared_run(fw), FP8RT_INVALID_ARGUMENT, s.ctx, "input 2");
+	f[3] = s.b.d;
+	for (int i = 0; i < 2; i++) {
+		CHECK_OK(fp8rt_prepared_run(fw), s.ctx);
+		CHECK_OK(fp8rt_prepared_run(bw), s.ctx);
+		check_step(&s, s.x.h, 1);
+	}
+	CHECK_OK(fp8rt_prepared_destroy(spare), s.ctx);
+	CHECK_OK(fp8rt_prepared_destroy(NULL), s.ctx);
+	step_free(&s, 1); /* frees fw and bw with the program */
+}
+
 /* ---- fp8rt_matmul ------------------------------------------------------------ */
 
 typedef struct {
