@@ -515,20 +515,28 @@ class Function:
             _PTR.pack_into(self._tout, i * _TENSOR_SIZE, p)
         return outs, s, keep
 
-    # a binding's quick path for a call with every output given, on the
-    # program's stream and its default state (fp8cc.torch sets one):
-    # fast(inputs, out) runs it and returns out, or returns None for this
-    # general path, which checks everything and raises what is wrong
-    _fast = None
+    def prepared(self):
+        """A prepared run of this function with the default state
+        (fp8rt_prepare), for a binding's quick path (fp8cc.torch gives each
+        function one, for calls with every output given, in a subclass
+        whose __call__ falls back to this class's): (run, slots), where slots is a
+        ctypes array of 1 + inputs + outputs uint64 — the stream, then each
+        array's device pointer — to set before each
+        _lib.fp8rt_prepared_run(run). Both are the program's: use neither
+        after it is closed."""
+        prog = self.program
+        if not prog._prog:
+            raise ValueError(f"{prog.name} is closed")
+        prog.need_device()
+        run = ctypes.c_void_p()
+        _check(_lib.fp8rt_prepare(prog._prog, self.index, ctypes.byref(run)), prog.context._ctx)
+        n = 1 + len(self.inputs) + len(self.outputs)
+        return run, (ctypes.c_uint64 * n).from_address(_lib.fp8rt_prepared_slots(run))
 
     def __call__(self, *inputs, out=None, state=None, stream=None):
         """Run it on `stream` (an int CUstream or a stream object; None:
         the legacy default stream) with `state` (None: the program's
         default one); returns its outputs, a tuple (`out` when given)."""
-        if self._fast is not None and out is not None and state is None and stream is None:
-            r = self._fast(inputs, out)
-            if r is not None:
-                return r
         outs, s, keep = self._bind(inputs, out, stream)
         _check(_lib.fp8rt_run_function(self.program._prog, self.index, state._st if state else None, self._tin,
                                        len(self.inputs), self._tout, len(outs), s), self.program.context._ctx)

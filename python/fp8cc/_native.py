@@ -81,6 +81,10 @@ _SIG = {
     "fp8rt_state_destroy": (_I, [_P]),
     "fp8rt_program_default_state": (_P, [_P]),
     "fp8rt_run_function": (_I, [_P, _I, _P, _P, _I, _P, _I, _P]),
+    "fp8rt_prepare": (_I, [_P, _I, ctypes.POINTER(_P)]),
+    "fp8rt_prepared_slots": (_P, [_P]),
+    "fp8rt_prepared_run": (_I, [_P]),
+    "fp8rt_prepared_destroy": (_I, [_P]),
     "fp8rt_time_function": (_I, [_P, _I, _P, _P, _I, _P, _I, _P, _I, _I, ctypes.POINTER(ctypes.c_float)]),
     "fp8rt_register_extern": (_I, [_P, ctypes.c_char_p, EXTERN_FN, _P, ctypes.c_uint]),
 }

@@ -10,6 +10,8 @@ torch.autograd.Function over a compiled forward+backward pair.
     step = ft.Function("step.ptx")              # fp8cc fwd.trace bwd.trace -o step.ptx
     loss = step(x, *params).sum(); loss.backward()
 """
+import struct
+
 import torch
 import torch.nn.functional as F
 
@@ -76,44 +78,59 @@ def load(source, device=None, externs=True, graphs=True):
     raw = getattr(torch._C, "_cuda_getCurrentRawStream", None)
     prog.stream = (lambda: raw(index)) if raw else (lambda: torch.cuda.current_stream(dev).cuda_stream)
     for f in prog.functions:
-        f._fast = _quick_path(f)
+        f.__class__ = _quick_class(f, raw, index)
         if f.workspace_bytes:
             f.set_workspace(torch.empty(f.workspace_bytes, dtype=torch.uint8, device=dev))
     return prog
 
 
-def _quick_path(f):
-    """Function._fast for torch tensors: the pointers of exactly the tensors
-    f takes (torch.Tensor itself, f's dtype and shape, on a CUDA device,
-    contiguous, 16-byte aligned), read in one loop with the fewest
-    attribute reads, then the run; anything else returns None and the
-    general path checks it (and raises)."""
-    specs = ([(DTYPE[i.dtype], tuple(i.shape)) for i in f.inputs],
-             [(DTYPE[o.dtype], tuple(o.shape)) for o in f.outputs])
-    bufs = (f._tin, f._tout)
-    pack, size, run = fp8cc._PTR.pack_into, fp8cc._TENSOR_SIZE, fp8cc._lib.fp8rt_run_function
-    prog, index, nin, nout, tensor = f.program, f.index, len(specs[0]), len(specs[1]), torch.Tensor
-
-    def fast(inputs, out):
-        if len(inputs) != nin or len(out) != nout or not prog._prog:
-            return None
-        for arrays, spec, buf in zip((inputs, out), specs, bufs):
-            for i, (dt, shape) in enumerate(spec):
-                t = arrays[i]
-                if type(t) is not tensor or t.dtype is not dt or t.shape != shape or not t.is_cuda \
-                        or not t.is_contiguous():
-                    return None
-                p = t.data_ptr()
-                if p & 15:
-                    return None
-                pack(buf, i * size, p)
-        s = prog.stream() if prog.stream else None
-        if s is not None and type(s) is not int:
-            return None
-        fp8cc._check(run(prog._prog, index, None, bufs[0], nin, bufs[1], nout, s or None), prog.context._ctx)
-        return out if type(out) is tuple else tuple(out)
-
-    return fast
+def _quick_class(f, raw, index):
+    """A subclass of fp8cc.Function for f whose __call__ takes a quick path
+    for a call with every output given, on torch's current stream and the
+    default state: one expression checks exactly what f takes of each
+    tensor (a torch.Tensor or Parameter, f's dtype and shape, on the
+    program's device, contiguous, 16-byte aligned) with the fewest attribute
+    reads, one pack sets a prepared run's stream and pointers, and one
+    ctypes call of one argument runs it. Anything else goes to
+    Function.__call__, which checks it all and raises what is wrong. The
+    method is written out for f's count of tensors, as namedtuple writes its
+    class: a loop over the tensors costs as much again as the checks."""
+    prog = f.program
+    getter = prog.stream
+    run, slots = f.prepared()
+    ins, outs = [f"i{k}" for k in range(len(f.inputs))], [f"o{k}" for k in range(len(f.outputs))]
+    every = ins + outs
+    ptrs = [f"p{k}" for k in range(len(every))]
+    env = {"T": torch.Tensor, "P": torch.nn.Parameter, "prog": prog, "getter": getter, "slots": slots,
+           "handle": run, "dev": index, "run": fp8cc._lib.fp8rt_prepared_run, "check": fp8cc._check,
+           "general": fp8cc.Function.__call__, "pack": struct.Struct(f"={1 + len(every)}Q").pack_into}
+    tests = []
+    for k, (x, info) in enumerate(zip(every, f.inputs + f.outputs)):
+        env[f"d{k}"], env[f"s{k}"] = DTYPE[info.dtype], tuple(info.shape)
+        tests.append(f"(type({x}) is T or type({x}) is P) and {x}.dtype is d{k} and {x}.shape == s{k} "
+                     f"and {x}.get_device() == dev and {x}.is_contiguous()")
+    lines = ["def __call__(self, *inputs, out=None, state=None, stream=None):",
+             "    if out is not None and state is None and stream is None and prog.stream is getter "
+             "and prog._prog is not None:",
+             "        try:"]
+    lines += [f"            {', '.join(names)}, = {given}" for names, given in ((ins, "inputs"), (outs, "out")) if names]
+    lines += ["        except (TypeError, ValueError):",
+              "            pass",
+              "        else:"]
+    body = ["if not (" + ' | '.join(ptrs) + ") & 15:" if every else "if True:",
+            f"    pack(slots, 0, {', '.join([('raw(dev)' if raw is not None else 'getter()')] + ptrs)})",
+            "    st = run(handle)",
+            "    if st:",
+            "        check(st, prog.context._ctx)",
+            "    return out if type(out) is tuple else tuple(out)"]
+    if every:
+        body = [f"if {' and '.join(tests)}:",
+                f"    {', '.join(ptrs)} = {', '.join(x + '.data_ptr()' for x in every)}"] + ["    " + b for b in body]
+    lines += ["            " + b for b in body]
+    lines.append("    return general(self, *inputs, out=out, state=state, stream=stream)")
+    env["raw"] = raw
+    exec("\n".join(lines), env)
+    return type(f"Function_{f.index}", (fp8cc.Function,), {"__call__": env["__call__"], "__slots__": ()})
 
 
 # ---- externs: the executor ops of real traces, in torch ------------------------

@@ -232,6 +232,29 @@ class Binding(unittest.TestCase):
         bwd.set_workspace(None)
         self.assertEqual(values(bwd(g)[0]), values(gx))
 
+    def test_prepared_run(self):
+        """Function.prepared: a run that takes only the stream and the
+        pointers in its slots, checked by libfp8rt as a call's tensors"""
+        prog = fp8cc.load(COPIES.encode(), context=self.ctx)
+        f = prog[0]
+        run, slots = f.prepared()
+        self.assertEqual(len(slots), 4)
+        self.assertEqual(list(slots), [0, 0, 0, 0])
+        x = array(self.ctx, [1.0, -2.0, 3.5, 4.0, 5.0, 6.0], (2, 3))
+        y, z = self.ctx.empty("f32", (2, 3)), self.ctx.empty("f32", (2, 3))
+        with self.assertRaisesRegex(fp8cc.Error, "fp8rt_prepared_run: input 0"):
+            fp8cc._check(fp8cc._lib.fp8rt_prepared_run(run), self.ctx._ctx)
+        slots[1], slots[2], slots[3] = x.ptr, y.ptr, z.ptr
+        fp8cc._check(fp8cc._lib.fp8rt_prepared_run(run), self.ctx._ctx)
+        self.assertEqual(values(y), values(x))
+        self.assertEqual(values(z), values(x))
+        slots[3] = z.ptr + 4
+        with self.assertRaisesRegex(fp8cc.Error, "output 1"):
+            fp8cc._check(fp8cc._lib.fp8rt_prepared_run(run), self.ctx._ctx)
+        prog.close()   # frees the prepared run with it
+        with self.assertRaisesRegex(ValueError, "is closed"):
+            f.prepared()
+
     def test_foreign_arrays(self):
         prog = fp8cc.load(AFFINE.encode(), context=self.ctx, externs={"py.affine": affine})
         x = array(self.ctx, [float(i) for i in range(32)], (4, 8))

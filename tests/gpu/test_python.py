@@ -122,21 +122,27 @@ def host_part(fn, n, group, rounds=3):
 
 
 def call_parts(f, args, out):
-    """(label, fn) for the parts of one call with its outputs given"""
+    """(label, fn) for the parts of one call with its outputs given, as the
+    quick path (fp8cc.torch._quick_path) makes them"""
     import fp8cc
-    prog, tin, tout = f.program, f._tin, f._tout
-    run, nin, nout = fp8cc._lib.fp8rt_run_function, len(f.inputs), len(f.outputs)
+    prog = f.program
+    run, slots = f.prepared()
     tensors = list(args) + list(out)
+    slots[1:] = [t.data_ptr() for t in tensors]
+    prepared_run = fp8cc._lib.fp8rt_prepared_run
+    specs = [(t, t.dtype, tuple(t.shape)) for t in tensors]
 
     def reads():
-        for t in tensors:
-            t.dtype, t.shape, t.is_cuda, t.is_contiguous(), t.data_ptr()
+        for t, dt, shape in specs:
+            type(t) is torch.Tensor and t.dtype is dt and t.shape == shape and t.get_device() == 0 \
+                and t.is_contiguous() and t.data_ptr()
 
     def bare():
-        run(prog._prog, f.index, None, tin, nin, tout, nout, prog.stream())
+        slots[0] = prog.stream()
+        prepared_run(run)
 
-    return [("stream getter", prog.stream), (f"{len(tensors)} tensors' reads", reads), ("bare run call", bare),
-            ("the whole call", lambda: f(*args, out=out))]
+    return [("stream getter", prog.stream), (f"{len(tensors)} tensors' checks and reads", reads),
+            ("bare prepared run", bare), ("the whole call", lambda: f(*args, out=out))]
 
 
 def cross_entropy(d):
