@@ -1,6 +1,6 @@
 /* epilogue.c — epilogues: a bias add, a ReLU and a tanh GELU right after a
  * matmul become the matmul's own bias and epilogue (cuBLASLt's BIAS, RELU,
- * RELU_BIAS, GELU, GELU_BIAS), so
+ * RELU_BIAS, GELU, GELU_BIAS; the erf GELU too in bf16 and f16), so
  * the GEMM's result is written once, already finished, and no kernel reads
  * it back. docs/design.md, "GEMM epilogues".
  *
@@ -24,8 +24,8 @@
  * tolerance, but not bit-exact with eager torch: the pass runs only under
  * --fuse-epilogues. A ReLU alone changes nothing but a NaN's result and the
  * sign of a zero; a GELU is computed once in f32 where a bf16 trace rounds
- * between its prims. The erf GELU (torch's default) stays a kernel:
- * cuBLASLt's GELU is the tanh form only. */
+ * between its prims. cuBLASLt's GELU is the tanh form: the erf form
+ * (torch's default) becomes it only in bf16 and f16 (below). */
 #include <math.h>
 
 #include "passes.h"
@@ -319,21 +319,67 @@ one_plus_tanh(Gelu *g, uint32_t v)
 	return with_constant(g, v, OP_ADD, 1.0, tanh_of);
 }
 
-/* x = (0.5 a) * (1 + tanh(...)): a as a value of x's dtype, else IR_NONE.
- * Every value of the chain but x must have all its readers in the chain. */
+/* ---- GELU, the erf form as ltorch.gelu spells it ----
+ *
+ *   a * (0.5 + 0.5 * erf(a / sqrt(2)))      (or a * (1/sqrt(2)))
+ *
+ * cuBLASLt computes the tanh form for it, at most 4.8e-4 from the erf form
+ * (near a = -2.7, where the GELU is -0.009): far inside a bf16 or f16
+ * GEMM's tolerance, not an f32 one's, so only a bf16 or f16 GELU is taken. */
+
+/* a / sqrt(2) or a * (1/sqrt(2)) */
+static bool
+erf_arg(Gelu *g, uint32_t v)
+{
+	const Instr *in = gelu_op(g, v, OP_DIV);
+
+	if (in)
+		return is_a(g, ir_args(g->m->fn, in)[0]) &&
+			constant_near(g->m, through(g, ir_args(g->m->fn, in)[1]), 1.4142135623730951);
+	return g->ok && with_constant(g, v, OP_MUL, 0.7071067811865476, is_a);
+}
+
+static bool
+erf_of(Gelu *g, uint32_t v)
+{
+	const Instr *in = gelu_op(g, v, OP_ERF);
+
+	return in && erf_arg(g, ir_args(g->m->fn, in)[0]);
+}
+
+static bool
+half_erf(Gelu *g, uint32_t v)
+{
+	return with_constant(g, v, OP_MUL, 0.5, erf_of);
+}
+
+/* 0.5 + 0.5 erf(a / sqrt(2)): the normal distribution's CDF at a */
+static bool
+phi(Gelu *g, uint32_t v)
+{
+	return with_constant(g, v, OP_ADD, 0.5, half_erf);
+}
+
+/* x = (0.5 a) * (1 + tanh(...)) or a * phi(a): a as a value of x's dtype,
+ * else IR_NONE. Every value of the chain but x must have all its readers in
+ * the chain. */
 static uint32_t
 gelu_of(Match *m, uint32_t x)
 {
 	Func *fn = m->fn;
+	DType t = (DType)fn->vals[x].dtype;
 
-	for (int i = 0; i < 2; i++) {
-		Gelu g = { m, (DType)fn->vals[x].dtype, IR_NONE, IR_NONE, 0, { 0 }, 0, true };
+	for (int i = 0; i < 4; i++) {
+		Gelu g = { m, t, IR_NONE, IR_NONE, 0, { 0 }, 0, true };
 		const Instr *top = gelu_op(&g, x, OP_MUL);
 
 		if (!top)
 			return IR_NONE;
-		const uint32_t *t = ir_args(fn, top);
-		if (!(half_a(&g, t[i]) && one_plus_tanh(&g, t[1 - i])) || !g.ok)
+		const uint32_t *a = ir_args(fn, top);
+		bool tanh_form = i < 2, erf_ok = t == DT_BF16 || t == DT_F16;
+		if (!(tanh_form ? half_a(&g, a[i % 2]) && one_plus_tanh(&g, a[1 - i % 2])
+				: erf_ok && is_a(&g, a[i % 2]) && phi(&g, a[1 - i % 2])) ||
+			!g.ok)
 			continue;
 		/* the readers inside the chain: top's and every recorded value's */
 		uint32_t inside[GELU_MAX + 1], seen[GELU_MAX + 1];
