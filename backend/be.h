@@ -25,7 +25,7 @@ typedef struct {
 typedef struct {
 	uint32_t value; /* the value it holds first (dtype, shape, layout); IR_NONE for scratch */
 	int64_t offset, bytes;
-	bool zero; /* scratch: zeroed once; kernels leave it zeroed */
+	bool zero; /* scratch: zeroed once; a kernel keeps it as its next run starts from it */
 } PlanBuf;
 
 typedef enum { STEP_LAUNCH, STEP_GEMM, STEP_COPY, STEP_CALL } StepKind; /* CALL: an extern, at its result 0 */
@@ -111,6 +111,7 @@ typedef struct Cg {
 	LLVMValueRef *space_coords, space_lin;
 	int space_align; /* bytes the current element's index is a multiple of */
 	LLVMValueRef tid, bid, ntid, nctaid, gtid, gstride;
+	LLVMValueRef gen; /* a multi-phase kernel's barrier generation at its start (i32) */
 } Cg;
 
 LLVMTypeRef be_type(Cg *c, DType t);

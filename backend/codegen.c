@@ -171,6 +171,13 @@ cg_store_at(Cg *c, LLVMValueRef base, uint32_t v, LLVMValueRef *coords, LLVMValu
 	LLVMSetAlignment(LLVMBuildStore(c->b, x, p), (unsigned)align);
 }
 
+/* The scratch buffer: the grid barrier's arrival count and generation,
+ * then the reductions' accumulators. The count, the generation and each
+ * max accumulator in its own 128-byte line: a thousand blocks update each
+ * in turn, and words that share a line share its turns. A max accumulator
+ * has two lines, for the phases of even and odd generations (below). */
+enum { SC_LINE = 128, SC_ARRIVED = 0, SC_GENERATION = SC_LINE, SC_FIRST = 2 * SC_LINE };
+
 /* a byte offset into the scratch buffer, as a pointer */
 static LLVMValueRef
 scratch_at(Cg *c, int64_t off)
@@ -178,6 +185,23 @@ scratch_at(Cg *c, int64_t off)
 	LLVMValueRef o = LLVMConstInt(c->i64, (unsigned long long)off, 0);
 
 	return LLVMBuildGEP2(c->b, c->i8, c->scratch, &o, 1, "");
+}
+
+/* A full max-reduction of phase p accumulates (atomic max from each block)
+ * in the slot of generation gen + p — gen the barrier's generation when
+ * the kernel started, bumped once by each barrier — and is read there after
+ * barrier p. The last block to arrive at barrier p zeroes the slot of
+ * generation gen + p + 1: everyone has read it after barrier p - 1, and no
+ * one accumulates into it before barrier p. So the accumulators are zero
+ * again for the next phase and the next run, without a count of readers. */
+static LLVMValueRef
+max_slot(Cg *c, uint32_t v, uint32_t p)
+{
+	LLVMValueRef odd = LLVMBuildAnd(c->b, LLVMBuildAdd(c->b, c->gen, i32c(c, p), ""), i32c(c, 1), "");
+
+	return LLVMBuildGEP2(c->b, c->i8, scratch_at(c, c->storage[v]),
+		(LLVMValueRef[]){ LLVMBuildZExt(c->b, LLVMBuildMul(c->b, odd, i32c(c, SC_LINE), ""), c->i64, "") }, 1,
+		"");
 }
 
 /* ---- coordinates ---- */
@@ -559,26 +583,71 @@ cg_syncthreads(Cg *c)
 	be_call(c, "llvm.nvvm.barrier.cta.sync.aligned.all", NULL, 0, &zero, 1);
 }
 
+/* fence.acq_rel.gpu: with a relaxed atomic after it, a release of what the
+ * block wrote (after a CTA barrier); after one, an acquire of what others did */
 static void
-membar(Cg *c)
+fence(Cg *c)
 {
-	be_call(c, "llvm.nvvm.membar.gl", NULL, 0, NULL, 0);
+	LLVMBuildFenceSyncScope(c->b, LLVMAtomicOrderingAcquireRelease, LLVMGetSyncScopeID(c->cx, "device", 6), "");
 }
 
-/* ---- grid-wide barrier: scratch[0] arrivals, scratch[4] generation ---- */
+static unsigned
+type_bytes(LLVMTypeRef t)
+{
+	switch (LLVMGetTypeKind(t)) {
+	case LLVMDoubleTypeKind: return 8;
+	case LLVMFloatTypeKind:  return 4;
+	default:                 return LLVMGetIntTypeWidth(t) / 8;
+	}
+}
+
+/* a relaxed device-scope load or store (ld.relaxed.gpu, st.relaxed.gpu):
+ * what other blocks wrote, or what they read, through L2 */
+static LLVMValueRef
+load_relaxed(Cg *c, LLVMTypeRef t, LLVMValueRef p)
+{
+	LLVMValueRef v = LLVMBuildLoad2(c->b, t, p, "");
+
+	LLVMSetOrdering(v, LLVMAtomicOrderingMonotonic);
+	LLVMSetAtomicSyncScopeID(v, LLVMGetSyncScopeID(c->cx, "device", 6));
+	LLVMSetAlignment(v, type_bytes(t));
+	return v;
+}
 
 static void
-grid_barrier(Cg *c)
+store_relaxed(Cg *c, LLVMValueRef x, LLVMValueRef p)
 {
-	LLVMValueRef cnt = scratch_at(c, 0), gen = scratch_at(c, 4), g, old, v;
+	LLVMValueRef st = LLVMBuildStore(c->b, x, p);
+
+	LLVMSetOrdering(st, LLVMAtomicOrderingMonotonic);
+	LLVMSetAtomicSyncScopeID(st, LLVMGetSyncScopeID(c->cx, "device", 6));
+	LLVMSetAlignment(st, type_bytes(LLVMTypeOf(x)));
+}
+
+/* ---- grid-wide barrier: arrivals and a generation, each in its own line ----
+ *
+ * Thread 0 of each block counts in; the last one in resets the count and
+ * bumps the generation, which the others poll. Measured on the H200
+ * (docs/gpu-results.md, 2026-12-02): when the count, the generation and the
+ * accumulators shared a line, and the fences were fence.sc, a barrier of
+ * 1056 blocks cost about 9 ns a block (the polls queue with the arrivals
+ * at that line); apart, about 4 µs less at 4096² — and sleeping between
+ * polls (nanosleep, 32 to 1000 ns) changed nothing more. */
+
+static void
+grid_barrier(Cg *c, uint32_t p)
+{
+	Func *fn = c->fn;
+	const Kernel *k = &fn->kernels[c->k];
+	LLVMValueRef cnt = scratch_at(c, SC_ARRIVED), gen = scratch_at(c, SC_GENERATION), g, old, v;
 	LLVMBasicBlockRef join, last, wait, spin, done;
 
 	cg_syncthreads(c);
 	join = cg_if_begin(c, LLVMBuildICmp(c->b, LLVMIntEQ, c->tid, cg_ic(c, 0), ""));
-	g = LLVMBuildLoad2(c->b, c->i32, gen, "");
-	LLVMSetVolatile(g, 1);
-	membar(c);
-	old = LLVMBuildAtomicRMW(c->b, LLVMAtomicRMWBinOpAdd, cnt, i32c(c, 1), LLVMAtomicOrderingMonotonic, 0);
+	g = load_relaxed(c, c->i32, gen);
+	fence(c);
+	old = LLVMBuildAtomicRMWSyncScope(c->b, LLVMAtomicRMWBinOpAdd, cnt, i32c(c, 1), LLVMAtomicOrderingMonotonic,
+		LLVMGetSyncScopeID(c->cx, "device", 6));
 	last = cg_block(c, "last");
 	wait = cg_block(c, "wait");
 	spin = cg_block(c, "spin");
@@ -588,18 +657,24 @@ grid_barrier(Cg *c)
 			LLVMBuildSub(c->b, c->nctaid, cg_ic(c, 1), ""), ""),
 		last, wait);
 	LLVMPositionBuilderAtEnd(c->b, last);
-	LLVMSetVolatile(LLVMBuildStore(c->b, i32c(c, 0), cnt), 1);
-	membar(c);
-	LLVMBuildAtomicRMW(c->b, LLVMAtomicRMWBinOpAdd, gen, i32c(c, 1), LLVMAtomicOrderingMonotonic, 0);
+	for (uint32_t i = k->first; i < k->first + k->count; i++) {
+		uint32_t v = fn->ins[i].res;
+
+		if (ir_ops[fn->ins[i].op].cls == OC_REDUCE && fn->vals[v].rank == 0 && !cg_red_of(c, v).sum)
+			store_relaxed(c, LLVMConstInt(c->i64, 0, 0), max_slot(c, v, p + 1));
+	}
+	store_relaxed(c, i32c(c, 0), cnt);
+	fence(c);
+	LLVMBuildAtomicRMWSyncScope(c->b, LLVMAtomicRMWBinOpAdd, gen, i32c(c, 1), LLVMAtomicOrderingMonotonic,
+		LLVMGetSyncScopeID(c->cx, "device", 6));
 	LLVMBuildBr(c->b, done);
 	LLVMPositionBuilderAtEnd(c->b, wait);
 	LLVMBuildBr(c->b, spin);
 	LLVMPositionBuilderAtEnd(c->b, spin);
-	v = LLVMBuildLoad2(c->b, c->i32, gen, "");
-	LLVMSetVolatile(v, 1);
+	v = load_relaxed(c, c->i32, gen);
 	LLVMBuildCondBr(c->b, LLVMBuildICmp(c->b, LLVMIntEQ, v, g, ""), spin, done);
 	LLVMPositionBuilderAtEnd(c->b, done);
-	membar(c);
+	fence(c);
 	cg_if_end(c, join);
 	cg_syncthreads(c);
 }
@@ -828,7 +903,6 @@ typedef struct {
 	bool *out;       /* per value: written to a kernel output */
 	uint32_t nphases;
 	int64_t scratch; /* bytes */
-	bool readers;    /* some accumulator needs zeroing after it is read */
 } KPlan;
 
 static void
@@ -836,7 +910,7 @@ analyze(Cg *c, KPlan *kp)
 {
 	Func *fn = c->fn;
 	const Kernel *k = &fn->kernels[c->k];
-	int64_t off = 16; /* barrier arrivals, generation, readers */
+	int64_t off = SC_FIRST;
 
 	kp->phase = c->phase_of;
 	kp->out = c->is_out;
@@ -863,8 +937,7 @@ analyze(Cg *c, KPlan *kp)
 			Red r = cg_red_of(c, v);
 
 			c->storage[v] = off;
-			off += r.sum ? 8 * BE_MAXGRID : 8;
-			kp->readers |= !r.sum;
+			off += r.sum ? 8 * BE_MAXGRID : 2 * SC_LINE;
 		} else if (!kp->out[v]) {
 			c->storage[v] = off;
 			off += (ir_numel(fn, v) * dt_size((DType)fn->vals[v].dtype) + 15) / 16 * 16;
@@ -882,7 +955,7 @@ analyze(Cg *c, KPlan *kp)
 		if (p + 1 > kp->nphases)
 			kp->nphases = p + 1;
 	}
-	kp->scratch = (kp->nphases > 1 || off > 16) ? off : 0;
+	kp->scratch = (kp->nphases > 1 || off > SC_FIRST) ? off : 0;
 }
 
 /* ---- loops over an iteration space ---- */
@@ -1153,13 +1226,10 @@ group_add(Cg *c, Group *gs, uint32_t *ng, uint32_t space, uint32_t v)
 
 /* full reductions completed in the previous phase: read, then zero for the next run */
 static void
-read_reductions(Cg *c, const KPlan *kp, uint32_t p)
+read_reductions(Cg *c, uint32_t p)
 {
 	Func *fn = c->fn;
 	const Kernel *k = &fn->kernels[c->k];
-	bool any = false;
-	LLVMBasicBlockRef join, last;
-	LLVMValueRef old;
 
 	for (uint32_t i = k->first; i < k->first + k->count; i++) {
 		uint32_t v = fn->ins[i].res;
@@ -1171,45 +1241,19 @@ read_reductions(Cg *c, const KPlan *kp, uint32_t p)
 			continue;
 		r = cg_red_of(c, v);
 		if (!r.sum) {
-			x = LLVMBuildLoad2(c->b, r.kt, scratch_at(c, c->storage[v]), "");
-			LLVMSetVolatile(x, 1);
+			x = load_relaxed(c, r.kt, max_slot(c, v, c->phase_of[v]));
 			c->uniform[v] = cg_unkey(c, &r, x);
-			any = true;
 			continue;
 		}
 		acc = cg_entry_alloca(c, r.kt);
 		LLVMBuildStore(c->b, cg_identity(c, &r), acc);
 		x = cg_loop_begin(c, &l, cg_ic(c, 0), c->nctaid, cg_ic(c, 1));
 		x = LLVMBuildGEP2(c->b, r.kt, scratch_at(c, c->storage[v]), &x, 1, "");
-		x = LLVMBuildLoad2(c->b, r.kt, x, "");
-		LLVMSetVolatile(x, 1);
+		x = load_relaxed(c, r.kt, x);
 		LLVMBuildStore(c->b, cg_combine(c, &r, LLVMBuildLoad2(c->b, r.kt, acc, ""), x), acc);
 		cg_loop_end(c, &l);
 		c->uniform[v] = cg_unkey(c, &r, LLVMBuildLoad2(c->b, r.kt, acc, ""));
 	}
-	if (!any || !kp->readers)
-		return;
-	/* the last block to have read the accumulators zeroes them */
-	cg_syncthreads(c);
-	join = cg_if_begin(c, LLVMBuildICmp(c->b, LLVMIntEQ, c->tid, cg_ic(c, 0), ""));
-	membar(c);
-	old = LLVMBuildAtomicRMW(
-		c->b, LLVMAtomicRMWBinOpAdd, scratch_at(c, 8), i32c(c, 1), LLVMAtomicOrderingMonotonic, 0);
-	last = cg_if_begin(c,
-		LLVMBuildICmp(c->b, LLVMIntEQ, LLVMBuildZExt(c->b, old, c->ity, ""),
-			LLVMBuildSub(c->b, c->nctaid, cg_ic(c, 1), ""), ""));
-	for (uint32_t i = k->first; i < k->first + k->count; i++) {
-		uint32_t v = fn->ins[i].res;
-
-		if (ir_ops[fn->ins[i].op].cls == OC_REDUCE && fn->vals[v].rank == 0 && c->avail[v] == p &&
-			!cg_red_of(c, v).sum)
-			LLVMSetVolatile(
-				LLVMBuildStore(c->b, LLVMConstInt(c->i64, 0, 0), scratch_at(c, c->storage[v])), 1);
-	}
-	LLVMSetVolatile(LLVMBuildStore(c->b, i32c(c, 0), scratch_at(c, 8)), 1);
-	membar(c);
-	cg_if_end(c, last);
-	cg_if_end(c, join);
 }
 
 /* the accumulator of a full reduction at the end of its phase */
@@ -1221,10 +1265,10 @@ finish_reduction(Cg *c, uint32_t v, const Red *r, LLVMValueRef acc)
 
 	if (r->sum) {
 		p = LLVMBuildGEP2(c->b, r->kt, scratch_at(c, c->storage[v]), &c->bid, 1, "");
-		LLVMSetVolatile(LLVMBuildStore(c->b, x, p), 1);
+		store_relaxed(c, x, p);
 	} else {
-		LLVMBuildAtomicRMW(
-			c->b, LLVMAtomicRMWBinOpUMax, scratch_at(c, c->storage[v]), x, LLVMAtomicOrderingMonotonic, 0);
+		LLVMBuildAtomicRMWSyncScope(c->b, LLVMAtomicRMWBinOpUMax, max_slot(c, v, c->phase_of[v]), x,
+			LLVMAtomicOrderingMonotonic, LLVMGetSyncScopeID(c->cx, "device", 6));
 	}
 	cg_if_end(c, join);
 }
@@ -1242,7 +1286,7 @@ phase(Cg *c, const KPlan *kp, uint32_t p)
 	LLVMBuildBr(c->b, pre);
 	LLVMPositionBuilderAtEnd(c->b, pre);
 	if (p > 0)
-		read_reductions(c, kp, p);
+		read_reductions(c, p);
 	LLVMBuildBr(c->b, uni);
 	LLVMPositionBuilderAtEnd(c->b, uni);
 	LLVMBuildBr(c->b, body);
@@ -1319,7 +1363,7 @@ phase(Cg *c, const KPlan *kp, uint32_t p)
 			blocks = b;
 	}
 	if (p + 1 < kp->nphases)
-		grid_barrier(c);
+		grid_barrier(c, p);
 	return blocks;
 }
 
@@ -1432,6 +1476,10 @@ kernel(Cg *c, uint32_t kidx, Launch *l)
 	c->nctaid = sreg(c, "llvm.nvvm.read.ptx.sreg.nctaid.x");
 	c->gtid = LLVMBuildAdd(c->b, LLVMBuildMul(c->b, c->bid, c->ntid, ""), c->tid, "gtid");
 	c->gstride = LLVMBuildMul(c->b, c->nctaid, c->ntid, "gstride");
+	/* the generation before any barrier of this run: no block has passed
+	 * barrier 0 before this one arrives there (a kernel of one phase has
+	 * no barrier, and reads no accumulator: its generation stays 0) */
+	c->gen = kp.scratch ? load_relaxed(c, c->i32, scratch_at(c, SC_GENERATION)) : NULL;
 	if (rows)
 		blocks = cg_rows_kernel(c, &rs);
 	for (uint32_t p = 0; !rows && p < kp.nphases; p++)
