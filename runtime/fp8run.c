@@ -1,7 +1,7 @@
 /* fp8run — run an fp8cc program on safetensors inputs.
  *
  *   fp8run PROGRAM.ptx --inputs IN.safetensors -o OUT.safetensors
- *          [--device N] [--iters N [--wall]] [--warmup N] [--no-graph] [--json]
+ *          [--device N] [--iters N [--wall [--host-group N]]] [--warmup N] [--no-graph] [--json]
  *   fp8run PROGRAM.ptx --json          (the signature only; no GPU needed)
  *
  * Loads the program with libfp8rt, binds each program input to the tensor of
@@ -37,7 +37,7 @@
 
 typedef struct {
 	const char *program, *inputs, *output;
-	int device, iters, warmup, graphs, json, check, wall;
+	int device, iters, warmup, graphs, json, check, wall, host_group;
 	const char *libs[MAXLIBS]; /* --externs */
 	int nlibs;
 } Options;
@@ -66,7 +66,8 @@ static const char *const st_names[] = {
 
 static const char usage_text[] =
 	"usage: fp8run PROGRAM.ptx --inputs IN.safetensors -o OUT.safetensors\n"
-	"              [--device N] [--iters N [--wall]] [--warmup N] [--no-graph] [--json]\n"
+	"              [--device N] [--iters N [--wall [--host-group N]]] [--warmup N]\n"
+	"              [--no-graph] [--json]\n"
 	"       fp8run PROGRAM.ptx --json\n"
 	"       fp8run PROGRAM.ptx --check\n"
 	"\n"
@@ -82,8 +83,9 @@ static const char usage_text[] =
 	"  --no-graph          run the plan step by step, without CUDA-graph replay\n"
 	"  --wall              with --iters, also the host's clock: a run's share of N runs\n"
 	"                      back to back and one synchronize (wall_us), and the host's\n"
-	"                      time inside one call, timed 8 calls at a time between\n"
-	"                      synchronizes (host_us); each the best of 5 rounds\n"
+	"                      time inside one call, timed --host-group calls (default\n"
+	"                      64) at a time between synchronizes (host_us); each the\n"
+	"                      best of 5 rounds\n"
 	"  --externs=LIB.so    a library whose fp8run_register_externs(ctx) registers the\n"
 	"                      externs the program calls (repeatable)\n"
 	"  --json              print the signature and the timings (every run) as JSON;\n"
@@ -122,7 +124,18 @@ parse_count(const char *s, const char *opt, int min)
 	return (int)v;
 }
 
-enum { OPT_DEVICE = 256, OPT_ITERS, OPT_WARMUP, OPT_NO_GRAPH, OPT_JSON, OPT_VERSION, OPT_CHECK, OPT_EXTERNS, OPT_WALL };
+enum {
+	OPT_DEVICE = 256,
+	OPT_ITERS,
+	OPT_WARMUP,
+	OPT_NO_GRAPH,
+	OPT_JSON,
+	OPT_VERSION,
+	OPT_CHECK,
+	OPT_EXTERNS,
+	OPT_WALL,
+	OPT_HOST_GROUP
+};
 
 static const struct option longopts[] = {
 	{ "inputs", required_argument, NULL, 'i' },
@@ -132,6 +145,7 @@ static const struct option longopts[] = {
 	{ "warmup", required_argument, NULL, OPT_WARMUP },
 	{ "no-graph", no_argument, NULL, OPT_NO_GRAPH },
 	{ "wall", no_argument, NULL, OPT_WALL },
+	{ "host-group", required_argument, NULL, OPT_HOST_GROUP },
 	{ "json", no_argument, NULL, OPT_JSON },
 	{ "check", no_argument, NULL, OPT_CHECK },
 	{ "externs", required_argument, NULL, OPT_EXTERNS },
@@ -172,20 +186,21 @@ bad_option(const char *arg)
 static Options
 parse_args(int argc, char **argv)
 {
-	Options o = { .warmup = 3, .graphs = 1 };
+	Options o = { .warmup = 3, .graphs = 1, .host_group = 64 };
 	int c;
 	opterr = 0;
 	while ((c = getopt_long(argc, argv, ":i:o:h", longopts, NULL)) != -1) {
 		switch (c) {
-		case 'i':          o.inputs = optarg; break;
-		case 'o':          o.output = optarg; break;
-		case OPT_DEVICE:   o.device = parse_count(optarg, "--device", 0); break;
-		case OPT_ITERS:    o.iters = parse_count(optarg, "--iters", 1); break;
-		case OPT_WARMUP:   o.warmup = parse_count(optarg, "--warmup", 0); break;
-		case OPT_NO_GRAPH: o.graphs = 0; break;
-		case OPT_WALL:     o.wall = 1; break;
-		case OPT_JSON:     o.json = 1; break;
-		case OPT_CHECK:    o.check = 1; break;
+		case 'i':            o.inputs = optarg; break;
+		case 'o':            o.output = optarg; break;
+		case OPT_DEVICE:     o.device = parse_count(optarg, "--device", 0); break;
+		case OPT_ITERS:      o.iters = parse_count(optarg, "--iters", 1); break;
+		case OPT_WARMUP:     o.warmup = parse_count(optarg, "--warmup", 0); break;
+		case OPT_NO_GRAPH:   o.graphs = 0; break;
+		case OPT_WALL:       o.wall = 1; break;
+		case OPT_HOST_GROUP: o.host_group = parse_count(optarg, "--host-group", 1); break;
+		case OPT_JSON:       o.json = 1; break;
+		case OPT_CHECK:      o.check = 1; break;
 		case OPT_EXTERNS:
 			if (o.nlibs == MAXLIBS)
 				usage("more than %d --externs", MAXLIBS);
@@ -462,15 +477,14 @@ wall_us(fp8rt_context *ctx, fp8rt_program *prog, int f, const FnSides *fs, int n
 }
 
 /* --wall also: microseconds the host spends in one call of
- * fp8rt_run_function, the mean over n calls timed in groups of HOST_GROUP
+ * fp8rt_run_function, the mean over n calls timed in groups of `group`
  * with a synchronize between groups (outside the timed part, so the
  * launch queue never fills and the GPU's time is not in it), the best of 5
- * rounds; < 0 on a failure (said). tests/gpu/test_python.py times the
- * Python call the same way. */
-enum { HOST_GROUP = 8 };
-
+ * rounds; < 0 on a failure (said). A group of 64 keeps what the first calls
+ * after a synchronize cost (a host that waited) from weighing on the mean;
+ * tests/gpu/test_python.py times the Python call the same way. */
 static double
-host_us(fp8rt_context *ctx, fp8rt_program *prog, int f, const FnSides *fs, int n)
+host_us(fp8rt_context *ctx, fp8rt_program *prog, int f, const FnSides *fs, int n, int group)
 {
 	double best = -1;
 	for (int round = 0; round < 5; round++) {
@@ -480,7 +494,7 @@ host_us(fp8rt_context *ctx, fp8rt_program *prog, int f, const FnSides *fs, int n
 			if (fp8rt_synchronize(ctx, NULL) != FP8RT_OK)
 				return fail("running", fp8rt_last_error(ctx)), -1;
 			double t0 = now_us();
-			for (int i = 0; i < HOST_GROUP; i++, calls++)
+			for (int i = 0; i < group; i++, calls++)
 				if (fp8rt_run_function(prog, f, NULL, fs->in.t, fs->in.n, fs->out.t, fs->out.n, NULL) !=
 					FP8RT_OK)
 					return fail("running", fp8rt_last_error(ctx)), -1;
@@ -517,7 +531,7 @@ time_function(fp8rt_context *ctx, fp8rt_program *prog, int f, const FnSides *fs,
 	*median = n % 2 ? sorted[n / 2] : (sorted[n / 2 - 1] + sorted[n / 2]) / 2;
 	*min = sorted[0];
 	double wall = o->wall ? wall_us(ctx, prog, f, fs, n) : 0;
-	double host = o->wall && wall >= 0 ? host_us(ctx, prog, f, fs, n) : 0;
+	double host = o->wall && wall >= 0 ? host_us(ctx, prog, f, fs, n, o->host_group) : 0;
 	if (wall < 0 || host < 0) {
 		free(us), free(sorted);
 		return 1;
