@@ -84,6 +84,28 @@ def load(source, device=None, externs=True, graphs=True):
     return prog
 
 
+def _renew(env, tensors):
+    """guard(*tensors) for the next calls: torch's own check, in C++, that
+    each tensor has the type, dispatch keys, dtype, device, sizes and strides
+    of these (torch._C._dynamo.guards.TensorGuards, what torch.compile's
+    guards call), once these have passed the quick path's checks in Python;
+    no guard ever again where this torch has no TensorGuards that takes
+    these (a private API: its arguments have changed before). True, for
+    the caller's test."""
+    env["guard"] = None
+    try:
+        from torch._C._dynamo.guards import TensorGuards
+        g = TensorGuards(*tensors, dynamic_dims_sizes=[list(t.shape) for t in tensors],
+                         dynamic_dims_strides=[list(t.stride()) for t in tensors])
+        if g.check(*tensors):
+            env["guard"] = g.check
+            return True
+    except Exception:
+        pass
+    env["renew"] = lambda *ts: True
+    return True
+
+
 def _quick_class(f, raw, index):
     """A subclass of fp8cc.Function for f whose __call__ takes a quick path
     for a call with every output given, on torch's current stream and the
@@ -91,7 +113,9 @@ def _quick_class(f, raw, index):
     tensor (a torch.Tensor or Parameter, f's dtype and shape, on the
     program's device, contiguous, 16-byte aligned) with the fewest attribute
     reads, one pack sets a prepared run's stream and pointers, and one
-    ctypes call of one argument runs it. Anything else goes to
+    ctypes call of one argument runs it. Once a call has passed the checks,
+    torch's C++ guard of those tensors' metadata (_renew) checks the next
+    calls instead, in one call for all of them. Anything else goes to
     Function.__call__, which checks it all and raises what is wrong. The
     method is written out for f's count of tensors, as namedtuple writes its
     class: a loop over the tensors costs as much again as the checks."""
@@ -104,6 +128,7 @@ def _quick_class(f, raw, index):
     env = {"T": torch.Tensor, "P": torch.nn.Parameter, "prog": prog, "getter": getter, "slots": slots,
            "handle": run, "dev": index, "run": fp8cc._lib.fp8rt_prepared_run, "check": fp8cc._check,
            "general": fp8cc.Function.__call__, "pack": struct.Struct(f"={1 + len(every)}Q").pack_into}
+    env["guard"], env["renew"] = None, lambda *ts: _renew(env, ts)
     tests = []
     for k, (x, info) in enumerate(zip(every, f.inputs + f.outputs)):
         env[f"d{k}"], env[f"s{k}"] = DTYPE[info.dtype], tuple(info.shape)
@@ -124,7 +149,8 @@ def _quick_class(f, raw, index):
             "        check(st, prog.context._ctx)",
             "    return out if type(out) is tuple else tuple(out)"]
     if every:
-        body = [f"if {' and '.join(tests)}:",
+        body = [f"if (guard is not None and guard({', '.join(every)})) or ({' and '.join(tests)} and "
+                f"renew({', '.join(every)})):",
                 f"    {', '.join(ptrs)} = {', '.join(x + '.data_ptr()' for x in every)}"] + ["    " + b for b in body]
     lines += ["            " + b for b in body]
     lines.append("    return general(self, *inputs, out=out, state=state, stream=stream)")
