@@ -94,8 +94,7 @@ def _renew(env, tensors):
     the caller's test."""
     env["guard"] = None
     try:
-        from torch._C._dynamo.guards import TensorGuards
-        g = TensorGuards(*tensors, dynamic_dims_sizes=[list(t.shape) for t in tensors],
+        g = torch._C._dynamo.guards.TensorGuards(*tensors, dynamic_dims_sizes=[list(t.shape) for t in tensors],
                          dynamic_dims_strides=[list(t.stride()) for t in tensors])
         if g.check(*tensors):
             env["guard"] = g.check

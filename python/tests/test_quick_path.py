@@ -1,0 +1,181 @@
+"""fp8cc.torch's quick path (_quick_class, _renew) on the mock CUDA driver,
+without torch: a stand-in `torch` module gives just what the quick path
+reads of a tensor (type, dtype, shape, device, contiguity, pointer,
+strides) over the mock's "device memory" (host memory), and a stand-in
+TensorGuards that records its checks. What it shows: the quick path runs
+the prepared run with the right pointers; every unusual call goes to the
+general path and gets its ValueError; the guard checks the calls after the
+first, is built again when a call passes in Python but not the guard, and
+is never tried again where TensorGuards does not take the arguments; a
+closed program raises. The GPU suite runs the same path with torch
+(tests/gpu/test_python.py)."""
+import os
+import struct
+import sys
+import types
+import unittest
+
+if not os.environ.get("FP8RT_LIBCUDA"):
+    raise unittest.SkipTest("FP8RT_LIBCUDA (the mock driver) is not set")
+
+import fp8cc  # noqa: E402
+
+
+class Tensor:
+    """the attributes the quick path and fp8cc.torch._describe read"""
+
+    def __init__(self, ptr, dtype, shape, device=0, contiguous=True):
+        self.ptr, self.dtype, self.shape, self.dev, self.contiguous = ptr, dtype, tuple(shape), device, contiguous
+        self.is_cuda = device >= 0
+        self.device = f"cuda:{device}" if device >= 0 else "cpu"
+
+    def get_device(self):
+        return self.dev
+
+    def is_contiguous(self):
+        return self.contiguous
+
+    def data_ptr(self):
+        return self.ptr
+
+    def stride(self):
+        return (self.shape[1], 1) if len(self.shape) == 2 else (1,)
+
+
+class Parameter(Tensor):
+    pass
+
+
+class TensorGuards:
+    """records each check; holds when every tensor has the example's dtype,
+    shape and pointer's object (the real one compares metadata only)"""
+    checks = 0
+
+    def __init__(self, *examples, dynamic_dims_sizes, dynamic_dims_strides):
+        if TensorGuards.refuse:
+            raise TypeError("this torch's TensorGuards takes other arguments")
+        self.meta = [(type(t), t.dtype, t.shape, t.dev, t.contiguous) for t in examples]
+        TensorGuards.built += 1
+
+    def check(self, *tensors):
+        TensorGuards.checks += 1
+        return [(type(t), t.dtype, t.shape, t.dev, t.contiguous) for t in tensors] == self.meta
+
+
+def stand_in_torch():
+    torch = types.ModuleType("torch")
+    torch.Tensor = Tensor
+    for name in ("bool", "uint8", "int8", "int16", "int32", "int64", "float16", "bfloat16", "float32", "float64",
+                 "float8_e4m3fn", "float8_e5m2"):
+        setattr(torch, name, name)
+    torch.nn = types.ModuleType("torch.nn")
+    torch.nn.Parameter = Parameter
+    torch.nn.functional = types.ModuleType("torch.nn.functional")
+    torch.autograd = types.ModuleType("torch.autograd")
+    torch.autograd.Function = object
+    guards = types.ModuleType("torch._C._dynamo.guards")
+    guards.TensorGuards = TensorGuards
+    torch._C = types.ModuleType("torch._C")
+    torch._C._dynamo = types.ModuleType("torch._C._dynamo")
+    torch._C._dynamo.guards = guards
+    return {"torch": torch, "torch.nn": torch.nn, "torch.nn.functional": torch.nn.functional,
+            "torch.autograd": torch.autograd, "torch._C": torch._C, "torch._C._dynamo": torch._C._dynamo,
+            "torch._C._dynamo.guards": guards}
+
+
+real = sys.modules.get("torch")
+sys.modules.update(stand_in_torch())
+try:
+    import fp8cc.torch as ft  # noqa: E402
+finally:   # fp8cc.torch keeps the stand-in; nothing else sees it
+    for name in [n for n in sys.modules if n == "torch" or n.startswith("torch.")]:
+        del sys.modules[name]
+    if real is not None:
+        sys.modules["torch"] = real
+
+# y = x, z = x: copies only, which the mock driver does
+COPIES = """// fp8cc-plan 2
+// target sm_90
+// function main
+// input 0 x f32[2,8]
+// output 0 y f32[2,8]
+// output 1 z f32[2,8]
+// copy dst=out:0 src=in:0 bytes=64
+// copy dst=out:1 src=in:0 bytes=64
+// end-plan
+
+.version 8.0
+.target sm_90
+.address_size 64
+"""
+
+
+class QuickPath(unittest.TestCase):
+    def setUp(self):
+        TensorGuards.refuse, TensorGuards.built, TensorGuards.checks = False, 0, 0
+        self.ctx = fp8cc.Context(0)
+        self.prog = fp8cc.load(COPIES.encode(), context=self.ctx)
+        self.streams = []
+        self.prog.stream = lambda: self.streams.append(0) or 0
+        self.f = self.prog[0]
+        self.f.__class__ = ft._quick_class(self.f, None, 0)
+        self.arrays = [self.ctx.empty("f32", (2, 8)) for _ in range(3)]
+        self.arrays[0].copy_from(struct.pack("16f", *range(16)))
+        self.x, self.y, self.z = (Tensor(a.ptr, "float32", (2, 8)) for a in self.arrays)
+
+    def tearDown(self):
+        self.prog.close()
+        del self.arrays
+        self.ctx.close()
+
+    def values(self, i):
+        return list(struct.unpack("16f", self.arrays[i].to_bytes()))
+
+    def test_runs_and_the_guard_takes_over(self):
+        out = (self.y, self.z)
+        self.assertIs(self.f(self.x, out=out), out)
+        self.assertEqual(self.values(2), [float(i) for i in range(16)])
+        self.assertEqual(TensorGuards.built, 1, "the first call builds the guard")
+        self.assertEqual(self.f(self.x, out=[self.y, self.z]), (self.y, self.z))
+        self.assertEqual((TensorGuards.built, TensorGuards.checks), (1, 2), "the next call is the guard's")
+        self.assertEqual(len(self.streams), 2, "each call asks for the stream")
+        # a Parameter passes the Python checks, not the guard: built again
+        self.f(Parameter(self.x.ptr, "float32", (2, 8)), out=out)
+        self.assertEqual(TensorGuards.built, 2)
+
+    def test_unusual_calls_raise_the_general_paths_errors(self):
+        out = (self.y, self.z)
+        p = self.x.ptr
+        self.arrays[2].copy_from(struct.pack("16f", *[-1.0] * 16))
+        for what, x, msg in [
+                ("dtype", Tensor(p, "bfloat16", (2, 8)), r"is f32\[2, 8\], not bf16\[2, 8\]"),
+                ("shape", Tensor(p, "float32", (8, 2)), r"is f32\[2, 8\], not f32\[8, 2\]"),
+                ("alignment", Tensor(p + 4, "float32", (2, 8)), "not 16-byte aligned"),
+                ("device", Tensor(p, "float32", (2, 8), device=-1), "not on a CUDA device"),
+                ("layout", Tensor(p, "float32", (2, 8), contiguous=False), "not contiguous")]:
+            with self.subTest(what), self.assertRaisesRegex(ValueError, msg):
+                self.f(x, out=out)
+        with self.assertRaisesRegex(ValueError, "takes 1 inputs, not 2"):
+            self.f(self.x, self.x, out=out)
+        with self.assertRaisesRegex(ValueError, "takes 2 outputs, not 1"):
+            self.f(self.x, out=(self.y,))
+        self.assertEqual(self.values(2), [-1.0] * 16, "nothing ran")
+        self.prog.close()
+        with self.assertRaisesRegex(ValueError, "is closed"):
+            self.f(self.x, out=out)
+
+    def test_without_tensor_guards_python_checks_every_call(self):
+        TensorGuards.refuse = True
+        for _ in range(3):
+            self.f(self.x, out=(self.y, self.z))
+        env = type(self.f).__call__.__globals__
+        self.assertIsNone(env["guard"])
+        self.assertEqual(TensorGuards.built, 0)
+        TensorGuards.refuse = False
+        self.f(self.x, out=(self.y, self.z))
+        self.assertEqual(TensorGuards.built, 0, "not tried again")
+        self.assertEqual(self.values(1), [float(i) for i in range(16)])
+
+
+if __name__ == "__main__":
+    unittest.main()
