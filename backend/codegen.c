@@ -583,12 +583,27 @@ cg_syncthreads(Cg *c)
 	be_call(c, "llvm.nvvm.barrier.cta.sync.aligned.all", NULL, 0, &zero, 1);
 }
 
+/* ---- what blocks share through global memory: device-scope accesses ---- */
+
+static unsigned
+gpu_scope(Cg *c)
+{
+	return LLVMGetSyncScopeID(c->cx, "device", 6);
+}
+
 /* fence.acq_rel.gpu: with a relaxed atomic after it, a release of what the
  * block wrote (after a CTA barrier); after one, an acquire of what others did */
 static void
 fence(Cg *c)
 {
-	LLVMBuildFenceSyncScope(c->b, LLVMAtomicOrderingAcquireRelease, LLVMGetSyncScopeID(c->cx, "device", 6), "");
+	LLVMBuildFenceSyncScope(c->b, LLVMAtomicOrderingAcquireRelease, gpu_scope(c), "");
+}
+
+/* a relaxed device-scope atomic (atom.global.OP) */
+static LLVMValueRef
+atomic_rmw(Cg *c, LLVMAtomicRMWBinOp op, LLVMValueRef p, LLVMValueRef x)
+{
+	return LLVMBuildAtomicRMWSyncScope(c->b, op, p, x, LLVMAtomicOrderingMonotonic, gpu_scope(c));
 }
 
 static unsigned
@@ -609,7 +624,7 @@ load_relaxed(Cg *c, LLVMTypeRef t, LLVMValueRef p)
 	LLVMValueRef v = LLVMBuildLoad2(c->b, t, p, "");
 
 	LLVMSetOrdering(v, LLVMAtomicOrderingMonotonic);
-	LLVMSetAtomicSyncScopeID(v, LLVMGetSyncScopeID(c->cx, "device", 6));
+	LLVMSetAtomicSyncScopeID(v, gpu_scope(c));
 	LLVMSetAlignment(v, type_bytes(t));
 	return v;
 }
@@ -620,7 +635,7 @@ store_relaxed(Cg *c, LLVMValueRef x, LLVMValueRef p)
 	LLVMValueRef st = LLVMBuildStore(c->b, x, p);
 
 	LLVMSetOrdering(st, LLVMAtomicOrderingMonotonic);
-	LLVMSetAtomicSyncScopeID(st, LLVMGetSyncScopeID(c->cx, "device", 6));
+	LLVMSetAtomicSyncScopeID(st, gpu_scope(c));
 	LLVMSetAlignment(st, type_bytes(LLVMTypeOf(x)));
 }
 
@@ -628,7 +643,7 @@ store_relaxed(Cg *c, LLVMValueRef x, LLVMValueRef p)
  *
  * Thread 0 of each block counts in; the last one in resets the count and
  * bumps the generation, which the others poll. Measured on the H200
- * (docs/gpu-results.md, 2026-12-02): when the count, the generation and the
+ * (docs/design.md, "The backend"): when the count, the generation and the
  * accumulators shared a line, and the fences were fence.sc, a barrier of
  * 1056 blocks cost about 9 ns a block (the polls queue with the arrivals
  * at that line); apart, about 4 µs less at 4096² — and sleeping between
@@ -646,8 +661,7 @@ grid_barrier(Cg *c, uint32_t p)
 	join = cg_if_begin(c, LLVMBuildICmp(c->b, LLVMIntEQ, c->tid, cg_ic(c, 0), ""));
 	g = load_relaxed(c, c->i32, gen);
 	fence(c);
-	old = LLVMBuildAtomicRMWSyncScope(c->b, LLVMAtomicRMWBinOpAdd, cnt, i32c(c, 1), LLVMAtomicOrderingMonotonic,
-		LLVMGetSyncScopeID(c->cx, "device", 6));
+	old = atomic_rmw(c, LLVMAtomicRMWBinOpAdd, cnt, i32c(c, 1));
 	last = cg_block(c, "last");
 	wait = cg_block(c, "wait");
 	spin = cg_block(c, "spin");
@@ -665,8 +679,7 @@ grid_barrier(Cg *c, uint32_t p)
 	}
 	store_relaxed(c, i32c(c, 0), cnt);
 	fence(c);
-	LLVMBuildAtomicRMWSyncScope(c->b, LLVMAtomicRMWBinOpAdd, gen, i32c(c, 1), LLVMAtomicOrderingMonotonic,
-		LLVMGetSyncScopeID(c->cx, "device", 6));
+	atomic_rmw(c, LLVMAtomicRMWBinOpAdd, gen, i32c(c, 1));
 	LLVMBuildBr(c->b, done);
 	LLVMPositionBuilderAtEnd(c->b, wait);
 	LLVMBuildBr(c->b, spin);
@@ -1267,8 +1280,7 @@ finish_reduction(Cg *c, uint32_t v, const Red *r, LLVMValueRef acc)
 		p = LLVMBuildGEP2(c->b, r->kt, scratch_at(c, c->storage[v]), &c->bid, 1, "");
 		store_relaxed(c, x, p);
 	} else {
-		LLVMBuildAtomicRMWSyncScope(c->b, LLVMAtomicRMWBinOpUMax, max_slot(c, v, c->phase_of[v]), x,
-			LLVMAtomicOrderingMonotonic, LLVMGetSyncScopeID(c->cx, "device", 6));
+		atomic_rmw(c, LLVMAtomicRMWBinOpUMax, max_slot(c, v, c->phase_of[v]), x);
 	}
 	cg_if_end(c, join);
 }
