@@ -95,7 +95,7 @@ def _renew(env, tensors):
     env["guard"] = None
     try:
         g = torch._C._dynamo.guards.TensorGuards(*tensors, dynamic_dims_sizes=[list(t.shape) for t in tensors],
-                         dynamic_dims_strides=[list(t.stride()) for t in tensors])
+                                                 dynamic_dims_strides=[list(t.stride()) for t in tensors])
         if g.check(*tensors):
             env["guard"] = g.check
             return True
@@ -125,7 +125,7 @@ def _quick_class(f, raw, index):
     every = ins + outs
     ptrs = [f"p{k}" for k in range(len(every))]
     env = {"T": torch.Tensor, "P": torch.nn.Parameter, "prog": prog, "getter": getter, "slots": slots,
-           "handle": run, "dev": index, "run": fp8cc._lib.fp8rt_prepared_run, "check": fp8cc._check,
+           "handle": run, "dev": index, "raw": raw, "run": fp8cc._lib.fp8rt_prepared_run, "check": fp8cc._check,
            "general": fp8cc.Function.__call__, "pack": struct.Struct(f"={1 + len(every)}Q").pack_into}
     env["guard"], env["renew"] = None, lambda *ts: _renew(env, ts)
     tests = []
@@ -153,7 +153,6 @@ def _quick_class(f, raw, index):
                 f"    {', '.join(ptrs)} = {', '.join(x + '.data_ptr()' for x in every)}"] + ["    " + b for b in body]
     lines += ["            " + b for b in body]
     lines.append("    return general(self, *inputs, out=out, state=state, stream=stream)")
-    env["raw"] = raw
     exec("\n".join(lines), env)
     return type(f"Function_{f.index}", (fp8cc.Function,), {"__call__": env["__call__"], "__slots__": ()})
 
