@@ -1237,7 +1237,8 @@ group_add(Cg *c, Group *gs, uint32_t *ng, uint32_t space, uint32_t v)
 	(*ng)++;
 }
 
-/* full reductions completed in the previous phase: read, then zero for the next run */
+/* full reductions completed in the previous phase, read (the last block
+ * into the barrier zeroed the next slots: max_slot) */
 static void
 read_reductions(Cg *c, uint32_t p)
 {

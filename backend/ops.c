@@ -109,12 +109,11 @@ f32_to_fp8(Cg *c, LLVMValueRef x, DType t, bool fixup)
 	LLVMValueRef nan, over;
 
 	sign = LLVMBuildAnd(c->b, sign, LLVMConstInt(c->i8, 0x80, 0), "");
-	nan = LLVMBuildOr(c->b, sign, LLVMConstInt(c->i8, 0x7F, 0), "");
 	if (t == DT_F8E4M3FN && !fixup) /* the conversion's NaN is 0x7F: its sign */
 		return LLVMBuildOr(c->b, r, sign, "");
-	if (t == DT_F8E4M3FN) { /* NaN, and with the fix-up inf and all past 464 */
-		over = LLVMBuildICmp(
-			c->b, LLVMIntUGT, mag, LLVMConstInt(c->i32, fixup ? 0x43E80000 : 0x7F800000, 0), "");
+	nan = LLVMBuildOr(c->b, sign, LLVMConstInt(c->i8, 0x7F, 0), "");
+	if (t == DT_F8E4M3FN) { /* NaN, inf and all past 464 */
+		over = LLVMBuildICmp(c->b, LLVMIntUGT, mag, LLVMConstInt(c->i32, 0x43E80000, 0), "");
 		return LLVMBuildSelect(c->b, over, nan, r, "");
 	}
 	if (fixup) { /* e5m2: from 61440 up, inf */

@@ -333,10 +333,10 @@ erf_arg(Gelu *g, uint32_t v)
 {
 	const Instr *in = gelu_op(g, v, OP_DIV);
 
-	if (in)
-		return is_a(g, ir_args(g->m->fn, in)[0]) &&
-			constant_near(g->m, through(g, ir_args(g->m->fn, in)[1]), 1.4142135623730951);
-	return g->ok && with_constant(g, v, OP_MUL, 0.7071067811865476, is_a);
+	if (!in)
+		return with_constant(g, v, OP_MUL, 0.7071067811865476, is_a);
+	g->c = 1.4142135623730951;
+	return is_a(g, ir_args(g->m->fn, in)[0]) && is_c(g, ir_args(g->m->fn, in)[1]);
 }
 
 static bool

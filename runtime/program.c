@@ -1430,15 +1430,15 @@ signature_tensors(const RtPort *ports, int n)
 fp8rt_status
 fp8rt_prepare(fp8rt_program *p, int f, fp8rt_prepared **out)
 {
-	const RtFunc *pf = NULL;
+	fp8rt_state *s = NULL;
+	Fn *fn = NULL;
 	if (!out)
 		return rt_err(p ? p->ctx : NULL, FP8RT_INVALID_ARGUMENT, "fp8rt_prepare: out is NULL");
 	*out = NULL;
-	fp8rt_status st = get_func(p, f, "fp8rt_prepare", &pf);
+	fp8rt_status st = get_run(p, f, &s, "fp8rt_prepare", &fn);
 	if (st != FP8RT_OK)
 		return st;
-	if (!p->ctx)
-		return no_context(p, "fp8rt_prepare");
+	const RtFunc *pf = fn->f;
 	fp8rt_prepared *r = calloc(1, sizeof *r);
 	if (!r || !(r->in = signature_tensors(pf->in, pf->nin)) || !(r->out = signature_tensors(pf->out, pf->nout)) ||
 		!(r->slots = calloc((size_t)(1 + pf->nin + pf->nout), sizeof *r->slots))) {

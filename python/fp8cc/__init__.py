@@ -500,9 +500,7 @@ class Function:
     def _bind(self, inputs, out, stream):
         """checks the arrays and sets their pointers in the descriptors"""
         prog = self.program
-        if not prog._prog:
-            raise ValueError(f"{prog.name} is closed")
-        prog.need_device()
+        prog.need_open()
         s = _stream(stream if stream is not None or prog.stream is None else prog.stream())
         keep = []
         ptrs = self._pointers(inputs, self.inputs, "inputs", s, keep)
@@ -525,9 +523,7 @@ class Function:
         _lib.fp8rt_prepared_run(run). Both are the program's: use neither
         after it is closed."""
         prog = self.program
-        if not prog._prog:
-            raise ValueError(f"{prog.name} is closed")
-        prog.need_device()
+        prog.need_open()
         run = ctypes.c_void_p()
         _check(_lib.fp8rt_prepare(prog._prog, self.index, ctypes.byref(run)), prog.context._ctx)
         n = 1 + len(self.inputs) + len(self.outputs)
@@ -604,6 +600,12 @@ class Program(_Closing):
     def need_device(self):
         if self.context is None:
             raise ValueError(f"{self.name} was read without a device: it cannot run")
+
+    def need_open(self):
+        """ValueError unless it can run: not closed, read with a device"""
+        if not self._prog:
+            raise ValueError(f"{self.name} is closed")
+        self.need_device()
 
     def allocate(self, dtype, shape):
         self.need_device()

@@ -19,6 +19,7 @@ if not os.environ.get("FP8RT_LIBCUDA"):
     raise unittest.SkipTest("FP8RT_LIBCUDA (the mock driver) is not set")
 
 import fp8cc  # noqa: E402
+from test_binding import PTX, array, values  # noqa: E402  (python/tests, beside this file)
 
 
 class Tensor:
@@ -103,11 +104,7 @@ COPIES = """// fp8cc-plan 2
 // copy dst=out:0 src=in:0 bytes=64
 // copy dst=out:1 src=in:0 bytes=64
 // end-plan
-
-.version 8.0
-.target sm_90
-.address_size 64
-"""
+""" + PTX
 
 
 class QuickPath(unittest.TestCase):
@@ -119,8 +116,8 @@ class QuickPath(unittest.TestCase):
         self.prog.stream = lambda: self.streams.append(0) or 0
         self.f = self.prog[0]
         self.f.__class__ = ft._quick_class(self.f, None, 0)
-        self.arrays = [self.ctx.empty("f32", (2, 8)) for _ in range(3)]
-        self.arrays[0].copy_from(struct.pack("16f", *range(16)))
+        self.arrays = [array(self.ctx, [float(i) for i in range(16)], (2, 8))] + [
+            self.ctx.empty("f32", (2, 8)) for _ in range(2)]
         self.x, self.y, self.z = (Tensor(a.ptr, "float32", (2, 8)) for a in self.arrays)
 
     def tearDown(self):
@@ -129,7 +126,7 @@ class QuickPath(unittest.TestCase):
         self.ctx.close()
 
     def values(self, i):
-        return list(struct.unpack("16f", self.arrays[i].to_bytes()))
+        return values(self.arrays[i])
 
     def test_runs_and_the_guard_takes_over(self):
         out = (self.y, self.z)
