@@ -73,8 +73,9 @@ static const char usage[] = "usage: fp8cc INPUT [BACKWARD] [-o FILE] [--emit=KIN
 			    "Passes:\n"
 			    "  -O0, -O1, -O2, -O3      -O0 one kernel per op, -O2 (the default) every pass;\n"
 			    "                          -O3 is -O2, -O is -O1\n"
-			    "  --fuse-epilogues        a bias add, a ReLU and a tanh GELU after a matmul become\n"
-			    "                          its cuBLASLt epilogue: one rounding where the trace has\n"
+			    "  --fuse-epilogues        a bias add, a ReLU and a GELU after a matmul become\n"
+			    "                          its cuBLASLt epilogue (the GELU's input kept, when read\n"
+			    "                          later: GELU_AUX): one rounding where the trace has\n"
 			    "                          more (as F.linear with a bias), so not bit-exact with\n"
 			    "                          eager\n"
 			    "  --passes=PASS,...       run just these, in order; --passes= runs none\n"
@@ -708,6 +709,9 @@ gemms_ok(Func *fn, const Source *src)
 	for (uint32_t i = 0; i < fn->nins; i++) {
 		const Instr *in = &fn->ins[i];
 		const uint32_t *a = ir_args(fn, in);
+
+		if (!op_gemm((Op)in->op))
+			continue;
 		const int64_t *da = ir_dims(fn, a[0]), *db = ir_dims(fn, a[1]);
 		int ra = fn->vals[a[0]].rank;
 
