@@ -418,7 +418,8 @@ compute(Cg *c, const Instr *in, LLVMValueRef *co)
 	case OC_IOTA:    return iota(c, in, co);
 	case OC_REDUCE:
 	case OC_GEMM:
-	case OC_EXTERN:  break;
+	case OC_EXTERN:
+	case OC_AUX:     break;
 	}
 	die("%s cannot be computed in a kernel here", ir_ops[in->op].name);
 }

@@ -87,11 +87,13 @@ print_gemm(FILE *f, Func *fn, const Plan *p, const Instr *in, const char *pre, i
 
 /* matmul: cuBLASLt's strided batch (batch 1, strides 0 for one matrix);
  * a batched a times a 2-d b folds the batch into the rows when a is not
- * transposed */
+ * transposed. A gelu_aux one names its matmul_aux's place (the next
+ * instruction), laid out as d. */
 static void
 print_matmul(FILE *f, Func *fn, const Plan *p, const Instr *in, const char *pre)
 {
-	static const char *const epi[] = { "none", "relu", "gelu" };
+	static const char *const epi[] = { "none", "relu", "gelu", "gelu_aux" };
+	int e = in->nattr ? (int)ir_attr(fn, in)[0] : EPI_NONE;
 	const uint32_t *a = ir_args(fn, in);
 	const int64_t *dr = ir_dims(fn, in->res);
 	int ra = fn->vals[a[0]].rank, rb = fn->vals[a[1]].rank, rr = fn->vals[in->res].rank;
@@ -122,11 +124,16 @@ print_matmul(FILE *f, Func *fn, const Plan *p, const Instr *in, const char *pre)
 		fputs("none", f);
 	fprintf(f,
 		" m=%lld n=%lld k=%lld batch=%lld stride_a=%lld stride_b=%lld stride_d=%lld trans_a=%d trans_b=%d"
-		" atype=%s btype=%s dtype=%s epilogue=%s\n",
+		" atype=%s btype=%s dtype=%s epilogue=%s",
 		(long long)m, (long long)n, (long long)k, (long long)batch, (long long)(ra > 2 ? m * k : 0),
 		(long long)(rb > 2 ? k * n : 0), (long long)(batch > 1 ? m * n : 0), ta, tb,
 		ir_dtypes[fn->vals[a[0]].dtype].name, ir_dtypes[fn->vals[a[1]].dtype].name,
-		ir_dtypes[fn->vals[in->res].dtype].name, epi[in->nattr ? ir_attr(fn, in)[0] : EPI_NONE]);
+		ir_dtypes[fn->vals[in->res].dtype].name, epi[e]);
+	if (e == EPI_GELU_AUX) {
+		fputs(" aux=", f);
+		print_ref(f, p, in[1].res);
+	}
+	fputc('\n', f);
 }
 
 static void
@@ -338,10 +345,10 @@ dot_node(FILE *f, Func *fn, const char *id, uint32_t v, const char *indent)
 	print_type(f, fn, v);
 	fprintf(f, "\"%s];\n",
 		!in ? " shape=invhouse"
-			: op_gemm((Op)in->op) ? " shape=box style=filled fillcolor=lightblue"
-			: in->op == OP_EXTERN ? " shape=box style=filled fillcolor=khaki"
-			: in->op == OP_FULL   ? " shape=plaintext"
-					      : "");
+			: op_gemm((Op)in->op) || in->op == OP_MATMUL_AUX ? " shape=box style=filled fillcolor=lightblue"
+			: in->op == OP_EXTERN                            ? " shape=box style=filled fillcolor=khaki"
+			: in->op == OP_FULL                              ? " shape=plaintext"
+									 : "");
 }
 
 /* the edges into instruction i; a GEMM's say which operand they are */

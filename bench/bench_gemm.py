@@ -6,7 +6,8 @@ usage: bench_gemm.py FP8RUN PTXDIR [OUT.md]
 
 For each case of bench/gemm_ir.py (2-d bf16, f16 and f32 products, the
 linear x·wᵀ with and without a bias and gelu, attention's batched q·kᵀ and
-p·v, fp8 torch._scaled_mm, a Llama MLP) PTXDIR holds gemm_CASE.ptx
+p·v, fp8 torch._scaled_mm, a Llama MLP; the GELU_AUX linear, against torch
+eager and torch.compile of the same two results) PTXDIR holds gemm_CASE.ptx
 (compiled on the machine with LLVM by tests/gpu/prepare.sh). Operands are
 drawn here, on the GPU; fp8run runs the program on them once (its output
 is compared with torch's: relative Frobenius error) and times --iters runs
@@ -108,6 +109,12 @@ def block_scaled_mm(a, b, sa, sb):
     return F.scaled_mm(a, b, sa, st.BlockWise1x128, sb, st.BlockWise128x128, output_dtype=torch.bfloat16)
 
 
+def gelu_kept(x, w, bias):
+    """GELU_AUX's result in torch: the GELU, the pre-activation kept (returned)"""
+    pre = F.linear(x, w, bias)
+    return F.gelu(pre, approximate="tanh"), pre
+
+
 def torch_ops(name):
     """[(label, fn(**operands))]: torch's way to the same result"""
     form, dt, s, opt = CASES[name]
@@ -115,6 +122,8 @@ def torch_ops(name):
         return [("torch.matmul", lambda a, b: torch.matmul(a, b))]
     if form == "linear" and opt.get("epilogue") == 2:
         return [("F.gelu(F.linear)", lambda x, w, bias: F.gelu(F.linear(x, w, bias), approximate="tanh"))]
+    if form == "linear" and opt.get("epilogue") == 3:   # the pre-activation kept (a training forward)
+        return [("F.gelu(F.linear), F.linear kept", gelu_kept), ("torch.compile", torch.compile(gelu_kept))]
     if form == "linear":
         return [("F.linear", lambda x, w: F.linear(x, w))]
     if form == "bmm":
@@ -202,7 +211,8 @@ def main():
                 continue
             got = load_file(outputs, device="cuda")["mm"]
         for label, fn in torch_ops(name):
-            err = rel_error(got, fn(**ops))
+            want = fn(**ops)
+            err = rel_error(got, want[0] if isinstance(want, tuple) else want)
             theirs = time_torch(fn, ops)
             rows.append((name, label, ours, theirs, err))
             print(f"{name} ({sizes(name)}): fp8cc {ours:.1f} us, {label} {theirs:.1f} us, "

@@ -6,7 +6,8 @@ usage: gemm_ir.py            the case names, one a line
 
 CASES is the table bench/bench_gemm.py times: each case a form, a dtype and
 its sizes. Forms: mm (a (M,K) · b (K,N)), linear (x (M,K) · w (N,K)ᵀ, with
-an optional bias and epilogue), bmm (a (B,M,K) · b (B,K,N)), bmm_nt
+an optional bias and epilogue; epilogue 3, gelu_aux, also returns the
+pre-activation as `pre`), bmm (a (B,M,K) · b (B,K,N)), bmm_nt
 (q (B,M,K) · k (B,N,K)ᵀ), scaled_mm (fp8 a (M,K) · w (N,K)ᵀ, a bf16 result, with
 tensor-wise, row-wise or 128-block scales), mlp (Llama's: silu(x wgᵀ) · (x wuᵀ), then wdᵀ,
 silu in f32 as torch computes it) and mlp_fp8 (the same with each linear an
@@ -21,6 +22,8 @@ CASES = {
     "linear_bf16_8192x4096x11008": ("linear", "bf16", dict(m=8192, k=4096, n=11008), {}),
     "linear_gelu_bf16_8192x4096x11008": ("linear", "bf16", dict(m=8192, k=4096, n=11008),
                                          dict(bias=True, epilogue=2)),
+    "linear_gelu_aux_bf16_8192x4096x11008": ("linear", "bf16", dict(m=8192, k=4096, n=11008),
+                                             dict(bias=True, epilogue=3)),
     "attn_qk_bf16_32x2048x128": ("bmm_nt", "bf16", dict(b=32, m=2048, k=128, n=2048), {}),
     "attn_pv_bf16_32x2048x2048": ("bmm", "bf16", dict(b=32, m=2048, k=2048, n=128), {}),
     "mm_f32_2048": ("mm", "f32", dict(m=2048, k=2048, n=2048), {}),
@@ -53,9 +56,11 @@ def program(name):
         m, k, n = s["m"], s["k"], s["n"]
         bias = f", %bias: {ty(dt, n)}" if opt.get("bias") else ""
         epi = f" [{opt['epilogue']}]" if opt.get("epilogue") else ""
+        aux = opt.get("epilogue") == 3
         return (f"func @{name}(%x: {ty(dt, m, k)}, %w: {ty(dt, n, k)}{bias}) {{\n"
                 f"  %mm = matmul %x, %w{', %bias' if bias else ''}{epi} trans_b : {ty(dt, m, n)}\n"
-                f"  return %mm\n}}\n")
+                + (f"  %pre = matmul_aux %mm : {ty(dt, m, n)}\n" if aux else "")
+                + f"  return %mm{', %pre' if aux else ''}\n}}\n")
     if form in ("bmm", "bmm_nt"):
         b, m, k, n = s["b"], s["m"], s["k"], s["n"]
         other, flag = (ty(dt, b, n, k), " trans_b") if form == "bmm_nt" else (ty(dt, b, k, n), "")

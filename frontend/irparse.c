@@ -765,8 +765,11 @@ fe_read_ir_program(Arena *a, const Source *src)
 	do {
 		if (!func(&p))
 			continue;
+		pos = UINT32_MAX;
 		if (!ir_verify(p.fn, msg, sizeof msg, &pos)) {
-			fe_error(src, p.t.line, p.t.col, "%s", msg);
+			const Instr *at = pos < p.fn->nins && p.fn->ins[pos].line ? &p.fn->ins[pos] : NULL;
+
+			fe_error(src, at ? at->line : p.t.line, at ? at->col : p.t.col, "%s", msg);
 			return NULL;
 		}
 		ir_program_add(prog, p.fn);

@@ -671,7 +671,8 @@ lower_prim(Reader *r, const Expr *c, Op op)
 	case OC_PAD:     return prim_pad(r, c);
 	case OC_BITCAST: return prim_bitcast(r, c);
 	case OC_GEMM:
-	case OC_EXTERN:  /* no prims spelling */ break;
+	case OC_EXTERN:
+	case OC_AUX:     /* no prims spelling */ break;
 	}
 	unreachable();
 }

@@ -97,5 +97,5 @@ op_gemm(Op op)
 bool
 op_step(Op op)
 {
-	return ir_ops[op].cls == OC_GEMM || ir_ops[op].cls == OC_EXTERN;
+	return ir_ops[op].cls == OC_GEMM || ir_ops[op].cls == OC_EXTERN || ir_ops[op].cls == OC_AUX;
 }

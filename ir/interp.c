@@ -670,7 +670,9 @@ mat_at(const Tensor *t, int64_t batch, int64_t i, int64_t j, bool trans)
 /* matmul: per batch and element, the products over k in order, each fused
  * into the f32 accumulator (f64 for f64) as the GPU's FMA and tensor cores
  * do (a product too large for f32 is not rounded to inf before it is
- * added), then bias, epilogue and one rounding */
+ * added), then bias, epilogue and one rounding; a gelu_aux one also writes
+ * the pre-activation, rounded once, into its matmul_aux's tensor (the next
+ * instruction's) */
 static void
 eval_matmul(Func *fn, const Instr *in, Tensor *r, Tensor **vals)
 {
@@ -680,6 +682,7 @@ eval_matmul(Func *fn, const Instr *in, Tensor *r, Tensor **vals)
 	int64_t M = r->dims[r->rank - 2], N = r->dims[r->rank - 1];
 	int64_t K = A->dims[A->rank - (ta ? 2 : 1)], nb = tensor_numel(r) / (M * N > 0 ? M * N : 1);
 	int epi = in->nattr ? (int)ir_attr(fn, in)[0] : EPI_NONE;
+	Tensor *aux = epi == EPI_GELU_AUX ? vals[in[1].res] : NULL;
 
 	for (int64_t b = 0; M * N > 0 && b < nb; b++)
 		for (int64_t i = 0; i < M; i++)
@@ -698,9 +701,11 @@ eval_matmul(Func *fn, const Instr *in, Tensor *r, Tensor **vals)
 					dacc += tensor_getf(bias, j);
 				else if (bias)
 					facc += (float)tensor_getf(bias, j);
+				if (aux)
+					tensor_setf(aux, (b * M + i) * N + j, dbl ? dacc : facc);
 				if (epi == EPI_RELU) /* NaN stays NaN, as cuBLASLt's and torch.relu */
 					facc = facc < 0 ? 0 : facc, dacc = dacc < 0 ? 0 : dacc;
-				else if (epi == EPI_GELU)
+				else if (epi == EPI_GELU || epi == EPI_GELU_AUX)
 					facc = gelu_tanh(facc), dacc = gelu_tanh64(dacc);
 				tensor_setf(r, (b * M + i) * N + j, dbl ? dacc : facc);
 			}
@@ -851,6 +856,18 @@ alloc_value(Func *fn, uint32_t v, const char *name)
 	return tensor_new(name ? name : ir_name(fn, v, nb), (DType)fn->vals[v].dtype, fn->vals[v].rank, ir_dims(fn, v));
 }
 
+/* how many results instruction in computes: an extern's all at its result
+ * 0 (none at the others), a gelu_aux matmul's its matmul_aux's too */
+static uint32_t
+results(Func *fn, const Instr *in)
+{
+	if (in->op == OP_EXTERN)
+		return ir_attr(fn, in)[0] == 0 ? in->ext->nres : 0;
+	if (in->op == OP_MATMUL_AUX)
+		return 0;
+	return in->op == OP_MATMUL && in->nattr && ir_attr(fn, in)[0] == EPI_GELU_AUX ? 2 : 1;
+}
+
 bool
 ir_interpret(Func *fn, Tensor **inputs, Tensor **outs, char *err, size_t errlen)
 {
@@ -867,10 +884,10 @@ ir_interpret(Func *fn, Tensor **inputs, Tensor **outs, char *err, size_t errlen)
 		vals[fn->params[p]] = inputs[p];
 	for (uint32_t i = 0; ok && i < fn->nins; i++) {
 		const Instr *in = &fn->ins[i];
-		uint32_t nres = in->op == OP_EXTERN ? in->ext->nres : 1;
+		uint32_t nres = results(fn, in);
 
-		if (in->op == OP_EXTERN && ir_attr(fn, in)[0] > 0)
-			goto computed; /* with its result 0 */
+		if (nres == 0)
+			goto computed; /* with an instruction before it */
 		for (uint32_t k = 0; ok && k < nres; k++)
 			if (!(vals[in[k].res] = alloc_value(fn, in[k].res, NULL))) {
 				snprintf(err, errlen, "out of memory for %%%s", ir_name(fn, in[k].res, nb));

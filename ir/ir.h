@@ -104,7 +104,8 @@ typedef enum {
 	OC_PAD,
 	OC_BITCAST,
 	OC_IOTA,
-	OC_EXTERN
+	OC_EXTERN,
+	OC_AUX /* a second result of the GEMM step right before it */
 } OpClass;
 typedef enum { TC_FLOAT, TC_NUM, TC_INT, TC_ANY, TC_BOOL } TypeClass;
 
@@ -128,12 +129,12 @@ extern const OpInfo ir_ops[OP_COUNT];
 int op_lookup(const char *s, size_t n); /* by IR name; -1 if none */
 bool op_elementwise(Op op);             /* convert, unary, binary, compare, where */
 bool op_gemm(Op op);                    /* a GEMM */
-bool op_step(Op op);                    /* a GEMM or an extern: a plan step of its own, in no kernel */
+bool op_step(Op op);                    /* a GEMM, an extern or a GEMM's second result: in no kernel */
 
 /* ---- func.c: SSA functions and the builder ---- */
 
 enum { IF_FAST_ACCUM = 1, IF_NO_FIXUP = 2, IF_TRANS_A = 4, IF_TRANS_B = 8 };
-enum { EPI_NONE, EPI_RELU, EPI_GELU }; /* matmul's epilogue attribute */
+enum { EPI_NONE, EPI_RELU, EPI_GELU, EPI_GELU_AUX }; /* matmul's epilogue attribute */
 
 typedef struct {
 	uint8_t dtype; /* DType */

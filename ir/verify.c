@@ -421,8 +421,8 @@ check_matmul(Check *c, const uint32_t *a)
 		return fail(c, "operands and result must be of one float dtype");
 	if (va->rank < 2 || vb->rank < 2 || vr->rank < 2)
 		return fail(c, "operands and result must have at least 2 dims");
-	if (in->nattr > 1 || (in->nattr == 1 && (ir_attr(fn, in)[0] < EPI_NONE || ir_attr(fn, in)[0] > EPI_GELU)))
-		return fail(c, "the epilogue must be 0 (none), 1 (relu) or 2 (gelu)");
+	if (in->nattr > 1 || (in->nattr == 1 && (ir_attr(fn, in)[0] < EPI_NONE || ir_attr(fn, in)[0] > EPI_GELU_AUX)))
+		return fail(c, "the epilogue must be 0 (none), 1 (relu), 2 (gelu) or 3 (gelu_aux)");
 	mat_dims(fn, a[0], in->flags & IF_TRANS_A, &m, &k);
 	mat_dims(fn, a[1], in->flags & IF_TRANS_B, &k2, &n);
 	if (k != k2)
@@ -442,6 +442,24 @@ check_matmul(Check *c, const uint32_t *a)
 	return true;
 }
 
+/* matmul_aux: the pre-activation of a gelu_aux matmul, of its type, in no
+ * kernel (that it follows its matmul, check_calls says) */
+static bool
+check_aux(Check *c, const uint32_t *a)
+{
+	Func *fn = c->fn;
+	const Instr *mm = ir_def(fn, a[0]);
+	char b1[64];
+
+	if (!mm || mm->op != OP_MATMUL || !mm->nattr || ir_attr(fn, mm)[0] != EPI_GELU_AUX)
+		return fail(c, "the operand must be a matmul with epilogue 3 (gelu_aux)");
+	if (fn->vals[a[0]].dtype != fn->vals[c->in->res].dtype || !ir_same_shape(fn, a[0], c->in->res))
+		return fail(c, "the result must be %s, as its matmul", tystr(fn, a[0], b1, sizeof b1));
+	if (c->in->nattr)
+		return fail(c, "takes no attributes");
+	return c->in->kernel < 0 || fail(c, "is in a kernel: it is its GEMM's second result");
+}
+
 /* result i of a call with a valid argument list, in no kernel */
 static bool
 check_extern(Check *c, const Instr *in)
@@ -457,6 +475,31 @@ check_extern(Check *c, const Instr *in)
 		return fail(c, "is in a kernel: an extern is a step of its own");
 	if (!ext_args_check(e->args, in->nargs, msg, sizeof msg))
 		return fail(c, "%s", msg);
+	return true;
+}
+
+/* a gelu_aux matmul and its matmul_aux: one right after the other */
+static bool
+check_aux_pairs(Func *fn, char *err, size_t errlen, uint32_t *pos)
+{
+	for (uint32_t i = 0; i < fn->nins; i++) {
+		const Instr *in = &fn->ins[i], *next = i + 1 < fn->nins ? in + 1 : NULL;
+		bool gelu_aux = in->op == OP_MATMUL && in->nattr && ir_attr(fn, in)[0] == EPI_GELU_AUX;
+		const char *why = NULL;
+
+		char nb[16];
+
+		if (gelu_aux && (!next || next->op != OP_MATMUL_AUX || ir_args(fn, next)[0] != in->res))
+			why = "epilogue 3 (gelu_aux) wants its matmul_aux right after it";
+		else if (in->op == OP_MATMUL_AUX && (i == 0 || ir_args(fn, in)[0] != in[-1].res))
+			why = "does not come right after its matmul";
+		if (why) {
+			snprintf(err, errlen, "%%%s = %s: %s", ir_name(fn, in->res, nb), ir_ops[in->op].name, why);
+			if (pos)
+				*pos = i;
+			return false;
+		}
+	}
 	return true;
 }
 
@@ -560,6 +603,7 @@ ir_check_instr(Func *fn, const Instr *in, char *err, size_t errlen)
 	case OC_BITCAST: return check_bitcast(&c, a);
 	case OC_IOTA:    return check_iota(&c);
 	case OC_EXTERN:  return check_extern(&c, in);
+	case OC_AUX:     return check_aux(&c, a);
 	}
 	unreachable();
 }
@@ -688,5 +732,6 @@ ir_verify(Func *fn, char *err, size_t errlen, uint32_t *pos)
 			snprintf(err, errlen, "return %u: no such value", i);
 			return false;
 		}
-	return check_calls(fn, err, errlen, pos) && check_kernels(fn, err, errlen);
+	return check_calls(fn, err, errlen, pos) && check_aux_pairs(fn, err, errlen, pos) &&
+		check_kernels(fn, err, errlen);
 }

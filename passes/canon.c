@@ -304,6 +304,8 @@ pass_dce(Func *fn)
 			for (uint32_t k = 0; k < in->ext->nres; k++)
 				live[r0[k].res] = any;
 		}
+		if (in->op == OP_MATMUL_AUX) /* its GEMM writes it anyway; the pair lives together */
+			live[in->res] |= live[ir_args(fn, in)[0]];
 		if (!live[in->res]) {
 			ndead++;
 			continue;

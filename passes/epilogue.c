@@ -25,7 +25,11 @@
  * --fuse-epilogues. A ReLU alone changes nothing but a NaN's result and the
  * sign of a zero; a GELU is computed once in f32 where a bf16 trace rounds
  * between its prims. cuBLASLt's GELU is the tanh form: the erf form
- * (torch's default) becomes it only in bf16 and f16 (below). */
+ * (torch's default) becomes it only in bf16 and f16 (below).
+ *
+ * A GELU's pre-activation read after the GELU too (saved for a backward)
+ * is GELU_AUX: the matmul with epilogue 3 and its matmul_aux, which those
+ * readers read instead. */
 #include <math.h>
 
 #include "passes.h"
@@ -360,11 +364,24 @@ phi(Gelu *g, uint32_t v)
 	return with_constant(g, v, OP_ADD, 0.5, half_erf);
 }
 
+/* readers of v (one per operand) in instructions 0 .. last */
+static uint32_t
+readers_upto(Func *fn, uint32_t v, uint32_t last)
+{
+	uint32_t n = 0;
+
+	for (uint32_t i = 0; i <= last; i++)
+		for (uint32_t j = 0; j < fn->ins[i].nargs; j++)
+			n += ir_args(fn, &fn->ins[i])[j] == v;
+	return n;
+}
+
 /* x = (0.5 a) * (1 + tanh(...)) or a * phi(a): a as a value of x's dtype,
  * else IR_NONE. Every value of the chain but x must have all its readers in
- * the chain. */
+ * the chain, but a itself: readers of a after x (a training forward saves
+ * it for the backward) set *kept, and the GEMM writes a too (GELU_AUX). */
 static uint32_t
-gelu_of(Match *m, uint32_t x)
+gelu_of(Match *m, uint32_t x, bool *kept)
 {
 	Func *fn = m->fn;
 	DType t = (DType)fn->vals[x].dtype;
@@ -408,9 +425,14 @@ gelu_of(Match *m, uint32_t x)
 			}
 		}
 		bool closed = true;
-		for (int k = 0; k < n; k++)
-			if (!ir_def(fn, seen[k]) || ir_def(fn, seen[k])->op != OP_FULL)
-				closed &= inside[k] == m->uses[seen[k]];
+		*kept = false;
+		for (int k = 0; k < n; k++) {
+			if (ir_def(fn, seen[k]) && ir_def(fn, seen[k])->op == OP_FULL)
+				continue;
+			if (seen[k] == g.at && m->uses[g.at] > inside[k]) /* read outside the chain too */
+				*kept = readers_upto(fn, g.at, fn->vals[x].def) == inside[k];
+			closed &= inside[k] == m->uses[seen[k]] || (seen[k] == g.at && *kept);
+		}
 		if (closed)
 			return g.at;
 	}
@@ -418,18 +440,21 @@ gelu_of(Match *m, uint32_t x)
 }
 
 /* the matmul with bias and epilogue that value x of src is, built in dst at
- * x's place; IR_NONE if x ends no such chain */
+ * x's place; IR_NONE if x ends no such chain. A GELU whose pre-activation
+ * is read after it is a gelu_aux matmul and its matmul_aux, which those
+ * readers then read. */
 static uint32_t
-fuse_at(Match *m, Func *dst, uint32_t x, const uint32_t *map)
+fuse_at(Match *m, Func *dst, uint32_t x, uint32_t *map)
 {
 	Func *fn = m->fn;
 	const Value *v = &fn->vals[x];
 	const Instr *mm = NULL;
 	uint32_t y = relu_of(m, x), bias, args[3];
 	int64_t epi = y != IR_NONE && fn->vals[y].dtype == v->dtype ? EPI_RELU : EPI_NONE;
+	bool kept = false;
 
-	if (epi == EPI_NONE && (y = gelu_of(m, x)) != IR_NONE && fn->vals[y].dtype == v->dtype)
-		epi = EPI_GELU;
+	if (epi == EPI_NONE && (y = gelu_of(m, x, &kept)) != IR_NONE && fn->vals[y].dtype == v->dtype)
+		epi = kept ? EPI_GELU_AUX : EPI_GELU;
 
 	if (epi == EPI_NONE)
 		y = x;
@@ -451,6 +476,13 @@ fuse_at(Match *m, Func *dst, uint32_t x, const uint32_t *map)
 	ni->flags = mm->flags;
 	ni->line = mm->line, ni->col = mm->col;
 	dst->vals[res].name = v->name;
+	if (epi == EPI_GELU_AUX) {
+		uint32_t aux = ir_instr(dst, OP_MATMUL_AUX, &res, 1, NULL, 0, (DType)v->dtype, v->rank, ir_dims(fn, x));
+
+		dst->ins[dst->nins - 1].line = mm->line, dst->ins[dst->nins - 1].col = mm->col;
+		dst->vals[aux].name = fn->vals[y].name;
+		map[y] = aux; /* its readers are all after x */
+	}
 	return res;
 }
 

@@ -45,7 +45,8 @@ depths(Func *fn)
 		for (uint32_t j = 0; j < in->nargs; j++)
 			if (dep[ir_args(fn, in)[j]] > d)
 				d = dep[ir_args(fn, in)[j]];
-		dep[in->res] = op_step((Op)in->op) ? d + 1 : d;
+		/* a GEMM's second result is of its GEMM's depth: the same step */
+		dep[in->res] = in->op == OP_MATMUL_AUX ? d : op_step((Op)in->op) ? d + 1 : d;
 	}
 	/* constants: the kernel of their earliest user (0 is a depth too, so
 	 * `placed` says which have one); a broadcast that no output is: the

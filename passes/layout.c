@@ -343,6 +343,8 @@ pass_layouts(Func *fn)
 			legal_matmul(fn, d, in, map, copy_a);
 		else if (in->op == OP_EXTERN)
 			legal_extern(fn, d, in, map, copy_a);
+		else if (in->op == OP_MATMUL_AUX) /* row-major, as its matmul's result */
+			d->vals[ir_copy_instr(d, fn, in, map)].layout = IR_NONE;
 		else
 			ir_copy_instr(d, fn, in, map);
 	}

@@ -159,6 +159,8 @@ not_lowered(Func *fn, const Instr *in)
 				return "has an operand that is not row-major (the layouts pass makes them so)";
 		return ir_is_rowmajor(fn, in->res) ? NULL : "has a result that is not row-major";
 	}
+	if (in->op == OP_MATMUL_AUX)
+		return ir_is_rowmajor(fn, in->res) ? NULL : "has a result that is not row-major";
 	if (in->op == OP_MATMUL)
 		return !ir_is_rowmajor(fn, a[0]) || !ir_is_rowmajor(fn, a[1]) || !ir_is_rowmajor(fn, in->res)
 			? "has an operand or result that is not row-major (the layouts pass makes them so)"

@@ -45,7 +45,7 @@ extern "C" {
  * library's SONAME is libfp8rt.so.MAJOR: within one MAJOR version entries
  * are only added, never changed (runtime/README.md, "ABI"). */
 #define FP8RT_VERSION_MAJOR 0
-#define FP8RT_VERSION_MINOR 6
+#define FP8RT_VERSION_MINOR 7
 #define FP8RT_VERSION_PATCH 0
 #define FP8RT_VERSION       (FP8RT_VERSION_MAJOR * 10000 + FP8RT_VERSION_MINOR * 100 + FP8RT_VERSION_PATCH)
 
@@ -388,8 +388,9 @@ FP8RT_API fp8rt_status fp8rt_scaled_mm_ex(fp8rt_context *ctx, const fp8rt_scaled
 
 typedef enum fp8rt_epilogue {
 	FP8RT_EPILOGUE_NONE = 0,
-	FP8RT_EPILOGUE_RELU, /* max(x, 0) */
-	FP8RT_EPILOGUE_GELU, /* GELU, tanh form (cuBLASLt's) */
+	FP8RT_EPILOGUE_RELU,     /* max(x, 0) */
+	FP8RT_EPILOGUE_GELU,     /* GELU, tanh form (cuBLASLt's) */
+	FP8RT_EPILOGUE_GELU_AUX, /* GELU, and the pre-activation op(A)·op(B) + bias written to aux (0.7) */
 } fp8rt_epilogue;
 
 /* For each of `batch` problems p:
@@ -401,6 +402,9 @@ typedef enum fp8rt_epilogue {
  *      — torch's F.linear(x, w) is a = x, b = w, trans_b = 1
  *   d: (m,n), row stride ldd (0: n)
  *   bias: NULL or a device vector of n, added to every row
+ *   aux: with FP8RT_EPILOGUE_GELU_AUX, where the pre-activation goes, laid
+ *      out as d (ldd, stride_d); NULL otherwise (a 0.6 caller's args end
+ *      before it)
  *   stride_a, stride_b, stride_d: elements from problem p to p+1 (0 for a
  *      and b: the same matrix in every problem; d's must not make problems
  *      overlap)
@@ -422,6 +426,7 @@ typedef struct fp8rt_matmul_args {
 	void *d;
 	int64_t ldd, stride_d;
 	fp8rt_epilogue epilogue;
+	void *aux; /* 0.7 */
 } fp8rt_matmul_args;
 
 FP8RT_API fp8rt_status fp8rt_matmul(fp8rt_context *ctx, const fp8rt_matmul_args *args, void *stream);

@@ -13,7 +13,8 @@
  * scale_a. Row-wise scales are cuBLASLt's OUTER_VEC_32F on both: cuBLASLt's
  * A scale is a vector of its m = our N (scale_b, one per column of D), its B
  * scale one of its n = our M (scale_a, one per row). The bias (a vector of N) is broadcast along cuBLASLt's rows, which
- * are our columns: the BIAS epilogues, with RELU or GELU when asked for.
+ * are our columns: the BIAS epilogues, with RELU or GELU when asked for;
+ * GELU_AUX's pre-activation is laid out as D (EPILOGUE_AUX_LD = ldd).
  * Float GEMMs compute in f32 (f64 for f64), no TF32.
  *
  * A prepared GEMM — the matmul descriptor, the three layouts and the
@@ -22,6 +23,7 @@
  * alignments) in the context; a call only sets the scale and bias pointers
  * on the descriptor and enqueues.
  */
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -33,7 +35,7 @@
 typedef struct {
 	int64_t m, n, k, batch, lda, ldb, ldd, stride_a, stride_b, stride_d;
 	int32_t at, bt, dt, bias_dt, fast_accum, trans_a, trans_b, scaled, epilogue, scale_mode;
-	uint32_t align_a, align_b, align_d; /* bytes, 1..256 */
+	uint32_t align_a, align_b, align_d, align_aux; /* bytes, 1..256 */
 } GemmKey;
 
 struct RtGemmEntry {
@@ -129,9 +131,11 @@ check_float(fp8rt_context *ctx, const RtGemmCall *g, const char *what)
 	fp8rt_status st = rt_matmul_rules(g->m, g->n, g->k, g->batch, g->at, g->bt, g->dt, msg, sizeof msg);
 	if (st)
 		return rt_err(ctx, st, "%s: %s", what, msg);
-	if ((unsigned)g->epilogue > RT_EPI_GELU)
-		return rt_err(ctx, FP8RT_INVALID_ARGUMENT, "%s: epilogue %d is not one of none, relu, gelu", what,
-			(int)g->epilogue);
+	if ((unsigned)g->epilogue > RT_EPI_GELU_AUX)
+		return rt_err(ctx, FP8RT_INVALID_ARGUMENT, "%s: epilogue %d is not one of none, relu, gelu, gelu_aux",
+			what, (int)g->epilogue);
+	if (g->epilogue != RT_EPI_GELU_AUX && g->aux)
+		return rt_err(ctx, FP8RT_INVALID_ARGUMENT, "%s: aux is given, but the epilogue is not gelu_aux", what);
 	if (g->bias_dt != FP8RT_DTYPE_NONE && g->bias_dt != g->dt)
 		return rt_err(ctx, FP8RT_INVALID_ARGUMENT, "%s: the bias is %s, the GEMM %s: they must be one dtype",
 			what, rt_dtype_name(g->bias_dt), rt_dtype_name(g->dt));
@@ -148,7 +152,8 @@ check_float(fp8rt_context *ctx, const RtGemmCall *g, const char *what)
 	if ((st = check_ptr(ctx, what, g->a, "a", (unsigned)es)) ||
 		(st = check_ptr(ctx, what, g->b, "b", (unsigned)es)) ||
 		(st = check_ptr(ctx, what, g->d, "d", (unsigned)es)) ||
-		(g->bias_dt != FP8RT_DTYPE_NONE && (st = check_ptr(ctx, what, g->bias, "bias", (unsigned)es))))
+		(g->bias_dt != FP8RT_DTYPE_NONE && (st = check_ptr(ctx, what, g->bias, "bias", (unsigned)es))) ||
+		(g->epilogue == RT_EPI_GELU_AUX && (st = check_ptr(ctx, what, g->aux, "aux", (unsigned)es))))
 		return st;
 	return FP8RT_OK;
 }
@@ -174,6 +179,7 @@ key_of(const RtGemmCall *g)
 	k.align_a = alignment(g->a, g->batch, g->stride_a, g->at);
 	k.align_b = alignment(g->b, g->batch, g->stride_b, g->bt);
 	k.align_d = alignment(g->d, g->batch, g->stride_d, g->dt);
+	k.align_aux = g->epilogue == RT_EPI_GELU_AUX ? alignment(g->aux, g->batch, g->stride_d, g->dt) : 0;
 	return k;
 }
 
@@ -217,9 +223,10 @@ epilogue_of(const GemmKey *k)
 {
 	int bias = k->bias_dt != FP8RT_DTYPE_NONE;
 	switch ((RtEpilogue)k->epilogue) {
-	case RT_EPI_RELU: return bias ? CUBLASLT_EPILOGUE_RELU_BIAS : CUBLASLT_EPILOGUE_RELU;
-	case RT_EPI_GELU: return bias ? CUBLASLT_EPILOGUE_GELU_BIAS : CUBLASLT_EPILOGUE_GELU;
-	default:          return bias ? CUBLASLT_EPILOGUE_BIAS : CUBLASLT_EPILOGUE_DEFAULT;
+	case RT_EPI_RELU:     return bias ? CUBLASLT_EPILOGUE_RELU_BIAS : CUBLASLT_EPILOGUE_RELU;
+	case RT_EPI_GELU:     return bias ? CUBLASLT_EPILOGUE_GELU_BIAS : CUBLASLT_EPILOGUE_GELU;
+	case RT_EPI_GELU_AUX: return bias ? CUBLASLT_EPILOGUE_GELU_AUX_BIAS : CUBLASLT_EPILOGUE_GELU_AUX;
+	default:              return bias ? CUBLASLT_EPILOGUE_BIAS : CUBLASLT_EPILOGUE_DEFAULT;
 	}
 }
 
@@ -238,8 +245,9 @@ fail:
 	return st;
 }
 
+/* e's descriptors, for the first call g of its key */
 static fp8rt_status
-make_descriptors(fp8rt_context *ctx, RtGemmEntry *e)
+make_descriptors(fp8rt_context *ctx, RtGemmEntry *e, const RtGemmCall *g)
 {
 	fp8rt_status st = FP8RT_OK;
 	const GemmKey *k = &e->key;
@@ -271,6 +279,16 @@ make_descriptors(fp8rt_context *ctx, RtGemmEntry *e)
 	}
 	if (epi != CUBLASLT_EPILOGUE_DEFAULT)
 		SET_DESC(CUBLASLT_MATMUL_DESC_EPILOGUE, epi);
+	if (k->epilogue == RT_EPI_GELU_AUX) {
+		/* each call sets its pointer, as the bias's; the heuristic sees
+		 * this one's (the key holds its alignment) */
+		void *aux = (void *)(uintptr_t)g->aux;
+		int64_t ld = k->ldd, stride = k->batch > 1 ? k->stride_d : 0;
+		SET_DESC(CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_POINTER, aux);
+		SET_DESC(CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_LD, ld);
+		if (k->batch > 1)
+			SET_DESC(CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_BATCH_STRIDE, stride);
+	}
 	if (k->scaled && k->bias_dt != FP8RT_DTYPE_NONE) {
 		int32_t bt = cuda_type((fp8rt_dtype)k->bias_dt);
 		SET_DESC(CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE, bt);
@@ -323,9 +341,10 @@ choose_algo(fp8rt_context *ctx, RtGemmEntry *e)
 			(long long)k->m, (long long)k->n, (long long)k->k, (long long)k->batch,
 			rt_dtype_name((fp8rt_dtype)k->at), k->trans_a ? "^T" : "", rt_dtype_name((fp8rt_dtype)k->bt),
 			k->trans_b ? "^T" : "", rt_dtype_name((fp8rt_dtype)k->dt), k->bias_dt ? " + bias" : "",
-			k->epilogue == RT_EPI_RELU           ? ", relu"
-				: k->epilogue == RT_EPI_GELU ? ", gelu"
-							     : "",
+			k->epilogue == RT_EPI_RELU               ? ", relu"
+				: k->epilogue == RT_EPI_GELU     ? ", gelu"
+				: k->epilogue == RT_EPI_GELU_AUX ? ", gelu_aux"
+								 : "",
 			k->fast_accum,
 			k->scale_mode == FP8RT_SCALE_ROW ? ", row-wise scales: this cuBLASLt has no outer-vector "
 							   "scaling for them on this device"
@@ -377,7 +396,7 @@ lookup(fp8rt_context *ctx, const RtGemmCall *g, RtGemmEntry **out)
 	RtGemmEntry *e = &ctx->gemms[ctx->ngemms];
 	memset(e, 0, sizeof *e);
 	e->key = key;
-	st = make_descriptors(ctx, e);
+	st = make_descriptors(ctx, e, g);
 	if (st == FP8RT_OK)
 		st = choose_algo(ctx, e);
 	if (st != FP8RT_OK)
@@ -403,7 +422,7 @@ rt_gemm_enqueue(fp8rt_context *ctx, const RtGemmCall *g, CUstream stream)
 	const double one64 = 1.0, zero64 = 0.0;
 	int f64 = g->dt == FP8RT_F64;
 	void *sa = (void *)(uintptr_t)g->scale_b, *sb = (void *)(uintptr_t)g->scale_a;
-	void *bias = (void *)(uintptr_t)g->bias;
+	void *bias = (void *)(uintptr_t)g->bias, *aux = (void *)(uintptr_t)g->aux;
 	void *ws = (void *)(uintptr_t)ctx->lt_ws;
 	void *d = (void *)(uintptr_t)g->d;
 	if (st != FP8RT_OK)
@@ -414,6 +433,8 @@ rt_gemm_enqueue(fp8rt_context *ctx, const RtGemmCall *g, CUstream stream)
 	}
 	if (g->bias_dt != FP8RT_DTYPE_NONE)
 		SET_DESC(CUBLASLT_MATMUL_DESC_BIAS_POINTER, bias);
+	if (g->epilogue == RT_EPI_GELU_AUX)
+		SET_DESC(CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_POINTER, aux);
 	CHECK(cublasLtMatmul(ctx->lt, e->desc, f64 ? (const void *)&one64 : (const void *)&one,
 		(const void *)(uintptr_t)g->b, e->la, (const void *)(uintptr_t)g->a, e->lb,
 		f64 ? (const void *)&zero64 : (const void *)&zero, d, e->ld, d, e->ld, &e->algo, ws, RT_LT_WORKSPACE,
@@ -522,11 +543,14 @@ fp8rt_matmul(fp8rt_context *ctx, const fp8rt_matmul_args *args, void *stream)
 {
 	if (!ctx || !args)
 		return rt_err(ctx, FP8RT_INVALID_ARGUMENT, "fp8rt_matmul: %s is NULL", ctx ? "args" : "ctx");
-	if (args->size < sizeof *args)
+	/* a 0.6 caller's struct ends before aux */
+	size_t v06 = offsetof(fp8rt_matmul_args, aux);
+	if (args->size < v06 || (args->size < sizeof *args && args->epilogue == FP8RT_EPILOGUE_GELU_AUX))
 		return rt_err(ctx, FP8RT_INVALID_ARGUMENT,
 			"fp8rt_matmul: args->size is %zu; set it to "
-			"sizeof(fp8rt_matmul_args), %zu",
-			args->size, sizeof *args);
+			"sizeof(fp8rt_matmul_args), %zu%s",
+			args->size, sizeof *args,
+			args->size >= v06 ? " (the gelu_aux epilogue's aux is after it)" : "");
 	int ta = args->trans_a != 0, tb = args->trans_b != 0;
 	RtGemmCall g = {
 		.m = args->m,
@@ -554,6 +578,7 @@ fp8rt_matmul(fp8rt_context *ctx, const fp8rt_matmul_args *args, void *stream)
 		.b = (CUdeviceptr)(uintptr_t)args->b,
 		.d = (CUdeviceptr)(uintptr_t)args->d,
 		.bias = (CUdeviceptr)(uintptr_t)args->bias,
+		.aux = args->size >= sizeof *args ? (CUdeviceptr)(uintptr_t)args->aux : 0,
 	};
 	return direct(ctx, &g, stream, "fp8rt_matmul");
 }

@@ -709,7 +709,9 @@ parse_dtype_val(Parser *p, Str s, const char *what, fp8rt_dtype *dt)
 	return FP8RT_OK;
 }
 
-static const char *const epilogues[] = { [RT_EPI_NONE] = "none", [RT_EPI_RELU] = "relu", [RT_EPI_GELU] = "gelu" };
+static const char *const epilogues[] = {
+	[RT_EPI_NONE] = "none", [RT_EPI_RELU] = "relu", [RT_EPI_GELU] = "gelu", [RT_EPI_GELU_AUX] = "gelu_aux"
+};
 
 /* the keys of a gemm line: version 1's first, then version 2's, then 3's */
 enum {
@@ -733,13 +735,14 @@ enum {
 	G_TRANS_A,
 	G_TRANS_B,
 	G_EPILOGUE,
+	G_AUX,
 	G_SCALE_MODE,
 	G_NKEYS
 };
 #define G_V1KEYS   G_BATCH
 #define G_V2KEYS   G_SCALE_MODE
 #define G_SCALED   ((1u << G_SCALE_A) | (1u << G_SCALE_B) | (1u << G_FAST_ACCUM))
-#define G_OPTIONAL (1u << G_SCALE_MODE)
+#define G_OPTIONAL ((1u << G_AUX) | (1u << G_SCALE_MODE))
 
 static const char *const scale_modes[] = {
 	[FP8RT_SCALE_TENSOR] = "tensor", [FP8RT_SCALE_ROW] = "row", [FP8RT_SCALE_BLOCK] = "block"
@@ -760,7 +763,7 @@ parse_epilogue(Parser *p, Str s, RtEpilogue *e)
 {
 	int i = word_index(s, epilogues, (int)(sizeof epilogues / sizeof epilogues[0]));
 	if (i < 0)
-		return fail(p, "epilogue: unknown epilogue '%.*s' (none, relu or gelu)", W(s));
+		return fail(p, "epilogue: unknown epilogue '%.*s' (none, relu, gelu or gelu_aux)", W(s));
 	*e = (RtEpilogue)i;
 	return FP8RT_OK;
 }
@@ -775,9 +778,12 @@ parse_gemm_v2(Parser *p, const Str *val, RtGemm *g)
 		(st = parse_int(p, val[G_STRIDE_B], 0, INT64_MAX / 4, "stride_b", &g->stride_b)) ||
 		(st = parse_int(p, val[G_STRIDE_D], 0, INT64_MAX / 4, "stride_d", &g->stride_d)) ||
 		(st = parse_int32(p, val[G_TRANS_A], 0, 1, "trans_a", &g->trans_a)) ||
-		(st = parse_int32(p, val[G_TRANS_B], 0, 1, "trans_b", &g->trans_b)))
+		(st = parse_int32(p, val[G_TRANS_B], 0, 1, "trans_b", &g->trans_b)) ||
+		(st = parse_epilogue(p, val[G_EPILOGUE], &g->epilogue)))
 		return st;
-	return parse_epilogue(p, val[G_EPILOGUE], &g->epilogue);
+	if ((g->epilogue == RT_EPI_GELU_AUX) != (val[G_AUX].p != NULL))
+		return fail(p, val[G_AUX].p ? "key 'aux' is for epilogue=gelu_aux" : "epilogue=gelu_aux wants aux=");
+	return val[G_AUX].p ? parse_ref(p, val[G_AUX], &g->aux) : FP8RT_OK;
 }
 
 static fp8rt_status
@@ -791,8 +797,9 @@ parse_scale_mode(Parser *p, Str s, fp8rt_scale_mode *m)
 }
 
 /* version 1: gemm d=R a=R b=R scale_a=R scale_b=R bias=R|none m=M n=N k=K atype=T btype=T dtype=T fast_accum=0|1
- * version 2: the same and batch= stride_a= stride_b= stride_d= trans_a= trans_b= epilogue=, where
- * scale_a, scale_b and fast_accum are given for fp8 operands and only for them
+ * version 2: the same and batch= stride_a= stride_b= stride_d= trans_a= trans_b= epilogue=
+ * [aux=R, for epilogue=gelu_aux only], where scale_a, scale_b and fast_accum are given for fp8
+ * operands and only for them
  * version 3: the same and, optionally, scale_mode=tensor|row for fp8 operands */
 static fp8rt_status
 parse_gemm(Parser *p, const Str *w, int nw, RtStep *step)
@@ -817,6 +824,7 @@ parse_gemm(Parser *p, const Str *w, int nw, RtStep *step)
 		[G_TRANS_A] = "trans_a",
 		[G_TRANS_B] = "trans_b",
 		[G_EPILOGUE] = "epilogue",
+		[G_AUX] = "aux",
 		[G_SCALE_MODE] = "scale_mode" };
 	Str val[G_NKEYS] = { { 0 } };
 	RtGemm *g = &step->u.gemm;
@@ -1190,7 +1198,7 @@ out_refs(const RtStep *s, int out)
 		const RtGemm *g = &s->u.gemm;
 		return is_out(g->d, out) + is_out(g->a, out) + is_out(g->b, out) +
 			(g->scaled && (is_out(g->scale_a, out) + is_out(g->scale_b, out))) +
-			(g->has_bias && is_out(g->bias, out));
+			(g->has_bias && is_out(g->bias, out)) + (g->epilogue == RT_EPI_GELU_AUX && is_out(g->aux, out));
 	}
 	case STEP_COPY: return is_out(s->u.copy.dst, out) + is_out(s->u.copy.src, out);
 	case STEP_CALL:
@@ -1325,13 +1333,20 @@ check_gemm(Parser *p, const RtGemm *g)
 		return st;
 	if (g->d.kind == REF_IN)
 		return fail(p, "gemm d=%s writes a program input", rt_ref_str(g->d, rs, sizeof rs));
+	if (g->epilogue == RT_EPI_GELU_AUX && g->aux.kind == REF_IN)
+		return fail(p, "gemm aux=%s writes a program input", rt_ref_str(g->aux, rs, sizeof rs));
+	if (g->epilogue == RT_EPI_GELU_AUX && g->aux.kind == g->d.kind && g->aux.index == g->d.index)
+		return fail(p, "gemm aux=%s is its d too", rt_ref_str(g->aux, rs, sizeof rs));
 	if ((st = check_operand(p, g->d, "d", g->dtype, rt_gemm_span(g->batch, g->stride_d, g->m, g->n))) ||
 		(st = check_operand(p, g->a, "a", g->atype, rt_gemm_span(g->batch, g->stride_a, g->m, g->k))) ||
 		(st = check_operand(p, g->b, "b", g->btype, rt_gemm_span(g->batch, g->stride_b, g->k, g->n))) ||
 		(g->scaled &&
 			((st = check_scale(p, g, g->scale_a, "scale_a", 0)) ||
 				(st = check_scale(p, g, g->scale_b, "scale_b", 1)))) ||
-		(g->has_bias && (st = check_operand(p, g->bias, "bias", g->bias_dtype, g->n))))
+		(g->has_bias && (st = check_operand(p, g->bias, "bias", g->bias_dtype, g->n))) ||
+		(g->epilogue == RT_EPI_GELU_AUX &&
+			(st = check_operand(
+				 p, g->aux, "aux", g->dtype, rt_gemm_span(g->batch, g->stride_d, g->m, g->n)))))
 		return st;
 	return FP8RT_OK;
 }
@@ -1405,7 +1420,8 @@ step_state(Parser *p, int f, const RtStep *s, unsigned char *named, unsigned cha
 			(g->scaled &&
 				((st = state_ref(p, f, g->scale_a, 0, named, read)) ||
 					(st = state_ref(p, f, g->scale_b, 0, named, read)))) ||
-			(g->has_bias && (st = state_ref(p, f, g->bias, 0, named, read))))
+			(g->has_bias && (st = state_ref(p, f, g->bias, 0, named, read))) ||
+			(g->epilogue == RT_EPI_GELU_AUX && (st = state_ref(p, f, g->aux, 1, named, read))))
 			return st;
 		return FP8RT_OK;
 	case STEP_COPY:

@@ -64,7 +64,8 @@ typedef struct {
 	RtRef *args;
 } RtLaunch;
 
-typedef enum { RT_EPI_NONE, RT_EPI_RELU, RT_EPI_GELU } RtEpilogue;
+/* the values are fp8rt_epilogue's */
+typedef enum { RT_EPI_NONE, RT_EPI_RELU, RT_EPI_GELU, RT_EPI_GELU_AUX } RtEpilogue;
 
 /* version 1: gemm d=R a=R b=R scale_a=R scale_b=R bias=R|none m=M n=N k=K
  *            atype=T btype=T dtype=T fast_accum=0|1
@@ -73,9 +74,11 @@ typedef enum { RT_EPI_NONE, RT_EPI_RELU, RT_EPI_GELU } RtEpilogue;
  * operands (`scaled`). Version 1's gemm is version 2's with batch=1,
  * strides 0, trans_a=0 trans_b=1, epilogue=none. Version 3 adds
  * scale_mode=tensor|row, optional, for fp8 gemms only (tensor when absent):
- * row scales are a vector of m (scale_a) and one of n (scale_b). */
+ * row scales are a vector of m (scale_a) and one of n (scale_b).
+ * epilogue=gelu_aux (version 2 on, float gemms) names aux=R, where the gemm
+ * writes the pre-activation, laid out as d. */
 typedef struct {
-	RtRef d, a, b, scale_a, scale_b, bias;
+	RtRef d, a, b, scale_a, scale_b, bias, aux;
 	int has_bias, scaled;
 	int64_t m, n, k;
 	int64_t batch, stride_a, stride_b, stride_d; /* elements between batch entries; 0: shared */

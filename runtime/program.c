@@ -1172,6 +1172,7 @@ gemm_call(const fp8rt_program *p, const Fn *fn, const RtGemm *g)
 		.scale_a = g->scaled ? ref_ptr(p, fn, g->scale_a) : 0,
 		.scale_b = g->scaled ? ref_ptr(p, fn, g->scale_b) : 0,
 		.scale_mode = g->scale_mode,
+		.aux = g->epilogue == RT_EPI_GELU_AUX ? ref_ptr(p, fn, g->aux) : 0,
 	};
 	return c;
 }

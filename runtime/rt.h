@@ -142,8 +142,8 @@ typedef struct {
 	RtEpilogue epilogue;
 	fp8rt_dtype at, bt, dt, bias_dt; /* bias_dt FP8RT_DTYPE_NONE: no bias */
 	int fast_accum;
-	fp8rt_scale_mode scale_mode; /* scaled only */
-	CUdeviceptr a, b, d, bias, scale_a, scale_b;
+	fp8rt_scale_mode scale_mode;                      /* scaled only */
+	CUdeviceptr a, b, d, bias, scale_a, scale_b, aux; /* aux: RT_EPI_GELU_AUX's, laid out as d */
 } RtGemmCall;
 
 /* Create the context's cuBLASLt handle and workspace, once. */

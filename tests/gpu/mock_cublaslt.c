@@ -17,7 +17,10 @@
  * OUTER_VEC_32F scale modes a vector of m for A and of n for B, or with
  * BLK128x128_32F on A and VEC128_32F on B block scales), bf16, f16, f32
  * or f64; the bias a vector of m in bias_type (fp8) or D's type; epilogues
- * BIAS, RELU, GELU (tanh) and their _BIAS forms. Compute is f32, f64 for
+ * BIAS, RELU, GELU (tanh), GELU_AUX (the pre-activation into the aux
+ * pointer, in D's type and layout by EPILOGUE_AUX_LD and _BATCH_STRIDE;
+ * float operands) and
+ * their _BIAS forms. Compute is f32, f64 for
  * COMPUTE_64F. As cuBLASLt, the heuristic answers INVALID_VALUE to a scale
  * mode other than the scalar one whose scale pointer is not set yet;
  * mocklt_refuse_outer_vec makes it refuse outer-vector scales outright, as
@@ -86,6 +89,8 @@ typedef struct {
 	int f64;
 	const float *scale_a, *scale_b;
 	const void *bias;
+	void *aux;
+	int64_t aux_ld, aux_stride;
 } Desc;
 
 typedef struct {
@@ -162,16 +167,27 @@ cublasLtMatmulDescSetAttribute(cublasLtMatmulDesc_t d, cublasLtMatmulDescAttribu
 	Desc *x = (Desc *)(void *)d;
 	FAULT();
 	switch (a) {
-	case CUBLASLT_MATMUL_DESC_TRANSA:          memcpy(&x->transa, buf, n < 4 ? n : 4); break;
-	case CUBLASLT_MATMUL_DESC_TRANSB:          memcpy(&x->transb, buf, n < 4 ? n : 4); break;
-	case CUBLASLT_MATMUL_DESC_EPILOGUE:        memcpy(&x->epilogue, buf, n < 4 ? n : 4); break;
-	case CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE:  memcpy(&x->bias_type, buf, n < 4 ? n : 4); break;
-	case CUBLASLT_MATMUL_DESC_A_SCALE_POINTER: memcpy(&x->scale_a, buf, sizeof x->scale_a); break;
-	case CUBLASLT_MATMUL_DESC_B_SCALE_POINTER: memcpy(&x->scale_b, buf, sizeof x->scale_b); break;
-	case CUBLASLT_MATMUL_DESC_BIAS_POINTER:    memcpy(&x->bias, buf, sizeof x->bias); break;
-	case CUBLASLT_MATMUL_DESC_A_SCALE_MODE:    memcpy(&x->scale_mode_a, buf, n < 4 ? n : 4); break;
-	case CUBLASLT_MATMUL_DESC_B_SCALE_MODE:    memcpy(&x->scale_mode_b, buf, n < 4 ? n : 4); break;
-	default:                                   break;
+	case CUBLASLT_MATMUL_DESC_TRANSA:               memcpy(&x->transa, buf, n < 4 ? n : 4); break;
+	case CUBLASLT_MATMUL_DESC_TRANSB:               memcpy(&x->transb, buf, n < 4 ? n : 4); break;
+	case CUBLASLT_MATMUL_DESC_EPILOGUE:             memcpy(&x->epilogue, buf, n < 4 ? n : 4); break;
+	case CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE:       memcpy(&x->bias_type, buf, n < 4 ? n : 4); break;
+	case CUBLASLT_MATMUL_DESC_A_SCALE_POINTER:      memcpy(&x->scale_a, buf, sizeof x->scale_a); break;
+	case CUBLASLT_MATMUL_DESC_B_SCALE_POINTER:      memcpy(&x->scale_b, buf, sizeof x->scale_b); break;
+	case CUBLASLT_MATMUL_DESC_BIAS_POINTER:         memcpy(&x->bias, buf, sizeof x->bias); break;
+	case CUBLASLT_MATMUL_DESC_A_SCALE_MODE:         memcpy(&x->scale_mode_a, buf, n < 4 ? n : 4); break;
+	case CUBLASLT_MATMUL_DESC_B_SCALE_MODE:         memcpy(&x->scale_mode_b, buf, n < 4 ? n : 4); break;
+	case CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_POINTER: memcpy(&x->aux, buf, sizeof x->aux); break;
+	case CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_LD:
+		if (n != sizeof x->aux_ld)
+			return CUBLAS_STATUS_INVALID_VALUE;
+		memcpy(&x->aux_ld, buf, n);
+		break;
+	case CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_BATCH_STRIDE:
+		if (n != sizeof x->aux_stride)
+			return CUBLAS_STATUS_INVALID_VALUE;
+		memcpy(&x->aux_stride, buf, n);
+		break;
+	default: break;
 	}
 	return CUBLAS_STATUS_SUCCESS;
 }
@@ -316,7 +332,14 @@ store(void *base, cudaDataType t, uint64_t i, double v)
 static int
 has_bias(int32_t e)
 {
-	return e == CUBLASLT_EPILOGUE_BIAS || e == CUBLASLT_EPILOGUE_RELU_BIAS || e == CUBLASLT_EPILOGUE_GELU_BIAS;
+	return e == CUBLASLT_EPILOGUE_BIAS || e == CUBLASLT_EPILOGUE_RELU_BIAS || e == CUBLASLT_EPILOGUE_GELU_BIAS ||
+		e == CUBLASLT_EPILOGUE_GELU_AUX_BIAS;
+}
+
+static int
+has_aux(int32_t e)
+{
+	return e == CUBLASLT_EPILOGUE_GELU_AUX || e == CUBLASLT_EPILOGUE_GELU_AUX_BIAS;
 }
 
 static double
@@ -324,7 +347,7 @@ activate(int32_t e, double x)
 {
 	if (e == CUBLASLT_EPILOGUE_RELU || e == CUBLASLT_EPILOGUE_RELU_BIAS)
 		return x > 0 ? x : 0;
-	if (e == CUBLASLT_EPILOGUE_GELU || e == CUBLASLT_EPILOGUE_GELU_BIAS)
+	if (e == CUBLASLT_EPILOGUE_GELU || e == CUBLASLT_EPILOGUE_GELU_BIAS || has_aux(e))
 		return 0.5 * x * (1 + tanh(0.7978845608028654 * (x + 0.044715 * x * x * x)));
 	return x;
 }
@@ -376,6 +399,9 @@ matmul(const void *arg)
 		const uint8_t *pa = c->pa + (uint64_t)(b * c->a.stride) * type_size(c->a.type);
 		const uint8_t *pb = c->pb + (uint64_t)(b * c->b.stride) * type_size(c->b.type);
 		char *pd = (char *)c->pd + (uint64_t)(b * c->d.stride) * type_size(c->d.type);
+		char *px = has_aux(ds->epilogue)
+			? (char *)ds->aux + (uint64_t)(b * ds->aux_stride) * type_size(c->d.type)
+			: NULL;
 		for (uint64_t j = 0; j < n; j++)
 			for (uint64_t i = 0; i < m; i++) {
 				if (blocks) {
@@ -398,6 +424,8 @@ matmul(const void *arg)
 				double v = (ds->f64 ? acc64 : (double)acc) * (c->alpha * sa * sb);
 				if (has_bias(ds->epilogue))
 					v += load(ds->bias, bt, i);
+				if (px)
+					store(px, c->d.type, i + j * (uint64_t)ds->aux_ld, v);
 				store(pd, c->d.type, i + j * (uint64_t)c->d.ld, activate(ds->epilogue, v));
 			}
 	}
@@ -430,7 +458,9 @@ cublasLtMatmul(cublasLtHandle_t h, cublasLtMatmulDesc_t desc, const void *alpha,
 		(fp8 &&
 			(c.desc.transa != CUBLAS_OP_T || c.desc.transb != CUBLAS_OP_N || !c.desc.scale_a ||
 				!c.desc.scale_b)) ||
-		(has_bias(c.desc.epilogue) && !c.desc.bias))
+		(has_bias(c.desc.epilogue) && !c.desc.bias) ||
+		(has_aux(c.desc.epilogue) &&
+			(fp8 || !c.desc.aux || c.desc.aux_ld < (int64_t)m || (c.d.batch > 1 && !c.desc.aux_stride))))
 		return CUBLAS_STATUS_INVALID_VALUE;
 	CUresult (*op)(CUstream, void (*)(const void *), const void *, size_t) = (CUresult (*)(
 		CUstream, void (*)(const void *), const void *, size_t))(uintptr_t)driver("mockcuda_host_op");

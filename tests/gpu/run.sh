@@ -96,7 +96,7 @@ for ptx in "$dir"/ptx/*.ptx; do
 		# matmul and scaled_mm programs done again by torch, on the normal draws only (torch rounds
 		# after the product and after the bias, so near overflow its NaN and inf differ)
 		case $name.$s in
-		matmul*.s2|scaled_weights*.s2|scaled_block*.s2|scaled_rowwise*.s2|epilogues_fused.s2)
+		matmul*.s2|scaled_weights*.s2|scaled_block*.s2|scaled_rowwise*.s2|epilogues_fused.s2|epilogues_gelu_aux_fused.s2)
 			python3 tests/gpu/torch_gemm.py "$dir/ptx/${name%_O0}.ir" "$in" "$got" > /tmp/gemm.log 2>&1 &&
 				echo "ok   $name $s against PyTorch" || { bad "$name $s against PyTorch"; cat /tmp/gemm.log; }
 			{ echo "== $name $s"; cat /tmp/gemm.log; } >> "$out/torch_gemm.log"

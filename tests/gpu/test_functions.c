@@ -333,6 +333,8 @@ static const Form forms[] = {
 	{ FP8RT_F64, 3, 5, 9, 2, 1, 1, 1, 0, 0, 1, FP8RT_EPILOGUE_GELU },
 	{ FP8RT_BF16, 6, 8, 16, 2, 0, 1, 0, 0, 0, 1, FP8RT_EPILOGUE_RELU },
 	{ FP8RT_F16, 6, 8, 16, 1, 1, 0, 8, 0, 0, 0, FP8RT_EPILOGUE_NONE },
+	{ FP8RT_F32, 4, 6, 8, 3, 0, 1, 2, 0, 1, 1, FP8RT_EPILOGUE_GELU_AUX },
+	{ FP8RT_BF16, 6, 8, 16, 2, 1, 0, 0, 0, 0, 0, FP8RT_EPILOGUE_GELU_AUX },
 };
 
 static void
@@ -377,7 +379,7 @@ act(fp8rt_epilogue e, double x)
 {
 	if (e == FP8RT_EPILOGUE_RELU)
 		return x > 0 ? x : 0;
-	if (e == FP8RT_EPILOGUE_GELU)
+	if (e == FP8RT_EPILOGUE_GELU || e == FP8RT_EPILOGUE_GELU_AUX)
 		return 0.5 * x * (1 + tanh(0.7978845608028654 * (x + 0.044715 * x * x * x)));
 	return x;
 }
@@ -395,16 +397,18 @@ Test(matmul, every_form)
 		size_t na = (size_t)(sa * (f->batch - 1) + ar * lda), nb = (size_t)(sb * (f->batch - 1) + br * ldb);
 		size_t nd = (size_t)(sd * f->batch);
 		char *ha = calloc(na, es), *hb = calloc(nb, es), *hbias = calloc((size_t)f->n, es),
-		     *hd = calloc(nd, es);
+		     *hd = calloc(nd, es), *hx = calloc(nd, es);
 		uint64_t seed = 11 + fi;
-		cr_assert(ha && hb && hbias && hd);
+		int aux = f->epi == FP8RT_EPILOGUE_GELU_AUX;
+		cr_assert(ha && hb && hbias && hd && hx);
 		for (size_t i = 0; i < na; i++)
 			put(ha, f->dt, i, (int)(rnd(&seed) % 7) - 3);
 		for (size_t i = 0; i < nb; i++)
 			put(hb, f->dt, i, (int)(rnd(&seed) % 7) - 3);
 		for (int i = 0; i < f->n; i++)
 			put(hbias, f->dt, (size_t)i, (int)(rnd(&seed) % 5) - 2);
-		void *da, *db, *dbias, *dd;
+		void *da, *db, *dbias, *dd, *dx;
+		CHECK_OK(fp8rt_malloc(ctx, nd * es, &dx), ctx);
 		CHECK_OK(fp8rt_malloc(ctx, na * es, &da), ctx);
 		CHECK_OK(fp8rt_malloc(ctx, nb * es, &db), ctx);
 		CHECK_OK(fp8rt_malloc(ctx, (size_t)f->n * es, &dbias), ctx);
@@ -433,10 +437,12 @@ Test(matmul, every_form)
 			.ldd = ldd,
 			.stride_d = sd,
 			.epilogue = f->epi,
+			.aux = aux ? dx : NULL,
 		};
 		CHECK_OK(fp8rt_matmul(ctx, &a, NULL), ctx);
 		CHECK_OK(fp8rt_synchronize(ctx, NULL), ctx);
 		CHECK_OK(fp8rt_memcpy_dtoh(ctx, hd, dd, nd * es), ctx);
+		CHECK_OK(fp8rt_memcpy_dtoh(ctx, hx, dx, nd * es), ctx);
 		for (int bt = 0; bt < f->batch; bt++)
 			for (int i = 0; i < f->m; i++)
 				for (int j = 0; j < f->n; j++) {
@@ -448,17 +454,22 @@ Test(matmul, every_form)
 					}
 					double want = round_to(f->dt, act(f->epi, acc));
 					double got = get(hd, f->dt, (size_t)(bt * sd + i * ldd + j));
-					double tol = f->epi == FP8RT_EPILOGUE_GELU ? 1e-6 * fabs(want) : 0;
+					double tol = f->epi >= FP8RT_EPILOGUE_GELU ? 1e-6 * fabs(want) : 0;
 					cr_assert(fabs(got - want) <= tol,
 						"form %zu (%s m=%d n=%d k=%d batch=%d ta=%d tb=%d): d[%d][%d][%d] "
 						"= %g, expected %g",
 						fi, fp8rt_dtype_name(f->dt), f->m, f->n, f->k, f->batch, f->ta, f->tb,
 						bt, i, j, got, want);
+					/* the pre-activation, laid out as d */
+					double x = get(hx, f->dt, (size_t)(bt * sd + i * ldd + j));
+					cr_assert(!aux || x == round_to(f->dt, acc),
+						"form %zu: aux[%d][%d][%d] = %g, expected %g", fi, bt, i, j, x,
+						round_to(f->dt, acc));
 				}
-		void *ptrs[] = { da, db, dbias, dd };
-		for (int i = 0; i < 4; i++)
+		void *ptrs[] = { da, db, dbias, dd, dx };
+		for (int i = 0; i < 5; i++)
 			CHECK_OK(fp8rt_free(ctx, ptrs[i]), ctx);
-		free(ha), free(hb), free(hbias), free(hd);
+		free(ha), free(hb), free(hbias), free(hd), free(hx);
 	}
 	CHECK_OK(fp8rt_context_destroy(ctx), NULL);
 }
@@ -479,8 +490,19 @@ Test(matmul, argument_checks)
 		.d = d,
 	};
 	fp8rt_matmul_args a = ok;
-	a.size = sizeof a - 8;
+	a.size = offsetof(fp8rt_matmul_args, aux) - 4;
 	ASSERT_FAILS(fp8rt_matmul(ctx, &a, NULL), FP8RT_INVALID_ARGUMENT, ctx, "set it to sizeof(fp8rt_matmul_args)");
+	a = ok, a.size = offsetof(fp8rt_matmul_args, aux); /* a 0.6 caller's */
+	CHECK_OK(fp8rt_matmul(ctx, &a, NULL), ctx);
+	a.epilogue = FP8RT_EPILOGUE_GELU_AUX;
+	ASSERT_FAILS(
+		fp8rt_matmul(ctx, &a, NULL), FP8RT_INVALID_ARGUMENT, ctx, "the gelu_aux epilogue's aux is after it");
+	a = ok, a.epilogue = FP8RT_EPILOGUE_GELU_AUX;
+	ASSERT_FAILS(fp8rt_matmul(ctx, &a, NULL), FP8RT_INVALID_ARGUMENT, ctx, "fp8rt_matmul: aux is NULL");
+	a.aux = (char *)d + 2;
+	ASSERT_FAILS(fp8rt_matmul(ctx, &a, NULL), FP8RT_INVALID_ARGUMENT, ctx, "aux (0x");
+	a = ok, a.aux = d;
+	ASSERT_FAILS(fp8rt_matmul(ctx, &a, NULL), FP8RT_INVALID_ARGUMENT, ctx, "aux is given, but the epilogue");
 	a = ok, a.dtype = FP8RT_F8E4M3FN;
 	ASSERT_FAILS(fp8rt_matmul(ctx, &a, NULL), FP8RT_INVALID_ARGUMENT, ctx, "fp8 operands need scales");
 	a = ok, a.k = 0;
@@ -502,6 +524,77 @@ Test(matmul, argument_checks)
 	CHECK_OK(fp8rt_matmul(ctx, &a, NULL), ctx); /* nothing to do */
 	CHECK_OK(fp8rt_matmul(ctx, &ok, NULL), ctx);
 	CHECK_OK(fp8rt_free(ctx, d), ctx);
+	CHECK_OK(fp8rt_context_destroy(ctx), NULL);
+}
+
+/* A plan's gemm with epilogue=gelu_aux: d the GELU, aux the pre-activation
+ * x·wᵀ + b (small integers: exact), run as a program (a graph capture, then
+ * a replay). */
+Test(matmul, gelu_aux_plan)
+{
+	static const char ptx[] =
+		"// fp8cc-plan 2\n"
+		"// target sm_90\n"
+		"// function main\n"
+		"// input 0 x f32[4,8]\n"
+		"// input 1 w f32[6,8]\n"
+		"// input 2 b f32[6]\n"
+		"// output 0 y f32[4,6]\n"
+		"// output 1 pre f32[4,6]\n"
+		"// workspace 0\n"
+		"// gemm d=out:0 a=in:0 b=in:1 bias=in:2 m=4 n=6 k=8 batch=1 stride_a=0 stride_b=0 stride_d=0 "
+		"trans_a=0 trans_b=1 atype=f32 btype=f32 dtype=f32 epilogue=gelu_aux aux=out:1\n"
+		"// end-plan\n"
+		".version 8.0\n.target sm_90\n.address_size 64\n";
+	fp8rt_context *ctx = mock_context();
+	fp8rt_program *p = NULL;
+	float x[4 * 8], w[6 * 8], b[6], y[4 * 6], pre[4 * 6];
+	uint64_t seed = 5;
+	for (int i = 0; i < 4 * 8; i++)
+		x[i] = (float)((int)(rnd(&seed) % 7) - 3);
+	for (int i = 0; i < 6 * 8; i++)
+		w[i] = (float)((int)(rnd(&seed) % 7) - 3);
+	for (int i = 0; i < 6; i++)
+		b[i] = (float)((int)(rnd(&seed) % 5) - 2);
+	void *dev[5];
+	size_t bytes[5] = { sizeof x, sizeof w, sizeof b, sizeof y, sizeof pre };
+	const void *host[3] = { x, w, b };
+	for (int i = 0; i < 5; i++)
+		CHECK_OK(fp8rt_malloc(ctx, bytes[i], &dev[i]), ctx);
+	for (int i = 0; i < 3; i++)
+		CHECK_OK(fp8rt_memcpy_htod(ctx, dev[i], host[i], bytes[i]), ctx);
+	CHECK_OK(fp8rt_program_load_data(ctx, ptx, strlen(ptx), "gelu_aux.ptx", &p), ctx);
+	fp8rt_tensor in[3] = {
+		fp8rt_tensor_dense(dev[0], FP8RT_F32, 2, (int64_t[]){ 4, 8 }),
+		fp8rt_tensor_dense(dev[1], FP8RT_F32, 2, (int64_t[]){ 6, 8 }),
+		fp8rt_tensor_dense(dev[2], FP8RT_F32, 1, (int64_t[]){ 6 }),
+	};
+	fp8rt_tensor out[2] = {
+		fp8rt_tensor_dense(dev[3], FP8RT_F32, 2, (int64_t[]){ 4, 6 }),
+		fp8rt_tensor_dense(dev[4], FP8RT_F32, 2, (int64_t[]){ 4, 6 }),
+	};
+	for (int run = 0; run < 2; run++) {
+		CHECK_OK(fp8rt_memset(ctx, dev[3], 0, sizeof y), ctx);
+		CHECK_OK(fp8rt_memset(ctx, dev[4], 0, sizeof pre), ctx);
+		CHECK_OK(fp8rt_run(p, in, 3, out, 2, NULL), ctx);
+		CHECK_OK(fp8rt_synchronize(ctx, NULL), ctx);
+		CHECK_OK(fp8rt_memcpy_dtoh(ctx, y, dev[3], sizeof y), ctx);
+		CHECK_OK(fp8rt_memcpy_dtoh(ctx, pre, dev[4], sizeof pre), ctx);
+		for (int i = 0; i < 4; i++)
+			for (int j = 0; j < 6; j++) {
+				double acc = b[j];
+				for (int k = 0; k < 8; k++)
+					acc += (double)x[i * 8 + k] * w[j * 8 + k];
+				double g = act(FP8RT_EPILOGUE_GELU, acc);
+				cr_assert(pre[i * 6 + j] == (float)acc, "run %d: pre[%d][%d] = %g, expected %g", run, i,
+					j, pre[i * 6 + j], acc);
+				cr_assert(fabs(y[i * 6 + j] - g) <= 1e-6 * fabs(g) + 1e-7,
+					"run %d: y[%d][%d] = %g, expected %g", run, i, j, y[i * 6 + j], g);
+			}
+	}
+	CHECK_OK(fp8rt_program_destroy(p), ctx);
+	for (int i = 0; i < 5; i++)
+		CHECK_OK(fp8rt_free(ctx, dev[i]), ctx);
 	CHECK_OK(fp8rt_context_destroy(ctx), NULL);
 }
 

@@ -588,6 +588,31 @@ static const BadPlan bad_step_plans[] = {
 		"gemm d=out:1 a=in:3 b=in:4 bias=none m=8 n=4 k=16 batch=2 stride_a=9223372036854775 stride_b=0 "
 		"stride_d=32 trans_a=0 trans_b=0 atype=f32 btype=f32 dtype=f32 epilogue=none",
 		FP8RT_BAD_PROGRAM, "holds 256 elements, the gemm needs", 15 },
+	/* epilogue=gelu_aux and its aux= */
+	{ 13,
+		"gemm d=st:1 a=in:0 b=in:1 bias=in:2 m=8 n=12 k=16 batch=1 stride_a=0 stride_b=0 stride_d=0 "
+		"trans_a=0 trans_b=1 atype=f32 btype=f32 dtype=f32 epilogue=gelu_aux aux=out:0",
+		FP8RT_OK, "", 0 },
+	{ 13,
+		"gemm d=st:1 a=in:0 b=in:1 bias=in:2 m=8 n=12 k=16 batch=1 stride_a=0 stride_b=0 stride_d=0 "
+		"trans_a=0 trans_b=1 atype=f32 btype=f32 dtype=f32 epilogue=gelu_aux",
+		FP8RT_BAD_PROGRAM, "epilogue=gelu_aux wants aux=", 13 },
+	{ 13,
+		"gemm d=st:1 a=in:0 b=in:1 bias=in:2 m=8 n=12 k=16 batch=1 stride_a=0 stride_b=0 stride_d=0 "
+		"trans_a=0 trans_b=1 atype=f32 btype=f32 dtype=f32 epilogue=relu aux=out:0",
+		FP8RT_BAD_PROGRAM, "key 'aux' is for epilogue=gelu_aux", 13 },
+	{ 13,
+		"gemm d=st:1 a=in:0 b=in:1 bias=in:2 m=8 n=12 k=16 batch=1 stride_a=0 stride_b=0 stride_d=0 "
+		"trans_a=0 trans_b=1 atype=f32 btype=f32 dtype=f32 epilogue=gelu_aux aux=in:3",
+		FP8RT_BAD_PROGRAM, "gemm aux=in:3 writes a program input", 13 },
+	{ 13,
+		"gemm d=st:1 a=in:0 b=in:1 bias=in:2 m=8 n=12 k=16 batch=1 stride_a=0 stride_b=0 stride_d=0 "
+		"trans_a=0 trans_b=1 atype=f32 btype=f32 dtype=f32 epilogue=gelu_aux aux=st:1",
+		FP8RT_BAD_PROGRAM, "gemm aux=st:1 is its d too", 13 },
+	{ 13,
+		"gemm d=st:1 a=in:0 b=in:1 bias=in:2 m=8 n=12 k=16 batch=1 stride_a=0 stride_b=0 stride_d=0 "
+		"trans_a=0 trans_b=1 atype=f32 btype=f32 dtype=f32 epilogue=gelu_aux aux=out:1",
+		FP8RT_BAD_PROGRAM, "gemm aux=out:1 holds 64 elements, the gemm needs 96", 13 },
 	{ 1, "fp8cc-plan 1", FP8RT_BAD_PROGRAM, "'state' lines need plan version 2 (this plan is version 1)", 3 },
 	/* call lines: an extern */
 	{ 25, "call lib.f:g ins=in:0,st:1 outs=out:2 args=@0,@1,None,'a%20b',k=(1,(2,)),x=-inf", FP8RT_OK, "", 0 },

@@ -9,7 +9,8 @@ one function of matmuls and the few ops around them in the corpus (OPS). Each
 instruction is done again with torch on the GPU, on the inputs prepare.sh drew:
 a matmul x·wᵀ with a 2-d w as F.linear(x, w, bias), any other as torch.matmul
 of its operands (transposed as trans_a and trans_b say) + bias, then relu or
-F.gelu(approximate="tanh") for epilogue 1 or 2; a scaled_mm as
+F.gelu(approximate="tanh") for epilogue 1 or 2 (3 too: its matmul_aux is
+the product before the GELU); a scaled_mm as
 torch._scaled_mm with its scales (tensor-wise, row-wise or block-wise). Every output is compared with
 what fp8run wrote, one line each: GEMM results (names starting with mm) as
 check.py compares them (relative Frobenius error within the dtype's limit),
@@ -91,9 +92,10 @@ def matmul(ins, a, b, bias=None):
         if bias is not None:
             r = r + bias
     epilogue = ins.attrs[0] if ins.attrs else 0
+    ins.pre = r.expand(ins.shape)   # a gelu_aux's matmul_aux
     if epilogue == 1:
         r = torch.relu(r)
-    elif epilogue == 2:
+    elif epilogue in (2, 3):
         r = F.gelu(r, approximate="tanh")
     return r.expand(ins.shape)
 
@@ -135,6 +137,7 @@ OPS = {
     "full": lambda ins: torch.full(ins.shape, ins.number, dtype=dtype(ins.dtype), device=DEVICE),
     "neg": lambda ins, a: torch.neg(a),
     "exp": lambda ins, a: torch.exp(a),
+    "tanh": lambda ins, a: torch.tanh(a),
     "reciprocal": lambda ins, a: torch.reciprocal(a),
     "abs": lambda ins, a: torch.abs(a),
     "amax": lambda ins, a: torch.amax(a, dim=ins.attrs),
@@ -164,7 +167,11 @@ def run(text, ins):
         if t.dtype != dtype(dt) or list(t.shape) != shape:
             raise ValueError(f"input {name}: {t.dtype} {list(t.shape)} in the file, the program wants {dt}{shape}")
         env[name] = t
+    defs = {i.res: i for i in instrs}
     for ins_ in instrs:
+        if ins_.op == "matmul_aux":
+            env[ins_.res] = defs[ins_.args[0]].pre
+            continue
         if ins_.op not in OPS:
             raise ValueError(f"torch_gemm.py does not know op {ins_.op} (%{ins_.res})")
         r = OPS[ins_.op](ins_, *(env[a] for a in ins_.args))

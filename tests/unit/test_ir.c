@@ -358,6 +358,11 @@ build_all_ops(Arena *a, bool kernels)
 			ir_instr(fn, op, ARGS(a8, w8, s, s), NOATTR, DT_F16, SH(4, 8));
 			set_flags(fn, IF_FAST_ACCUM | IF_NO_FIXUP);
 			break;
+		case OC_AUX: /* a gelu_aux matmul's pre-activation, right after it */
+			v = ir_instr(fn, OP_MATMUL, ARGS(x, y), ATTR(EPI_GELU_AUX), DT_F32, SH(2, 2));
+			set_flags(fn, IF_TRANS_B);
+			ir_instr(fn, op, ARGS(v), NOATTR, DT_F32, SH(2, 2));
+			break;
 		case OC_EXTERN: { /* two results of one call, then one of another */
 			static const Extern two = { "lib.two", "@0, 'mean', dims=(0, 1), eps=1e-05", 2 };
 			static const Extern one = { "lib.one", "", 1 };
@@ -622,6 +627,8 @@ static const char every_op_text2[] =
 	"  %matmul = matmul %x, %y trans_b : f32[2,2]\n"
 	"  %bias3 = full 0.5 : f32[3]\n"
 	"  %mm4 = matmul %x, %x, %bias3 [1] trans_a : f32[3,3]\n"
+	"  %gelu = matmul %x, %x, %bias3 [3] trans_a : f32[3,3]\n"
+	"  %pre = matmul_aux %gelu : f32[3,3]\n"
 	"  %ext, %ext2 = extern \"lib.two\" (%x, 'mean', dims=(0, 1), eps=1e-05) : f32[2,3], i64[]\n"
 	"  %ext3 = extern \"lib.one\" () : i64[]\n"
 	"  return %scaled_mm, %amax as a_max, %91, %x as x_in, %91 as last\n"
