@@ -2,7 +2,7 @@
 """Benchmark fp8cc's GEMMs of every kind against PyTorch's op on the same
 operands, measured in one run.
 
-usage: bench_gemm.py FP8RUN PTXDIR [OUT.md]
+usage: bench_gemm.py FP8RUN PTXDIR [OUT.md]    (ONLY=REGEX: the cases whose names match)
 
 For each case of bench/gemm_ir.py (2-d bf16, f16 and f32 products, the
 linear x·wᵀ with and without a bias and gelu, attention's batched q·kᵀ and
@@ -19,6 +19,7 @@ fp8cc's throughput as a percentage of torch's. f32 runs without TF32 on
 both sides. With OUT.md the table is appended to it."""
 import json
 import os
+import re
 import statistics
 import subprocess
 import sys
@@ -197,7 +198,7 @@ def main():
     fp8run, ptxdir = sys.argv[1], sys.argv[2]
     ieee_f32()
     rows, failed = [], False
-    for name in CASES:
+    for name in (n for n in CASES if re.search(os.environ.get("ONLY", ""), n)):
         torch.manual_seed(0)
         ops = operands(name)
         with tempfile.TemporaryDirectory() as tmp:

@@ -4,6 +4,7 @@ torch.compile of the same functions, and against the copy bandwidth, all
 measured in one run.
 
 usage: bench_kernels.py FP8RUN OUT.md LABEL=PTXDIR [LABEL=PTXDIR ...]
+       (ONLY=REGEX in the environment: the cases whose names match)
 
 For each case of bench/kernel_ir.py (tensor-wise, row-wise and
 both-layouts e4m3 quantize, softmax, RMSNorm, LayerNorm) each PTXDIR holds
@@ -17,6 +18,7 @@ floor bytes (kernel_ir.nbytes: every input element read once, every output
 element written once), as % of the copy bandwidth, and as the ratio
 eager/fp8cc and compile/fp8cc (above 1: fp8cc is faster)."""
 import os
+import re
 import sys
 import tempfile
 
@@ -89,7 +91,7 @@ def main():
     print(f"copy bandwidth {copy:.2f} TB/s", flush=True)
     compiled = {f: torch.compile(fn) for f, fn in FUNCS.items()}
     rows, failed = [], False
-    for name in CASES:
+    for name in (n for n in CASES if re.search(os.environ.get("ONLY", ""), n)):
         form = CASES[name][0]
         torch.manual_seed(0)
         ops = operands(name)
