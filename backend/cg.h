@@ -37,7 +37,7 @@ typedef struct {
 	uint32_t in;        /* a value laid out as a is: the loads' space */
 	int64_t P, Q;
 	int TP, TQ, V;
-	int64_t bytes; /* of shared memory: TP rows of TQ + V elements per value of b */
+	int64_t bytes; /* of shared memory: TP rows of TQ elements per value of b */
 } Tile;
 
 /* the shape of a row kernel (rows.c) */

@@ -14,7 +14,11 @@
  * input is read once for both layouts. In the space (P, Q) of the
  * transposed group's memory order (P outer), element (p, q) is that group's
  * (p, q) and the other's (q, p); a thread takes V consecutive p, the tile is
- * TP x TQ with TP * TQ = BE_BLOCK * V. */
+ * TP x TQ with TP * TQ = BE_BLOCK * V. In shared memory a row's chunks of V
+ * elements are rotated by the row's chunk of V rows (tile_index), so that
+ * the threads of one byte store, which write one column of rows V apart,
+ * fall in different banks (rows padded to TQ + V instead left a 4-way
+ * conflict on fp8 tiles: 1280-byte row groups start in one bank). */
 
 #define TILE_SMEM 32768 /* shared bytes the tiles of one group may take */
 
@@ -104,12 +108,12 @@ cg_tile_shape(Cg *c, const Group *a, const Group *b, Tile *t)
 	t->Q = ir_dims(fn, b->space)[ob[1]];
 	t->bytes = 0;
 	for (uint32_t i = 0; i < b->nvals; i++)
-		t->bytes += (int64_t)t->TP * (t->TQ + t->V) * dt_size((DType)fn->vals[b->vals[i]].dtype);
+		t->bytes += (int64_t)t->TP * t->TQ * dt_size((DType)fn->vals[b->vals[i]].dtype);
 	return t->TQ >= t->V && t->P % t->TP == 0 && t->Q % t->TQ == 0 && t->bytes <= TILE_SMEM;
 }
 
 /* element idx of the tile buffer at byte base: the kernel's one shared
- * array, in which b's values have TP rows of TQ + V elements each, one
+ * array, in which b's values have TP rows of TQ elements each, one
  * after the other */
 static LLVMValueRef
 tile_at(Cg *c, const Tile *t, int64_t base, LLVMTypeRef et, LLVMValueRef idx)
@@ -133,6 +137,23 @@ tile_at(Cg *c, const Tile *t, int64_t base, LLVMTypeRef et, LLVMValueRef idx)
 	}
 	at = LLVMGlobalGetValueType(g);
 	return LLVMBuildGEP2(c->b, et, LLVMBuildGEP2(c->b, at, g, ix, 2, ""), &idx, 1, "");
+}
+
+/* the place of element (row, col) in a tile's rows of TQ elements: col's
+ * chunk of V rotated by row's chunk of V rows, so that the threads of one
+ * byte store, which write one column of rows V apart, fall in different
+ * banks */
+static LLVMValueRef
+tile_index(Cg *c, const Tile *t, LLVMValueRef row, LLVMValueRef col)
+{
+	LLVMValueRef chunk = LLVMBuildUDiv(c->b, col, cg_ic(c, t->V), "");
+
+	chunk = LLVMBuildAdd(c->b, chunk, LLVMBuildUDiv(c->b, row, cg_ic(c, t->V), ""), "");
+	chunk = LLVMBuildURem(c->b, chunk, cg_ic(c, t->TQ / t->V), "");
+	return LLVMBuildAdd(c->b, LLVMBuildMul(c->b, row, cg_ic(c, t->TQ), ""),
+		LLVMBuildAdd(c->b, LLVMBuildMul(c->b, chunk, cg_ic(c, t->V), ""),
+			LLVMBuildURem(c->b, col, cg_ic(c, t->V), ""), ""),
+		"");
 }
 
 /* the coordinates of element (o, i) of v: o on its outer dim, i on its inner */
@@ -162,8 +183,8 @@ cg_tile_loop(Cg *c, const Tile *t)
 {
 	Func *fn = c->fn;
 	const Group *b = t->b;
-	int64_t ntp = t->P / t->TP, ntiles = ntp * (t->Q / t->TQ), pitch = t->TQ + t->V, base;
-	LLVMValueRef tl, p0, q0, k, m, p, q, pb, qb, lin, row, x, *ca;
+	int64_t ntp = t->P / t->TP, ntiles = ntp * (t->Q / t->TQ), rows = (int64_t)t->TP * t->TQ, base;
+	LLVMValueRef tl, p0, q0, k, m, p, q, pb, qb, lin, row, x, *ca, idx0;
 	Loop l;
 
 	tl = cg_loop_begin(c, &l, c->bid, cg_ic(c, ntiles), c->nctaid);
@@ -175,9 +196,8 @@ cg_tile_loop(Cg *c, const Tile *t)
 	q = LLVMBuildAdd(c->b, q0, m, "");
 	pb = LLVMBuildAdd(c->b, p0, k, "");
 	lin = LLVMBuildAdd(c->b, LLVMBuildMul(c->b, q, cg_ic(c, t->P), ""), pb, "");
+	idx0 = tile_index(c, t, k, m); /* row k + j is j rows further, in k's rotation */
 	for (int j = 0; j < t->V; j++) {
-		LLVMValueRef pl = j ? LLVMBuildAdd(c->b, k, cg_ic(c, j), "") : k;
-
 		/* each index the first's plus j, so that the accesses become vectors */
 		p = j ? LLVMBuildAdd(c->b, pb, cg_ic(c, j), "") : pb;
 		cg_current(c, t->in, tile_coords(c, t->in, q, p), j ? LLVMBuildAdd(c->b, lin, cg_ic(c, j), "") : lin,
@@ -192,13 +212,13 @@ cg_tile_loop(Cg *c, const Tile *t)
 		for (uint32_t i = 0; i < b->nvals; i++) {
 			uint32_t v = b->vals[i];
 			DType dt = (DType)fn->vals[v].dtype;
-			LLVMValueRef idx = LLVMBuildAdd(c->b, LLVMBuildMul(c->b, pl, cg_ic(c, pitch), ""), m, "");
+			LLVMValueRef idx = j ? LLVMBuildAdd(c->b, idx0, cg_ic(c, j * t->TQ), "") : idx0;
 
 			x = cg_value(c, v, tile_coords(c, v, p, q));
 			if (dt == DT_B8)
 				x = LLVMBuildZExt(c->b, x, c->i8, "");
 			LLVMBuildStore(c->b, x, tile_at(c, t, base, cg_mem_type(c, dt), idx));
-			base += (int64_t)t->TP * pitch * dt_size(dt);
+			base += rows * dt_size(dt);
 		}
 	}
 	cg_syncthreads(c);
@@ -208,7 +228,7 @@ cg_tile_loop(Cg *c, const Tile *t)
 	p = LLVMBuildAdd(c->b, p0, m, "");
 	qb = LLVMBuildAdd(c->b, q0, k, "");
 	lin = LLVMBuildAdd(c->b, LLVMBuildMul(c->b, p, cg_ic(c, t->Q), ""), qb, "");
-	row = LLVMBuildAdd(c->b, LLVMBuildMul(c->b, m, cg_ic(c, pitch), ""), k, "");
+	row = tile_index(c, t, m, k);
 	for (int j = 0; j < t->V; j++) {
 		q = j ? LLVMBuildAdd(c->b, qb, cg_ic(c, j), "") : qb;
 		cg_current(c, b->space, tile_coords(c, b->space, p, q),
@@ -224,7 +244,7 @@ cg_tile_loop(Cg *c, const Tile *t)
 			if (dt == DT_B8)
 				x = LLVMBuildICmp(c->b, LLVMIntNE, x, LLVMConstInt(c->i8, 0, 0), "");
 			cg_store_at(c, c->ptr_of[v], v, tile_coords(c, v, p, q), x);
-			base += (int64_t)t->TP * pitch * dt_size(dt);
+			base += rows * dt_size(dt);
 		}
 	}
 	cg_syncthreads(c); /* the tile buffers are free again */
