@@ -443,7 +443,7 @@ check_matmul(Check *c, const uint32_t *a)
 }
 
 /* matmul_aux: the pre-activation of a gelu_aux matmul, of its type, in no
- * kernel (that it follows its matmul, check_calls says) */
+ * kernel (that it comes right after its matmul, check_aux_pairs says) */
 static bool
 check_aux(Check *c, const uint32_t *a)
 {
@@ -486,7 +486,6 @@ check_aux_pairs(Func *fn, char *err, size_t errlen, uint32_t *pos)
 		const Instr *in = &fn->ins[i], *next = i + 1 < fn->nins ? in + 1 : NULL;
 		bool gelu_aux = in->op == OP_MATMUL && in->nattr && ir_attr(fn, in)[0] == EPI_GELU_AUX;
 		const char *why = NULL;
-
 		char nb[16];
 
 		if (gelu_aux && (!next || next->op != OP_MATMUL_AUX || ir_args(fn, next)[0] != in->res))
