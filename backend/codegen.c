@@ -1122,12 +1122,126 @@ cg_lane_align(int j, int V)
 	return j ? (j & -j) : V;
 }
 
-/* the V elements of a thread from the loop's index i */
+#define CHUNK_SWEEP_VALUES 2 /* the most outputs and inputs a chunk in sweeps has */
+
+/* the ops whose libdevice functions branch (CUDA 13.0's libdevice: one
+ * kernel an op, compiled, left 2-byte loads of bf16 for these and 16-byte
+ * ones for exp, log, sqrt, rsqrt, cosh and the rest) */
+static bool
+branches(Op op)
+{
+	switch (op) {
+	case OP_TANH:
+	case OP_ERF:
+	case OP_ERFC:
+	case OP_ERFINV:
+	case OP_SIN:
+	case OP_COS:
+	case OP_TAN:
+	case OP_ATAN:
+	case OP_ASINH:
+	case OP_ACOSH:
+	case OP_ATANH:
+	case OP_LGAMMA:
+	case OP_POW:
+	case OP_ATAN2:
+	case OP_FMOD:
+	case OP_REMAINDER:
+	case OP_NEXTAFTER: return true;
+	default:           return false;
+	}
+}
+
+/* Walk what computing v reads, through elementwise ops (at v's own
+ * coordinates), marking each value in seen: with `load`, load the kernel
+ * inputs it reaches at the current element; returns whether an op on the
+ * way calls a libdevice function that branches. */
+static bool
+walk_elementwise(Cg *c, uint32_t v, bool *seen, bool load)
+{
+	Func *fn = c->fn;
+	const Instr *in = ir_def(fn, v);
+	bool calls = false;
+
+	if (seen[v] || fn->vals[v].rank == 0)
+		return false;
+	seen[v] = true;
+	if (!cg_in_kernel(c, v)) {
+		if (load)
+			cg_value(c, v, c->space_coords);
+		return false;
+	}
+	if (!op_elementwise((Op)in->op) && in->op != OP_CLONE)
+		return false;
+	for (uint32_t j = 0; j < in->nargs; j++)
+		calls |= walk_elementwise(c, ir_args(fn, in)[j], seen, load);
+	return calls || branches((Op)in->op);
+}
+
+/* what element() computes for value k of the group: a reduction's operand
+ * where it feeds an accumulator, else the value */
+static uint32_t
+element_root(Cg *c, const Group *g, uint32_t k, LLVMValueRef *accs)
+{
+	const Instr *in = ir_def(c->fn, g->vals[k]);
+
+	return ir_ops[in->op].cls == OC_REDUCE && c->fn->vals[g->vals[k]].rank == 0 && accs[k] ? ir_args(c->fn, in)[0]
+											       : g->vals[k];
+}
+
+/* the V elements of a thread from the loop's index i. Where the group's
+ * computation calls a libdevice function that branches (tanh, erf, sin:
+ * the element's code becomes several basic blocks, and LLVM makes vector
+ * accesses only within one), the inputs of all V are loaded first and the
+ * outputs of all V stored last, in one block each (the memo keeps what
+ * each step made for the next) */
 static void
 chunk(Cg *c, const Group *g, LLVMValueRef i, int V, LLVMValueRef *accs, const Red *reds)
 {
-	for (int j = 0; j < V; j++)
-		space_element(c, g, j ? LLVMBuildAdd(c->b, i, cg_ic(c, j), "") : i, cg_lane_align(j, V), accs, reds);
+	Func *fn = c->fn;
+	bool *seen = arena_alloc(fn->arena, fn->nvals + 1), calls = false;
+	LLVMValueRef lin[16], *co[16];
+	int64_t tmp[IR_MAXRANK];
+	uint32_t s = g->space;
+
+	uint32_t nin = 0;
+
+	for (uint32_t k = 0; k < g->nvals; k++)
+		calls |= walk_elementwise(c, element_root(c, g, k, accs), seen, false);
+	for (uint32_t v = 0; v < fn->nvals; v++)
+		nin += seen[v] && !cg_in_kernel(c, v);
+	/* only a few values: V of each input stay live through the chunk, and
+	 * the memo keeps V of each shared step (a kernel of fifteen outputs went
+	 * from 62 registers to 207) */
+	if (!calls || V > 16 || fn->vals[s].rank == 0 || g->nvals > CHUNK_SWEEP_VALUES || nin > CHUNK_SWEEP_VALUES) {
+		for (int j = 0; j < V; j++)
+			space_element(
+				c, g, j ? LLVMBuildAdd(c->b, i, cg_ic(c, j), "") : i, cg_lane_align(j, V), accs, reds);
+		return;
+	}
+	for (int j = 0; j < V; j++) {
+		lin[j] = j ? LLVMBuildAdd(c->b, i, cg_ic(c, j), "") : i;
+		co[j] = cg_delinearize(c, lin[j], ir_dims(fn, s), cg_order_of(fn, s, tmp), fn->vals[s].rank);
+	}
+	for (int j = 0; j < V; j++) { /* the loads */
+		cg_current(c, s, co[j], lin[j], cg_lane_align(j, V));
+		memset(seen, 0, fn->nvals + 1);
+		for (uint32_t k = 0; k < g->nvals; k++)
+			walk_elementwise(c, element_root(c, g, k, accs), seen, true);
+	}
+	for (uint32_t k = 0; k < g->nvals; k++) { /* each value's computation, then its stores */
+		Group one = { g->space, &g->vals[k], 1 };
+
+		for (int j = 0; j < V; j++) {
+			cg_current(c, s, co[j], lin[j], cg_lane_align(j, V));
+			operand(c, element_root(c, g, k, accs), c->space_coords);
+		}
+		for (int j = 0; j < V; j++) {
+			cg_current(c, s, co[j], lin[j], cg_lane_align(j, V));
+			element(c, &one, accs + k, reds + k);
+		}
+	}
+	c->space_coords = NULL;
 }
 
 /* grid-stride loop over the space, V elements a thread, then the tail
