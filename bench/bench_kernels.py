@@ -7,7 +7,8 @@ usage: bench_kernels.py FP8RUN OUT.md LABEL=PTXDIR [LABEL=PTXDIR ...]
        (ONLY=REGEX in the environment: the cases whose names match)
 
 For each case of bench/kernel_ir.py (tensor-wise, row-wise and
-both-layouts e4m3 quantize, softmax, RMSNorm, LayerNorm) each PTXDIR holds
+both-layouts e4m3 quantize, softmax, RMSNorm, LayerNorm, the tanh and erf
+GELUs) each PTXDIR holds
 kernel_CASE.ptx (compiled by tests/gpu/prepare.sh; two directories compare
 two compilers in the same run). fp8run runs each program once on inputs
 drawn here (its result is compared with eager's: relative Frobenius error)
@@ -68,10 +69,19 @@ def layernorm(x, w, b):
     return F.layer_norm(x, (x.shape[-1],), w, b, eps=1e-5)
 
 
+def gelu_tanh(x):
+    return F.gelu(x, approximate="tanh")
+
+
+def gelu_erf(x):
+    return F.gelu(x)
+
+
 FUNCS = {"quant": quant, "quant_row": quant_row, "quant_tt": quant_tt, "softmax": softmax, "rmsnorm": rmsnorm,
-         "layernorm": layernorm}
+         "layernorm": layernorm, "gelu_tanh": gelu_tanh, "gelu_erf": gelu_erf}
 # the output compared with eager's, by the program's output name
-FIRST = {"quant": "q", "quant_row": "q", "quant_tt": "qt", "softmax": "y", "rmsnorm": "y", "layernorm": "y"}
+FIRST = {"quant": "q", "quant_row": "q", "quant_tt": "qt", "softmax": "y", "rmsnorm": "y", "layernorm": "y",
+         "gelu_tanh": "y", "gelu_erf": "y"}
 
 
 def copy_bandwidth():

@@ -15,6 +15,9 @@ shape (rows, cols) of a bf16 input x. Forms:
   softmax    over the last dim, in f32, bf16 out
   rmsnorm    x * rsqrt(mean(x^2) + 1e-6) * w, in f32, bf16 out
   layernorm  (x - mean) * rsqrt(var + 1e-5) * w + b, in f32, bf16 out
+  gelu_tanh  F.gelu(x, approximate='tanh') in f32, bf16 out (an MLP's
+             activation where the GEMM cannot take it)
+  gelu_erf   F.gelu(x), x/2 (1 + erf(x/sqrt 2)), the same
 bytes(CASE) is the floor each is measured against: every input element
 read once, every output element written once. Standard library only."""
 import sys
@@ -26,6 +29,8 @@ for _s, (_r, _c) in SHAPES.items():
         CASES[f"{_f}_{_s}"] = (_f, _r, _c)
 for _f in ("softmax", "rmsnorm", "layernorm"):
     CASES[f"{_f}_8192x4096"] = (_f, 8192, 4096)
+for _f in ("gelu_tanh", "gelu_erf"):
+    CASES[f"{_f}_8192x11008"] = (_f, 8192, 11008)
 
 
 def ty(dt, *dims):
@@ -76,6 +81,18 @@ def program(name):
             out.append("  return %q, %qt, %inv")
         else:
             out.append("  return %q, %inv")
+    elif form == "gelu_tanh":
+        out += ["  %half = full 0.5 : f32[]", "  %one = full 1 : f32[]", "  %kappa = full 0.044715 : f32[]",
+                "  %beta = full 0.7978845608028654 : f32[]", f"  %x2 = mul %xf, %xf : {f32}",
+                f"  %x3 = mul %x2, %xf : {f32}", f"  %t = mul %kappa, %x3 : {f32}", f"  %in = add %xf, %t : {f32}",
+                f"  %u = mul %beta, %in : {f32}", f"  %th = tanh %u : {f32}", f"  %o = add %one, %th : {f32}",
+                f"  %h = mul %xf, %half : {f32}", f"  %g = mul %h, %o : {f32}",
+                f"  %y = convert_element_type %g : {ty('bf16', r, c)}", "  return %y"]
+    elif form == "gelu_erf":
+        out += ["  %half = full 0.5 : f32[]", "  %one = full 1 : f32[]", "  %r2 = full 0.7071067811865476 : f32[]",
+                f"  %s = mul %xf, %r2 : {f32}", f"  %e = erf %s : {f32}", f"  %o = add %one, %e : {f32}",
+                f"  %h = mul %xf, %half : {f32}", f"  %g = mul %h, %o : {f32}",
+                f"  %y = convert_element_type %g : {ty('bf16', r, c)}", "  return %y"]
     elif form == "softmax":
         out += [f"  %m = amax %xf [1] : {ty('f32', r)}", row_broadcast("mb", "m", r, c),
                 f"  %d = sub %xf, %mb : {f32}", f"  %e = exp %d : {f32}",
@@ -115,7 +132,7 @@ def nbytes(name):
         return 2 * n + n + 4 * r
     if form == "quant_tt":
         return 2 * n + 2 * n
-    if form == "softmax":
+    if form in ("softmax", "gelu_tanh", "gelu_erf"):
         return 2 * n + 2 * n
     return 2 * n + 2 * n + 2 * c * (2 if form == "layernorm" else 1)
 
