@@ -1202,9 +1202,7 @@ chunk(Cg *c, const Group *g, LLVMValueRef i, int V, LLVMValueRef *accs, const Re
 	bool *seen = arena_alloc(fn->arena, fn->nvals + 1), calls = false;
 	LLVMValueRef lin[16], *co[16];
 	int64_t tmp[IR_MAXRANK];
-	uint32_t s = g->space;
-
-	uint32_t nin = 0;
+	uint32_t s = g->space, nin = 0;
 
 	for (uint32_t k = 0; k < g->nvals; k++)
 		calls |= walk_elementwise(c, element_root(c, g, k, accs), seen, false);

@@ -93,7 +93,7 @@ static void
 print_matmul(FILE *f, Func *fn, const Plan *p, const Instr *in, const char *pre)
 {
 	static const char *const epi[] = { "none", "relu", "gelu", "gelu_aux" };
-	int e = in->nattr ? (int)ir_attr(fn, in)[0] : EPI_NONE;
+	int e = ir_epilogue(fn, in);
 	const uint32_t *a = ir_args(fn, in);
 	const int64_t *dr = ir_dims(fn, in->res);
 	int ra = fn->vals[a[0]].rank, rb = fn->vals[a[1]].rank, rr = fn->vals[in->res].rank;

@@ -300,6 +300,12 @@ ir_rewrite_end(Func *dst, Func *src, const uint32_t *map)
 	}
 }
 
+int
+ir_epilogue(Func *fn, const Instr *in)
+{
+	return in->op == OP_MATMUL && in->nattr ? (int)ir_attr(fn, in)[0] : EPI_NONE;
+}
+
 ScaleMode
 ir_scale_mode(Func *fn, const Instr *in)
 {

@@ -681,7 +681,7 @@ eval_matmul(Func *fn, const Instr *in, Tensor *r, Tensor **vals)
 	bool ta = in->flags & IF_TRANS_A, tb = in->flags & IF_TRANS_B, dbl = r->dtype == DT_F64;
 	int64_t M = r->dims[r->rank - 2], N = r->dims[r->rank - 1];
 	int64_t K = A->dims[A->rank - (ta ? 2 : 1)], nb = tensor_numel(r) / (M * N > 0 ? M * N : 1);
-	int epi = in->nattr ? (int)ir_attr(fn, in)[0] : EPI_NONE;
+	int epi = ir_epilogue(fn, in);
 	Tensor *aux = epi == EPI_GELU_AUX ? vals[in[1].res] : NULL;
 
 	for (int64_t b = 0; M * N > 0 && b < nb; b++)
@@ -865,7 +865,7 @@ results(Func *fn, const Instr *in)
 		return ir_attr(fn, in)[0] == 0 ? in->ext->nres : 0;
 	if (in->op == OP_MATMUL_AUX)
 		return 0;
-	return in->op == OP_MATMUL && in->nattr && ir_attr(fn, in)[0] == EPI_GELU_AUX ? 2 : 1;
+	return ir_epilogue(fn, in) == EPI_GELU_AUX ? 2 : 1;
 }
 
 bool

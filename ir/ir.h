@@ -263,6 +263,8 @@ bool ir_is_rowmajor(Func *fn, uint32_t v);
 typedef enum { SCALES_TENSOR, SCALES_ROW, SCALES_BLOCK } ScaleMode;
 #define IR_SCALE_BLOCK 128 /* the k (and n) a block-wise scale covers */
 ScaleMode ir_scale_mode(Func *fn, const Instr *in);
+/* a matmul's epilogue attribute (EPI_*); EPI_NONE for any other instruction */
+int ir_epilogue(Func *fn, const Instr *in);
 /* true if the result of `in` has its operand's bytes: a reshape between
  * row-major values, or a transpose whose result's layout walks the
  * operand's dims in the operand's memory order (the transpose of a

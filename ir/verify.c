@@ -451,7 +451,7 @@ check_aux(Check *c, const uint32_t *a)
 	const Instr *mm = ir_def(fn, a[0]);
 	char b1[64];
 
-	if (!mm || mm->op != OP_MATMUL || !mm->nattr || ir_attr(fn, mm)[0] != EPI_GELU_AUX)
+	if (!mm || ir_epilogue(fn, mm) != EPI_GELU_AUX)
 		return fail(c, "the operand must be a matmul with epilogue 3 (gelu_aux)");
 	if (fn->vals[a[0]].dtype != fn->vals[c->in->res].dtype || !ir_same_shape(fn, a[0], c->in->res))
 		return fail(c, "the result must be %s, as its matmul", tystr(fn, a[0], b1, sizeof b1));
@@ -484,7 +484,7 @@ check_aux_pairs(Func *fn, char *err, size_t errlen, uint32_t *pos)
 {
 	for (uint32_t i = 0; i < fn->nins; i++) {
 		const Instr *in = &fn->ins[i], *next = i + 1 < fn->nins ? in + 1 : NULL;
-		bool gelu_aux = in->op == OP_MATMUL && in->nattr && ir_attr(fn, in)[0] == EPI_GELU_AUX;
+		bool gelu_aux = ir_epilogue(fn, in) == EPI_GELU_AUX;
 		const char *why = NULL;
 		char nb[16];
 

@@ -72,7 +72,7 @@ bare_matmul(Match *m, uint32_t v)
 {
 	const Instr *mm = def_op(m, v, OP_MATMUL);
 
-	if (!mm || mm->nargs != 2 || (mm->nattr && ir_attr(m->fn, mm)[0] != EPI_NONE) || m->uses[v] != 1)
+	if (!mm || mm->nargs != 2 || ir_epilogue(m->fn, mm) != EPI_NONE || m->uses[v] != 1)
 		return NULL;
 	return mm;
 }
@@ -461,7 +461,7 @@ fuse_at(Match *m, Func *dst, uint32_t x, uint32_t *map)
 	if ((bias = bias_add(m, y, &mm)) == IR_NONE) {
 		/* a relu right after a matmul (with its own bias or none) */
 		mm = ir_def(fn, y);
-		if (epi == EPI_NONE || !mm || mm->op != OP_MATMUL || (mm->nattr && ir_attr(fn, mm)[0] != EPI_NONE))
+		if (epi == EPI_NONE || !mm || mm->op != OP_MATMUL || ir_epilogue(fn, mm) != EPI_NONE)
 			return IR_NONE;
 		if (mm->nargs == 3)
 			bias = ir_args(fn, mm)[2];
