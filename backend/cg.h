@@ -72,6 +72,7 @@ LLVMValueRef cg_key(Cg *c, const Red *r, LLVMValueRef x);
 LLVMValueRef cg_identity(Cg *c, const Red *r);
 LLVMValueRef cg_combine(Cg *c, const Red *r, LLVMValueRef a, LLVMValueRef b);
 LLVMValueRef cg_unkey(Cg *c, const Red *r, LLVMValueRef k);
+LLVMValueRef cg_lanes_reduce(Cg *c, const Red *r, LLVMValueRef x, unsigned top);
 LLVMValueRef cg_warp_reduce(Cg *c, const Red *r, LLVMValueRef x);
 LLVMValueRef cg_shared_array(Cg *c, const char *name, LLVMTypeRef at, unsigned align);
 LLVMValueRef cg_smem_slot(Cg *c, LLVMValueRef i);

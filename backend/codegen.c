@@ -805,15 +805,15 @@ cg_unkey(Cg *c, const Red *r, LLVMValueRef k)
 	return r->wide ? x : be_convert(c, x, DT_F32, r->t, true);
 }
 
-/* butterfly over the warp: every lane ends with the combination of all 32,
- * in the same order on every run */
+/* butterfly over groups of 2·top lanes: every lane ends with the
+ * combination of its group's, in the same order on every run */
 LLVMValueRef
-cg_warp_reduce(Cg *c, const Red *r, LLVMValueRef x)
+cg_lanes_reduce(Cg *c, const Red *r, LLVMValueRef x, unsigned top)
 {
 	LLVMTypeRef t = LLVMTypeOf(x);
 	bool wide = t == c->i64 || t == c->f64;
 
-	for (unsigned d = 16; d >= 1; d /= 2) {
+	for (unsigned d = top; d >= 1; d /= 2) {
 		LLVMValueRef bits = wide ? LLVMBuildBitCast(c->b, x, c->i64, "") : x, lo, hi, other;
 		LLVMValueRef a[4] = { LLVMConstAllOnes(c->i32), NULL, i32c(c, d), i32c(c, 31) };
 
@@ -835,6 +835,13 @@ cg_warp_reduce(Cg *c, const Red *r, LLVMValueRef x)
 		x = cg_combine(c, r, x, other); /* + and max commute: both lanes get the same bits */
 	}
 	return x;
+}
+
+/* butterfly over the warp: every lane ends with the combination of all 32 */
+LLVMValueRef
+cg_warp_reduce(Cg *c, const Red *r, LLVMValueRef x)
+{
+	return cg_lanes_reduce(c, r, x, 16);
 }
 
 /* ---- block-level reduction: warps, then warp 0 over the warps' results ---- */

@@ -6,10 +6,11 @@
 /* ---- row kernels ----
  * A kernel whose reductions all reduce the last dim of one row-major space
  * (..., C), and whose outputs are that space's or per row (softmax, RMSNorm,
- * LayerNorm, row-wise quantize), runs a row at a time: a warp for a short
- * row, else a block, each thread holding its V-element chunks of the row in
- * registers (the memo keeps what it loaded and computed at those
- * coordinates) from the first reduction to the last write. One read, one
+ * LayerNorm, row-wise quantize), runs a row at a time: T threads a row (a
+ * warp for a short row, up to a block), each thread holding its V-element
+ * chunks of the row in registers (the memo keeps what it loaded and
+ * computed at those coordinates) from the first reduction to the last
+ * write. One read, one
  * write, no grid barrier. What depends on a reduction must keep its row:
  * elementwise ops over the space or per row (the leading dims, with or
  * without a trailing 1 as keepdim leaves it; clones, the copy of a
@@ -119,24 +120,43 @@ cg_rows_shape(Cg *c, Rows *rs)
 	rs->V = 16 / size;
 	if (rs->C % rs->V)
 		return false;
-	rs->T = rs->C / rs->V <= 32 * 2 ? 32 : BE_BLOCK; /* a warp for up to two chunks a thread */
+	/* the fewest threads a row, down to a warp, that give each two chunks
+	 * (row-wise quantize of 4096 bf16 columns on the H200: 2.80 TB/s with
+	 * one chunk a thread, 2.90 with two); a block of several rows needs
+	 * every one of them to take the loop's trips, for its barriers */
+	for (rs->T = 32; rs->T < BE_BLOCK && rs->C / rs->V / (rs->T * 2) >= 2; rs->T *= 2)
+		;
+	if (rs->T > 32 && rs->R % (BE_BLOCK / rs->T))
+		rs->T = BE_BLOCK;
 	rs->nch = (int)((rs->C / rs->V + rs->T - 1) / rs->T);
 	return rs->nch <= ROW_MAXCHUNKS;
 }
 
-/* a block's x, combined over the block, in every thread */
+/* x combined over the T threads of this thread's row (T/32 warps), in
+ * every thread: each warp's butterfly, then in every warp a butterfly over
+ * the row's warps' results — for T = BE_BLOCK the tree cg_block_reduce
+ * builds, so the bits do not depend on T */
 static LLVMValueRef
-block_allreduce(Cg *c, const Red *r, LLVMValueRef x)
+group_allreduce(Cg *c, const Red *r, LLVMValueRef x, int T)
 {
-	LLVMValueRef y = cg_block_reduce(c, r, x);
-	LLVMBasicBlockRef join = cg_if_begin(c, LLVMBuildICmp(c->b, LLVMIntEQ, c->tid, cg_ic(c, 0), ""));
+	unsigned w = (unsigned)T / 32;
+	LLVMValueRef lane = LLVMBuildAnd(c->b, c->tid, cg_ic(c, 31), ""),
+		     warp = LLVMBuildLShr(c->b, c->tid, cg_ic(c, 5), ""), slot;
+	LLVMBasicBlockRef join;
 
-	LLVMBuildStore(c->b, cg_to_i64(c, y), cg_smem_slot(c, cg_ic(c, 0)));
+	x = cg_warp_reduce(c, r, x);
+	if (w == 1)
+		return x;
+	join = cg_if_begin(c, LLVMBuildICmp(c->b, LLVMIntEQ, lane, cg_ic(c, 0), ""));
+	LLVMBuildStore(c->b, cg_to_i64(c, x), cg_smem_slot(c, warp));
 	cg_if_end(c, join);
 	cg_syncthreads(c);
-	y = cg_from_i64(c, LLVMBuildLoad2(c->b, c->i64, cg_smem_slot(c, cg_ic(c, 0)), ""), r->kt);
-	cg_syncthreads(c); /* the slot is free again */
-	return y;
+	slot = LLVMBuildOr(c->b, LLVMBuildAnd(c->b, warp, cg_ic(c, -(int64_t)w), ""),
+		LLVMBuildAnd(c->b, lane, cg_ic(c, w - 1), ""), "");
+	x = cg_from_i64(c, LLVMBuildLoad2(c->b, c->i64, cg_smem_slot(c, slot), ""), r->kt);
+	x = cg_lanes_reduce(c, r, x, w / 2);
+	cg_syncthreads(c); /* the slots are free again */
+	return x;
 }
 
 /* element e of this thread's chunks: its coordinates and linear index */
@@ -187,8 +207,8 @@ cg_rows_kernel(Cg *c, const Rows *rs)
 	el = arena_alloc(fn->arena, (size_t)rs->nch * rs->V * sizeof *el);
 	for (int ch = 0; ch < rs->nch; ch++) {
 		/* a chunk past the row's end reads the row's first (masked out) */
-		col = LLVMBuildMul(
-			c->b, LLVMBuildAdd(c->b, lane, cg_ic(c, (int64_t)ch * rs->T), ""), cg_ic(c, rs->V), "");
+		col = LLVMBuildNUWAdd(c->b, LLVMBuildNUWMul(c->b, lane, cg_ic(c, rs->V), ""),
+			cg_ic(c, (int64_t)ch * rs->T * rs->V), "");
 		ok[ch] = LLVMBuildICmp(c->b, LLVMIntULT, col, cg_ic(c, rs->C), "");
 		if (partial)
 			col = LLVMBuildSelect(c->b, ok[ch], col, cg_ic(c, 0), "");
@@ -220,7 +240,7 @@ cg_rows_kernel(Cg *c, const Rows *rs)
 				x = LLVMBuildSelect(c->b, ok[e / rs->V], x, cg_identity(c, &r), "");
 			acc = cg_combine(c, &r, acc, x);
 		}
-		acc = rs->T == 32 ? cg_warp_reduce(c, &r, acc) : block_allreduce(c, &r, acc);
+		acc = group_allreduce(c, &r, acc, rs->T);
 		cg_memo_add(c, v, rowco, cg_unkey(c, &r, acc));
 	}
 	for (uint32_t j = 0; j < k->nouts; j++) {
