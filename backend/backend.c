@@ -7,6 +7,7 @@
 #include <llvm-c/Core.h>
 
 #include "be.h"
+#include "gemm_rules.h"
 
 #define AS_NAME(id, name) name,
 const char *const be_emit_names[] = { EMITS(AS_NAME) NULL };
@@ -21,6 +22,32 @@ be_llvm_version(void)
 	LLVMGetVersion(&maj, &min, &pat);
 	snprintf(buf, sizeof buf, "%u.%u.%u", maj, min, pat);
 	return buf;
+}
+
+bool
+be_gemm_ok(Func *fn, const Instr *in, char *why, size_t n)
+{
+	const uint32_t *a = ir_args(fn, in);
+	const int64_t *da, *db;
+	int ra;
+
+	if (!op_gemm((Op)in->op))
+		return true;
+	da = ir_dims(fn, a[0]);
+	db = ir_dims(fn, a[1]);
+	ra = fn->vals[a[0]].rank;
+	if (in->op == OP_SCALED_MM && !fp8_gemm_dims_ok(da[1], db[1])) {
+		snprintf(why, n, "scaled_mm with K=%lld and N=%lld: cuBLASLt's FP8 GEMMs need K and N multiples of %d",
+			(long long)da[1], (long long)db[1], FP8_GEMM_MULTIPLE);
+		return false;
+	}
+	if (in->op == OP_MATMUL && da[ra - (in->flags & IF_TRANS_A ? 2 : 1)] == 0) {
+		snprintf(why, n,
+			"matmul with K=0 (an empty sum): the GPU backend does not compile it "
+			"(--interpret computes it)");
+		return false;
+	}
+	return true;
 }
 
 /* the plan of every function, behind pre */

@@ -25,6 +25,11 @@ be_emit_for_code(Emit e)
 	return e == EMIT_PTX || e == EMIT_PLAN || e == EMIT_LLVM;
 }
 
+/* false, with why, if the backend cannot compile matmul-class instruction
+ * in as it is (cuBLASLt's FP8 GEMMs want K and N multiples of 16; a matmul
+ * with K = 0, an empty sum, has no GEMM); the interpreter runs them all */
+bool be_gemm_ok(Func *fn, const Instr *in, char *why, size_t n);
+
 /* the GPUs fp8cc compiles for: gpu is one, or a list of all of them */
 bool be_target_ok(const char *gpu);
 const char *be_target_list(void); /* "sm_89, sm_90, ..." */

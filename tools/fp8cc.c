@@ -20,7 +20,6 @@
 
 #include "backend.h"
 #include "fe.h"
-#include "gemm_rules.h"
 #include "passes.h"
 #include "safetensors.h"
 #include "signature.h"
@@ -699,36 +698,19 @@ done:
 
 /* ---- compiling ---- */
 
-/* what cuBLASLt's FP8 GEMMs cannot do is the input's error, at its line:
- * K and N multiples of 16 (the interpreter runs any shape) */
+/* what the backend cannot compile (be_gemm_ok) is the input's error, at
+ * its line */
 static bool
 gemms_ok(Func *fn, const Source *src)
 {
 	bool ok = true;
+	char why[256];
 
-	for (uint32_t i = 0; i < fn->nins; i++) {
-		const Instr *in = &fn->ins[i];
-		const uint32_t *a = ir_args(fn, in);
-
-		if (!op_gemm((Op)in->op))
-			continue;
-		const int64_t *da = ir_dims(fn, a[0]), *db = ir_dims(fn, a[1]);
-		int ra = fn->vals[a[0]].rank;
-
-		if (in->op == OP_SCALED_MM && !fp8_gemm_dims_ok(da[1], db[1])) {
-			fe_error(src, in->line, in->col,
-				"scaled_mm with K=%lld and N=%lld: cuBLASLt's FP8 GEMMs "
-				"need K and N multiples of %d",
-				(long long)da[1], (long long)db[1], FP8_GEMM_MULTIPLE);
+	for (uint32_t i = 0; i < fn->nins; i++)
+		if (!be_gemm_ok(fn, &fn->ins[i], why, sizeof why)) {
+			fe_error(src, fn->ins[i].line, fn->ins[i].col, "%s", why);
 			ok = false;
 		}
-		if (in->op == OP_MATMUL && da[ra - (in->flags & IF_TRANS_A ? 2 : 1)] == 0) {
-			fe_error(src, in->line, in->col,
-				"matmul with K=0 (an empty sum): the GPU backend does not "
-				"compile it (--interpret computes it)");
-			ok = false;
-		}
-	}
 	return ok;
 }
 

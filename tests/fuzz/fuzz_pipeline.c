@@ -51,17 +51,15 @@ small(Func *fn)
 	return true;
 }
 
-/* what fp8cc itself rejects before the backend: cuBLASLt's K and N rule */
+/* what fp8cc itself rejects before the backend (be_gemm_ok) */
 static bool
 gemms_ok(Func *fn)
 {
-	for (uint32_t i = 0; i < fn->nins; i++) {
-		const Instr *in = &fn->ins[i];
+	char why[256];
 
-		if (in->op == OP_SCALED_MM &&
-			(ir_dims(fn, ir_args(fn, in)[0])[1] % 16 || ir_dims(fn, ir_args(fn, in)[1])[1] % 16))
+	for (uint32_t i = 0; i < fn->nins; i++)
+		if (!be_gemm_ok(fn, &fn->ins[i], why, sizeof why))
 			return false;
-	}
 	return true;
 }
 
