@@ -10,13 +10,12 @@
  * warp for a short row, up to a block), each thread holding its V-element
  * chunks of the row in registers (the memo keeps what it loaded and
  * computed at those coordinates) from the first reduction to the last
- * write. One read, one
- * write, no grid barrier. What depends on a reduction must keep its row:
- * elementwise ops over the space or per row (the leading dims, with or
- * without a trailing 1 as keepdim leaves it; clones, the copy of a
- * per-row value in another layout too), broadcasts that keep the
- * leading dims, reductions of the last dim — anything else, and the kernel
- * runs in phases. */
+ * write. One read, one write, no grid barrier. What depends on a
+ * reduction must keep its row: elementwise ops over the space or per row
+ * (the leading dims, with or without a trailing 1 as keepdim leaves it;
+ * clones, the copy of a per-row value in another layout too), broadcasts
+ * that keep the leading dims, reductions of the last dim — anything else,
+ * and the kernel runs in phases. */
 
 #define ROW_MAXCHUNKS 8 /* V-element chunks a thread holds */
 
@@ -124,8 +123,8 @@ cg_rows_shape(Cg *c, Rows *rs)
 	 * (row-wise quantize of 4096 bf16 columns on the H200: 2.80 TB/s with
 	 * one chunk a thread, 2.90 with two); a block of several rows needs
 	 * every one of them to take the loop's trips, for its barriers */
-	for (rs->T = 32; rs->T < BE_BLOCK && rs->C / rs->V / (rs->T * 2) >= 2; rs->T *= 2)
-		;
+	for (rs->T = 32; rs->T < BE_BLOCK && rs->C / rs->V >= 2 * (rs->T * 2); rs->T *= 2)
+		; /* twice the threads still leave each two chunks */
 	if (rs->T > 32 && rs->R % (BE_BLOCK / rs->T))
 		rs->T = BE_BLOCK;
 	rs->nch = (int)((rs->C / rs->V + rs->T - 1) / rs->T);
