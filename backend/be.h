@@ -10,6 +10,12 @@
 
 #define BE_BLOCK   256  /* threads per block of every kernel */
 #define BE_MAXGRID 4096 /* persistent grids never exceed this many blocks */
+/* shared memory a block of a multi-phase kernel may keep its inputs in
+ * across a grid barrier (codegen.c, Keep). Eight blocks of 16 KB leave an
+ * SM of 228 KB (sm_90, sm_100) its full 2048 threads and most of its L1:
+ * 24 KB, which fits too, took the L1 the loads in flight need and was
+ * slower (measured on the H200, docs/gpu-results.md) */
+#define BE_KEEP (16 * 1024)
 
 /* ---- memplan.c: where each value lives, the steps in order ---- */
 
@@ -112,6 +118,11 @@ typedef struct Cg {
 	int space_align; /* bytes the current element's index is a multiple of */
 	LLVMValueRef tid, bid, ntid, nctaid, gtid, gstride;
 	LLVMValueRef gen; /* a multi-phase kernel's barrier generation at its start (i32) */
+	/* inputs kept in shared memory across a grid barrier (codegen.c, Keep) */
+	int64_t *keep_off;    /* per value: its place in a step's kept bytes, or -1 */
+	LLVMValueRef keep_at; /* the current chunk's: this thread's first byte, or NULL */
+	bool keep_load;       /* read them from there (else store them as they load) */
+	int keep_j;           /* the element of the chunk being built */
 } Cg;
 
 LLVMTypeRef be_type(Cg *c, DType t);

@@ -486,6 +486,39 @@ uniform(Cg *c, uint32_t v)
 	return c->uniform[v] = x;
 }
 
+/* a kept input at the current chunk's element: read from the shared array,
+ * or loaded and stored there (Keep). Element j of the V a thread takes is
+ * in the step's 16-byte piece j * size / 16 of the input, each piece
+ * BE_BLOCK threads' 16 bytes side by side, so a warp's accesses meet no
+ * bank twice. */
+static LLVMValueRef
+kept(Cg *c, uint32_t v, LLVMValueRef *co)
+{
+	DType t = (DType)c->fn->vals[v].dtype;
+	int64_t sz = dt_size(t), at = c->keep_off[v] + c->keep_j * sz / 16 * BE_BLOCK * 16 + c->keep_j * sz % 16;
+	LLVMValueRef o = LLVMConstInt(c->i64, (unsigned long long)at, 0), x;
+	LLVMValueRef p = LLVMBuildGEP2(c->b, c->i8, c->keep_at, &o, 1, "");
+	unsigned align = at % 16 ? (unsigned)(at & -at) : 16;
+
+	if (c->keep_load) {
+		x = LLVMBuildLoad2(c->b, cg_mem_type(c, t), p, "");
+		LLVMSetAlignment(x, align);
+		return x;
+	}
+	x = load_at(c, c->ptr_of[v], v, co);
+	LLVMSetAlignment(LLVMBuildStore(c->b, x, p), align);
+	return x;
+}
+
+/* the current chunk element's own coordinates (those of any access that
+ * reads there, by whatever path) */
+static bool
+at_element(Cg *c, uint32_t v, LLVMValueRef *co)
+{
+	return c->space_coords &&
+		(co == c->space_coords || !memcmp(co, c->space_coords, (size_t)c->fn->vals[v].rank * sizeof *co));
+}
+
 LLVMValueRef
 cg_value(Cg *c, uint32_t v, LLVMValueRef *co)
 {
@@ -495,7 +528,9 @@ cg_value(Cg *c, uint32_t v, LLVMValueRef *co)
 		return uniform(c, v);
 	if ((x = memo_find(c, v, co)))
 		return x;
-	if (!cg_in_kernel(c, v))
+	if (!cg_in_kernel(c, v) && c->keep_at && c->keep_off[v] >= 0 && at_element(c, v, co))
+		x = kept(c, v, co);
+	else if (!cg_in_kernel(c, v))
 		x = load_at(c, c->ptr_of[v], v, co);
 	else if (is_reduce(c, v))
 		x = load_at(c, cg_storage(c, v), v, co); /* a partial reduction of an earlier phase */
@@ -1219,9 +1254,11 @@ chunk(Cg *c, const Group *g, LLVMValueRef i, int V, LLVMValueRef *accs, const Re
 	 * the memo keeps V of each shared step (a kernel of fifteen outputs went
 	 * from 62 registers to 207) */
 	if (!calls || V > 16 || fn->vals[s].rank == 0 || g->nvals > CHUNK_SWEEP_VALUES || nin > CHUNK_SWEEP_VALUES) {
-		for (int j = 0; j < V; j++)
+		for (int j = 0; j < V; j++) {
+			c->keep_j = j;
 			space_element(
 				c, g, j ? LLVMBuildAdd(c->b, i, cg_ic(c, j), "") : i, cg_lane_align(j, V), accs, reds);
+		}
 		return;
 	}
 	for (int j = 0; j < V; j++) {
@@ -1229,6 +1266,7 @@ chunk(Cg *c, const Group *g, LLVMValueRef i, int V, LLVMValueRef *accs, const Re
 		co[j] = cg_delinearize(c, lin[j], ir_dims(fn, s), cg_order_of(fn, s, tmp), fn->vals[s].rank);
 	}
 	for (int j = 0; j < V; j++) { /* the loads */
+		c->keep_j = j;
 		cg_current(c, s, co[j], lin[j], cg_lane_align(j, V));
 		memset(seen, 0, fn->nvals + 1);
 		for (uint32_t k = 0; k < g->nvals; k++)
@@ -1238,10 +1276,12 @@ chunk(Cg *c, const Group *g, LLVMValueRef i, int V, LLVMValueRef *accs, const Re
 		Group one = { g->space, &g->vals[k], 1 };
 
 		for (int j = 0; j < V; j++) {
+			c->keep_j = j;
 			cg_current(c, s, co[j], lin[j], cg_lane_align(j, V));
 			operand(c, element_root(c, g, k, accs), c->space_coords);
 		}
 		for (int j = 0; j < V; j++) {
+			c->keep_j = j;
 			cg_current(c, s, co[j], lin[j], cg_lane_align(j, V));
 			element(c, &one, accs + k, reds + k);
 		}
@@ -1249,18 +1289,74 @@ chunk(Cg *c, const Group *g, LLVMValueRef i, int V, LLVMValueRef *accs, const Re
 	c->space_coords = NULL;
 }
 
+/* Inputs that a phase reads and the next reads again over the same space
+ * (a tensor-wise quantize: its amax reads x, and its cast reads x again
+ * after the grid barrier) are kept in shared memory between the two: each
+ * thread stores what it loads in its first K steps of the grid, and after
+ * the barrier reads those back from there, not from memory. The next
+ * phase takes its steps last first, so it reads from memory first what L2
+ * still holds, then what is kept. Both loops take chunks of the same V, so
+ * a thread meets in the second the elements it loaded in the first. */
+typedef struct {
+	uint32_t p;       /* the phase that stores; p + 1 reads; IR_NONE: none */
+	uint32_t g[2];    /* the group of each */
+	int V, K;         /* elements a chunk, steps kept */
+	int64_t step;     /* bytes a block keeps of a step */
+	LLVMValueRef buf; /* the shared array, K steps */
+} Keep;
+
+/* how a group's loop takes its space: chunks of V elements, nvec of them,
+ * a row of inner elements (rank 2), across reads (chunk_start) */
+typedef struct {
+	int V;
+	int64_t nvec, inner;
+	bool across;
+} Chunks;
+
+/* the chunks of the grid's steps lo .. lo + n - 1 (lo NULL: 0), last first
+ * if backward; with role 1 or 2, the kept inputs of step s are stored in
+ * (read from) buf at s * step + tid * 16 */
+static void
+steps_loop(Cg *c, const Group *g, const Chunks *ch, LLVMValueRef lo, LLVMValueRef n, bool backward, const Keep *kk,
+	int role, LLVMValueRef *accs, const Red *reds)
+{
+	LLVMValueRef hi = lo ? LLVMBuildAdd(c->b, lo, n, "") : n, s, i, o;
+	LLVMBasicBlockRef join;
+	Loop l;
+
+	s = cg_loop_begin(c, &l, cg_ic(c, 0), n, cg_ic(c, 1));
+	if (backward)
+		s = LLVMBuildSub(c->b, LLVMBuildSub(c->b, hi, cg_ic(c, 1), ""), s, "");
+	else if (lo)
+		s = LLVMBuildAdd(c->b, lo, s, "");
+	i = LLVMBuildAdd(c->b, LLVMBuildMul(c->b, s, c->gstride, ""), c->gtid, "");
+	join = cg_if_begin(c, LLVMBuildICmp(c->b, LLVMIntULT, i, cg_ic(c, ch->nvec), ""));
+	if (role) {
+		o = LLVMBuildAdd(c->b, LLVMBuildMul(c->b, s, cg_ic(c, kk->step), ""),
+			LLVMBuildMul(c->b, c->tid, cg_ic(c, 16), ""), "");
+		c->keep_at = LLVMBuildGEP2(c->b, c->i8, kk->buf, &o, 1, "");
+		c->keep_load = role == 2;
+	}
+	chunk(c, g, chunk_start(c, i, ch->inner, ch->V, ch->across), ch->V, accs, reds);
+	c->keep_at = NULL;
+	cg_if_end(c, join);
+	cg_loop_end(c, &l);
+}
+
 /* grid-stride loop over the space, V elements a thread, then the tail
- * (backward: the grid's steps last first); returns the blocks it wants */
+ * (backward: the grid's steps last first); role 1 or 2 when the group is
+ * the first or second of kk. Returns the blocks it wants. */
 static uint32_t
-group_loop(Cg *c, const Group *g, LLVMValueRef *accs, const Red *reds, bool backward)
+group_loop(Cg *c, const Group *g, LLVMValueRef *accs, const Red *reds, bool backward, const Keep *kk, int role)
 {
 	Func *fn = c->fn;
 	int64_t total = ir_numel(fn, g->space), t[IR_MAXRANK], outer = 0, inner = 0;
-	int V = cg_vector_width(c, g);
+	int V = role ? kk->V : cg_vector_width(c, g);
 	int64_t nvec = total / V;
+	Chunks ch;
 	bool across = false;
 	Loop l;
-	LLVMValueRef i;
+	LLVMValueRef i, steps = NULL, K;
 
 	if (fn->vals[g->space].rank == 2) {
 		const int64_t *ord = cg_order_of(fn, g->space, t);
@@ -1270,22 +1366,26 @@ group_loop(Cg *c, const Group *g, LLVMValueRef *accs, const Red *reds, bool back
 		inner = ir_dims(fn, g->space)[ord[1]];
 		across = outer % 32 == 0 && inner % V == 0 && cg_group_reads_across(c, g);
 	}
-	if (nvec > 0 && backward) {
+	ch = (Chunks){ V, nvec, inner, across };
+	if (nvec > 0 && (role || backward)) /* the grid's steps */
+		steps = LLVMBuildUDiv(c->b, LLVMBuildAdd(c->b, cg_ic(c, nvec - 1), c->gstride, ""), c->gstride, "");
+	if (nvec > 0 && role) { /* at least K of them */
+		K = cg_ic(c, kk->K);
+		steps = LLVMBuildSelect(c->b, LLVMBuildICmp(c->b, LLVMIntULT, steps, K, ""), K, steps, "");
+		if (backward) {
+			steps_loop(c, g, &ch, K, LLVMBuildSub(c->b, steps, K, ""), true, kk, 0, accs, reds);
+			steps_loop(c, g, &ch, NULL, K, true, kk, role, accs, reds);
+		} else {
+			steps_loop(c, g, &ch, NULL, K, false, kk, role, accs, reds);
+			i = cg_loop_begin(c, &l, LLVMBuildAdd(c->b, LLVMBuildMul(c->b, K, c->gstride, ""), c->gtid, ""),
+				cg_ic(c, nvec), c->gstride);
+			chunk(c, g, chunk_start(c, i, inner, V, across), V, accs, reds);
+			cg_loop_end(c, &l);
+		}
+	} else if (nvec > 0 && backward) {
 		/* the grid's steps taken last first: what the phase before read last
 		 * is what L2 still holds */
-		LLVMValueRef steps =
-			LLVMBuildUDiv(c->b, LLVMBuildAdd(c->b, cg_ic(c, nvec - 1), c->gstride, ""), c->gstride, "");
-		LLVMBasicBlockRef join;
-
-		i = cg_loop_begin(c, &l, cg_ic(c, 0), steps, cg_ic(c, 1));
-		i = LLVMBuildAdd(c->b,
-			LLVMBuildMul(c->b, LLVMBuildSub(c->b, LLVMBuildSub(c->b, steps, cg_ic(c, 1), ""), i, ""),
-				c->gstride, ""),
-			c->gtid, "");
-		join = cg_if_begin(c, LLVMBuildICmp(c->b, LLVMIntULT, i, cg_ic(c, nvec), ""));
-		chunk(c, g, chunk_start(c, i, inner, V, across), V, accs, reds);
-		cg_if_end(c, join);
-		cg_loop_end(c, &l);
+		steps_loop(c, g, &ch, NULL, steps, true, kk, 0, accs, reds);
 	} else if (nvec > 0) {
 		i = cg_loop_begin(c, &l, c->gtid, cg_ic(c, nvec), c->gstride);
 		chunk(c, g, chunk_start(c, i, inner, V, across), V, accs, reds);
@@ -1406,25 +1506,25 @@ finish_reduction(Cg *c, uint32_t v, const Red *r, LLVMValueRef acc)
 	cg_if_end(c, join);
 }
 
-static uint32_t
-phase(Cg *c, const KPlan *kp, uint32_t p)
+/* the loops of a phase: groups of one space each, and the pairs of them
+ * written through tiles */
+typedef struct {
+	Group *gs;
+	uint32_t ng;
+	bool *tiled; /* per group: written in one of the tiles */
+	Tile *tiles;
+	uint32_t nt;
+} Tasks;
+
+static void
+phase_tasks(Cg *c, const KPlan *kp, uint32_t p, Tasks *ts)
 {
 	Func *fn = c->fn;
 	const Kernel *k = &fn->kernels[c->k];
 	Group *gs = arena_alloc(fn->arena, (2 * k->count + 2) * sizeof *gs);
-	uint32_t ng = 0, blocks = 1, b;
+	uint32_t ng = 0;
 	bool *tiled;
-	LLVMBasicBlockRef pre = cg_block(c, "pre"), uni = cg_block(c, "uni"), body = cg_block(c, "phase");
 
-	LLVMBuildBr(c->b, pre);
-	LLVMPositionBuilderAtEnd(c->b, pre);
-	if (p > 0)
-		read_reductions(c, p);
-	LLVMBuildBr(c->b, uni);
-	LLVMPositionBuilderAtEnd(c->b, uni);
-	LLVMBuildBr(c->b, body);
-	LLVMPositionBuilderAtEnd(c->b, body);
-	c->pre = uni;
 	for (uint32_t i = k->first; i < k->first + k->count; i++) {
 		const Instr *in = &fn->ins[i];
 		uint32_t v = in->res;
@@ -1443,32 +1543,136 @@ phase(Cg *c, const KPlan *kp, uint32_t p)
 		cg_split_across(c, &gs[gi], &gs[ng], &ng);
 	/* transposed writes in tiles, each with the group of the transposed
 	 * space if there is one */
-	tiled = arena_alloc(fn->arena, ng + 1);
+	*ts = (Tasks){ gs, ng, tiled = arena_alloc(fn->arena, ng + 1), arena_alloc(fn->arena, (ng + 1) * sizeof(Tile)),
+		0 };
 	for (uint32_t gi = 0; gi < ng; gi++)
 		for (uint32_t ai = 0; ai <= ng && !tiled[gi]; ai++) {
 			const Group *a = ai < ng ? &gs[ai] : NULL;
-			Tile t;
 
 			if (a && (ai == gi || tiled[ai] || !cg_transposed_space(c, gs[gi].space, a->space)))
 				continue;
 			if (a && (c->space = a->space, cg_group_reads_across(c, a)))
 				continue;
-			if (!cg_tile_shape(c, a, &gs[gi], &t))
+			if (!cg_tile_shape(c, a, &gs[gi], &ts->tiles[ts->nt]))
 				continue;
+			ts->nt++;
 			tiled[gi] = true;
 			if (a)
 				tiled[ai] = true;
-			if ((b = cg_tile_loop(c, &t)) > blocks)
-				blocks = b;
 		}
-	for (uint32_t gi = 0; gi < ng; gi++) {
-		Group *g = &gs[gi];
+}
+
+/* the kernel inputs that group g of phase p reads at its own index */
+static void
+group_reads(Cg *c, const KPlan *kp, uint32_t p, const Group *g, bool *seen)
+{
+	Func *fn = c->fn;
+
+	for (uint32_t i = 0; i < g->nvals; i++) {
+		uint32_t v = g->vals[i];
+		const Instr *in = ir_def(fn, v);
+		bool acc = ir_ops[in->op].cls == OC_REDUCE && fn->vals[v].rank == 0 && kp->phase[v] == p;
+
+		walk_elementwise(c, acc ? ir_args(fn, in)[0] : v, seen, false);
+	}
+}
+
+/* the first pair of loops, in phases p and p + 1, over the same space that
+ * read some inputs both: those are kept (Keep), as many steps as BE_KEEP
+ * holds (and the space has) */
+static void
+plan_keep(Cg *c, const KPlan *kp, const Tasks *ts, Keep *kk)
+{
+	Func *fn = c->fn;
+	const Kernel *k = &fn->kernels[c->k];
+	bool *sa = arena_alloc(fn->arena, fn->nvals + 1), *sb = arena_alloc(fn->arena, fn->nvals + 1);
+
+	kk->p = IR_NONE;
+	for (uint32_t v = 0; v <= fn->nvals; v++)
+		c->keep_off[v] = -1;
+	for (uint32_t p = 0; p + 1 < kp->nphases; p++)
+		for (uint32_t a = 0; a < ts[p].ng; a++)
+			for (uint32_t b = 0; b < ts[p + 1].ng; b++) {
+				const Group *ga = &ts[p].gs[a], *gb = &ts[p + 1].gs[b];
+				uint32_t s = ga->space;
+				int64_t bytes = 0, nvec;
+				int V;
+
+				if (ts[p].tiled[a] || ts[p + 1].tiled[b] || fn->vals[s].rank == 0 ||
+					!same_space(fn, s, gb->space))
+					continue;
+				c->space = s;
+				if (fn->vals[s].rank == 2 &&
+					(cg_group_reads_across(c, ga) || cg_group_reads_across(c, gb)))
+					continue;
+				memset(sa, 0, fn->nvals + 1);
+				memset(sb, 0, fn->nvals + 1);
+				group_reads(c, kp, p, ga, sa);
+				group_reads(c, kp, p + 1, gb, sb);
+				V = cg_vector_width(c, ga) > cg_vector_width(c, gb) ? cg_vector_width(c, ga)
+										    : cg_vector_width(c, gb);
+				for (uint32_t j = 0; j < k->nins; j++) {
+					uint32_t u = fn->argv[k->ins + j];
+
+					if (!sa[u] || !sb[u] || c->keep_off[u] >= 0 || fn->vals[u].dtype == DT_B8 ||
+						!ir_same_shape(fn, u, s))
+						continue;
+					c->keep_off[u] = bytes * BE_BLOCK;
+					bytes += V * dt_size((DType)fn->vals[u].dtype);
+				}
+				nvec = ir_numel(fn, s) / V;
+				if (!bytes || nvec == 0)
+					continue;
+				kk->step = bytes * BE_BLOCK;
+				kk->K = (int)(BE_KEEP / kk->step);
+				if ((nvec + BE_BLOCK - 1) / BE_BLOCK < kk->K) /* more than a grid of one block takes */
+					kk->K = (int)((nvec + BE_BLOCK - 1) / BE_BLOCK);
+				if (kk->K < 1) {
+					for (uint32_t v = 0; v <= fn->nvals; v++)
+						c->keep_off[v] = -1;
+					continue;
+				}
+				kk->p = p;
+				kk->g[0] = a;
+				kk->g[1] = b;
+				kk->V = V;
+				kk->buf = cg_shared_array(c, arena_printf(fn->arena, "%s.keep", k->name),
+					LLVMArrayType2(c->i8, (uint64_t)(kk->K * kk->step)), 16);
+				return;
+			}
+}
+
+static uint32_t
+phase(Cg *c, const KPlan *kp, uint32_t p, const Tasks *ts, const Keep *kk)
+{
+	Func *fn = c->fn;
+	const Kernel *k = &fn->kernels[c->k];
+	uint32_t blocks = 1, b;
+	LLVMBasicBlockRef pre = cg_block(c, "pre"), uni = cg_block(c, "uni"), body = cg_block(c, "phase");
+
+	LLVMBuildBr(c->b, pre);
+	LLVMPositionBuilderAtEnd(c->b, pre);
+	if (p > 0)
+		read_reductions(c, p);
+	LLVMBuildBr(c->b, uni);
+	LLVMPositionBuilderAtEnd(c->b, uni);
+	LLVMBuildBr(c->b, body);
+	LLVMPositionBuilderAtEnd(c->b, body);
+	c->pre = uni;
+	for (uint32_t i = 0; i < ts->nt; i++)
+		if ((b = cg_tile_loop(c, &ts->tiles[i])) > blocks)
+			blocks = b;
+	for (uint32_t gi = 0; gi < ts->ng; gi++) {
+		const Group *g = &ts->gs[gi];
 		LLVMValueRef *accs;
 		Red *reds = arena_alloc(fn->arena, (g->nvals + 1) * sizeof *reds);
-
 		bool feeds = false; /* some reduction: its order stays the first phase's */
+		int role = kk->p == IR_NONE                ? 0
+			: kk->p == p && kk->g[0] == gi     ? 1
+			: kk->p + 1 == p && kk->g[1] == gi ? 2
+							   : 0;
 
-		if (tiled[gi])
+		if (ts->tiled[gi])
 			continue;
 		accs = arena_alloc(fn->arena, (g->nvals + 1) * sizeof *accs);
 
@@ -1482,7 +1686,7 @@ phase(Cg *c, const KPlan *kp, uint32_t p)
 			accs[j] = cg_entry_alloca(c, reds[j].kt);
 			LLVMBuildStore(c->b, cg_identity(c, &reds[j]), accs[j]);
 		}
-		if ((b = group_loop(c, g, accs, reds, p > 0 && !feeds)) > blocks)
+		if ((b = group_loop(c, g, accs, reds, p > 0 && !feeds, kk, role)) > blocks)
 			blocks = b;
 		for (uint32_t j = 0; j < g->nvals; j++)
 			if (accs[j])
@@ -1590,6 +1794,8 @@ kernel(Cg *c, uint32_t kidx, Launch *l)
 {
 	Func *fn = c->fn;
 	KPlan kp = { 0 };
+	Tasks *ts = NULL;
+	Keep kk = { .p = IR_NONE };
 	Rows rs;
 	bool rows;
 	uint32_t blocks = 1, b;
@@ -1615,8 +1821,14 @@ kernel(Cg *c, uint32_t kidx, Launch *l)
 	c->gen = kp.scratch ? load_relaxed(c, c->i32, scratch_at(c, SC_GENERATION)) : NULL;
 	if (rows)
 		blocks = cg_rows_kernel(c, &rs);
+	if (!rows) {
+		ts = arena_alloc(fn->arena, kp.nphases * sizeof *ts);
+		for (uint32_t p = 0; p < kp.nphases; p++)
+			phase_tasks(c, &kp, p, &ts[p]);
+		plan_keep(c, &kp, ts, &kk);
+	}
 	for (uint32_t p = 0; !rows && p < kp.nphases; p++)
-		if ((b = phase(c, &kp, p)) > blocks)
+		if ((b = phase(c, &kp, p, &ts[p], &kk)) > blocks)
 			blocks = b;
 	LLVMBuildRetVoid(c->b);
 	*l = (Launch){ blocks > BE_MAXGRID ? BE_MAXGRID : blocks, BE_BLOCK, 0, kp.nphases > 1, kp.nphases, IR_NONE };
@@ -1651,6 +1863,7 @@ be_codegen(Func *fn, Plan *plan, LLVMModuleRef mod, Launch *launches, Seen *seen
 	c.phase_of = arena_alloc(fn->arena, (fn->nvals + 1) * sizeof *c.phase_of);
 	c.is_out = arena_alloc(fn->arena, fn->nvals + 1);
 	c.memo_head = arena_alloc(fn->arena, (fn->nvals + 1) * sizeof *c.memo_head);
+	c.keep_off = arena_alloc(fn->arena, (fn->nvals + 1) * sizeof *c.keep_off);
 	for (uint32_t v = 0; v <= fn->nvals; v++)
 		c.memo_head[v] = IR_NONE;
 	launched = arena_alloc(fn->arena, fn->nkernels + 1);
@@ -1746,20 +1959,20 @@ text_of(Cg *c, LLVMValueRef f, LLVMValueRef *shared, const char **suffix, int ns
 static void
 reuse(Cg *c, uint32_t k, Seen *seen)
 {
-	static const char *suffix[] = { ".smem", ".tile" };
+	static const char *suffix[] = { ".smem", ".tile", ".keep" };
 	Kernel *kn = &c->fn->kernels[k];
-	LLVMValueRef shared[2];
+	LLVMValueRef shared[NELEM(suffix)];
 	char *text;
 	uint64_t h;
 
-	for (int i = 0; i < 2; i++)
+	for (int i = 0; i < (int)NELEM(suffix); i++)
 		shared[i] = LLVMGetNamedGlobal(c->mod, arena_printf(c->fn->arena, "%s%s", kn->name, suffix[i]));
-	text = text_of(c, c->kfn, shared, suffix, 2);
+	text = text_of(c, c->kfn, shared, suffix, (int)NELEM(suffix));
 	h = fnv(text);
 	for (uint32_t i = 0; i < seen->n; i++)
 		if (seen->hash[i] == h && !strcmp(seen->text[i], text)) {
 			LLVMDeleteFunction(c->kfn);
-			for (int j = 0; j < 2; j++)
+			for (int j = 0; j < (int)NELEM(suffix); j++)
 				if (shared[j])
 					LLVMDeleteGlobal(shared[j]);
 			kn->name = seen->name[i];

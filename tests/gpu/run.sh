@@ -119,6 +119,11 @@ if grep -q '^FAILED ' "$out/check.log"; then
 fi
 tail -1 "$out/check.log" | grep -q 'comparison(s) failed' || bad "check.py --batch (see check.log)"
 
+step "the kernel benchmark's programs against PyTorch eager (large tensors)"
+python3 tests/gpu/torch_kernels.py $fp8run "$dir/bench" > "$out/torch_kernels.log" 2>&1 ||
+	{ grep -v '^ok' "$out/torch_kernels.log" | head -20; bad "torch_kernels.py (see torch_kernels.log)"; }
+tail -1 "$out/torch_kernels.log"
+
 step "applications: examples/c/extern, the Python binding with torch"
 if [ -f "$dir/extra/gram.ptx" ]; then
 	cc -O2 examples/c/extern.c -Iruntime -Lbuild-gpu/runtime -Wl,-rpath,$PWD/build-gpu/runtime -lfp8rt -lm \
