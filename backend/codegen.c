@@ -1305,6 +1305,19 @@ typedef struct {
 	LLVMValueRef buf; /* the shared array, K steps */
 } Keep;
 
+/* a loop's part in a Keep */
+typedef enum { KEEP_NONE, KEEP_STORE, KEEP_LOAD } KeepRole;
+
+static KeepRole
+keep_role(const Keep *kk, uint32_t p, uint32_t gi)
+{
+	if (kk->p == IR_NONE)
+		return KEEP_NONE;
+	if (kk->p == p && kk->g[0] == gi)
+		return KEEP_STORE;
+	return kk->p + 1 == p && kk->g[1] == gi ? KEEP_LOAD : KEEP_NONE;
+}
+
 /* how a group's loop takes its space: chunks of V elements, nvec of them,
  * a row of inner elements (rank 2), across reads (chunk_start) */
 typedef struct {
@@ -1314,11 +1327,11 @@ typedef struct {
 } Chunks;
 
 /* the chunks of the grid's steps lo .. lo + n - 1 (lo NULL: 0), last first
- * if backward; with role 1 or 2, the kept inputs of step s are stored in
- * (read from) buf at s * step + tid * 16 */
+ * if backward; with a role, the kept inputs of step s are stored in (read
+ * from) buf at s * step + tid * 16 */
 static void
 steps_loop(Cg *c, const Group *g, const Chunks *ch, LLVMValueRef lo, LLVMValueRef n, bool backward, const Keep *kk,
-	int role, LLVMValueRef *accs, const Red *reds)
+	KeepRole role, LLVMValueRef *accs, const Red *reds)
 {
 	LLVMValueRef hi = lo ? LLVMBuildAdd(c->b, lo, n, "") : n, s, i, o;
 	LLVMBasicBlockRef join;
@@ -1335,7 +1348,7 @@ steps_loop(Cg *c, const Group *g, const Chunks *ch, LLVMValueRef lo, LLVMValueRe
 		o = LLVMBuildAdd(c->b, LLVMBuildMul(c->b, s, cg_ic(c, kk->step), ""),
 			LLVMBuildMul(c->b, c->tid, cg_ic(c, 16), ""), "");
 		c->keep_at = LLVMBuildGEP2(c->b, c->i8, kk->buf, &o, 1, "");
-		c->keep_load = role == 2;
+		c->keep_load = role == KEEP_LOAD;
 	}
 	chunk(c, g, chunk_start(c, i, ch->inner, ch->V, ch->across), ch->V, accs, reds);
 	c->keep_at = NULL;
@@ -1344,10 +1357,10 @@ steps_loop(Cg *c, const Group *g, const Chunks *ch, LLVMValueRef lo, LLVMValueRe
 }
 
 /* grid-stride loop over the space, V elements a thread, then the tail
- * (backward: the grid's steps last first); role 1 or 2 when the group is
- * the first or second of kk. Returns the blocks it wants. */
+ * (backward: the grid's steps last first), with its role in kk. Returns
+ * the blocks it wants. */
 static uint32_t
-group_loop(Cg *c, const Group *g, LLVMValueRef *accs, const Red *reds, bool backward, const Keep *kk, int role)
+group_loop(Cg *c, const Group *g, LLVMValueRef *accs, const Red *reds, bool backward, const Keep *kk, KeepRole role)
 {
 	Func *fn = c->fn;
 	int64_t total = ir_numel(fn, g->space), t[IR_MAXRANK], outer = 0, inner = 0;
@@ -1373,7 +1386,7 @@ group_loop(Cg *c, const Group *g, LLVMValueRef *accs, const Red *reds, bool back
 		K = cg_ic(c, kk->K);
 		steps = LLVMBuildSelect(c->b, LLVMBuildICmp(c->b, LLVMIntULT, steps, K, ""), K, steps, "");
 		if (backward) {
-			steps_loop(c, g, &ch, K, LLVMBuildSub(c->b, steps, K, ""), true, kk, 0, accs, reds);
+			steps_loop(c, g, &ch, K, LLVMBuildSub(c->b, steps, K, ""), true, kk, KEEP_NONE, accs, reds);
 			steps_loop(c, g, &ch, NULL, K, true, kk, role, accs, reds);
 		} else {
 			steps_loop(c, g, &ch, NULL, K, false, kk, role, accs, reds);
@@ -1385,7 +1398,7 @@ group_loop(Cg *c, const Group *g, LLVMValueRef *accs, const Red *reds, bool back
 	} else if (nvec > 0 && backward) {
 		/* the grid's steps taken last first: what the phase before read last
 		 * is what L2 still holds */
-		steps_loop(c, g, &ch, NULL, steps, true, kk, 0, accs, reds);
+		steps_loop(c, g, &ch, NULL, steps, true, kk, KEEP_NONE, accs, reds);
 	} else if (nvec > 0) {
 		i = cg_loop_begin(c, &l, c->gtid, cg_ic(c, nvec), c->gstride);
 		chunk(c, g, chunk_start(c, i, inner, V, across), V, accs, reds);
@@ -1667,10 +1680,6 @@ phase(Cg *c, const KPlan *kp, uint32_t p, const Tasks *ts, const Keep *kk)
 		LLVMValueRef *accs;
 		Red *reds = arena_alloc(fn->arena, (g->nvals + 1) * sizeof *reds);
 		bool feeds = false; /* some reduction: its order stays the first phase's */
-		int role = kk->p == IR_NONE                ? 0
-			: kk->p == p && kk->g[0] == gi     ? 1
-			: kk->p + 1 == p && kk->g[1] == gi ? 2
-							   : 0;
 
 		if (ts->tiled[gi])
 			continue;
@@ -1686,7 +1695,7 @@ phase(Cg *c, const KPlan *kp, uint32_t p, const Tasks *ts, const Keep *kk)
 			accs[j] = cg_entry_alloca(c, reds[j].kt);
 			LLVMBuildStore(c->b, cg_identity(c, &reds[j]), accs[j]);
 		}
-		if ((b = group_loop(c, g, accs, reds, p > 0 && !feeds, kk, role)) > blocks)
+		if ((b = group_loop(c, g, accs, reds, p > 0 && !feeds, kk, keep_role(kk, p, gi))) > blocks)
 			blocks = b;
 		for (uint32_t j = 0; j < g->nvals; j++)
 			if (accs[j])
