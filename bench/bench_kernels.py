@@ -29,7 +29,7 @@ from safetensors.torch import load_file, save_file
 
 sys.path.insert(0, os.path.dirname(__file__))
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "tests", "gpu"))
-from bench_gemm import rel_error, run_fp8run, time_torch, to_fp8  # noqa: E402
+from bench_gemm import rel_error, run_fp8run, time_torch  # noqa: E402
 from kernel_ir import CASES, nbytes  # noqa: E402
 
 
@@ -43,17 +43,28 @@ def operands(name):
     return ops
 
 
+def quantize(x, dim=None):
+    """e4m3 of x scaled by 448 / amax(|x|) (per row along dim), and 1/scale:
+    the programs' quantize. Its scale is a true division, as in the program
+    (and in a Thunder trace's div); torch's `448.0 / t` is
+    t.reciprocal() * 448, rounded twice, which would differ in a quarter of
+    the scales"""
+    am = x.float().abs().amax(**({"dim": dim, "keepdim": True} if dim is not None else {})).clamp(min=1e-12)
+    scale = torch.full_like(am, 448.0) / am
+    q = (x.float() * scale).clamp(-448, 448).to(torch.float8_e4m3fn)
+    return q, scale.reciprocal() if dim is None else scale.reciprocal().squeeze(dim)
+
+
 def quant(x):
-    return to_fp8(x)
+    return quantize(x)
 
 
 def quant_row(x):
-    scale = 448.0 / x.float().abs().amax(dim=1, keepdim=True).clamp(min=1e-12)
-    return (x.float() * scale).clamp(-448, 448).to(torch.float8_e4m3fn), scale.reciprocal().squeeze(1)
+    return quantize(x, 1)
 
 
 def quant_tt(x):
-    q, inv = to_fp8(x)
+    q, inv = quantize(x)
     return q, q.t().contiguous(), inv
 
 
