@@ -15,7 +15,8 @@
  * SM of 228 KB (sm_90, sm_100) its full 2048 threads and most of its L1:
  * 24 KB, which fits too, took the L1 the loads in flight need and was
  * slower (measured on the H200, docs/gpu-results.md) */
-#define BE_KEEP (16 * 1024)
+#define BE_KEEP        (16 * 1024)
+#define BE_STATIC_SMEM 49152 /* the static shared bytes a kernel may declare */
 
 /* ---- memplan.c: where each value lives, the steps in order ---- */
 

@@ -1592,14 +1592,23 @@ group_reads(Cg *c, const KPlan *kp, uint32_t p, const Group *g, bool *seen)
 
 /* the first pair of loops, in phases p and p + 1, over the same space that
  * read some inputs both: those are kept (Keep), as many steps as BE_KEEP
- * holds (and the space has) */
+ * holds (and the space has), or what the kernel's other shared arrays (the
+ * block reductions' slots, the largest tile) leave of BE_STATIC_SMEM */
 static void
 plan_keep(Cg *c, const KPlan *kp, const Tasks *ts, Keep *kk)
 {
 	Func *fn = c->fn;
 	const Kernel *k = &fn->kernels[c->k];
 	bool *sa = arena_alloc(fn->arena, fn->nvals + 1), *sb = arena_alloc(fn->arena, fn->nvals + 1);
+	int64_t room = BE_STATIC_SMEM - BE_BLOCK / 32 * 8, tiles = 0;
 
+	for (uint32_t p = 0; p < kp->nphases; p++)
+		for (uint32_t i = 0; i < ts[p].nt; i++)
+			if (ts[p].tiles[i].bytes > tiles)
+				tiles = ts[p].tiles[i].bytes;
+	room -= tiles;
+	if (room > BE_KEEP)
+		room = BE_KEEP;
 	kk->p = IR_NONE;
 	for (uint32_t v = 0; v <= fn->nvals; v++)
 		c->keep_off[v] = -1;
@@ -1637,7 +1646,7 @@ plan_keep(Cg *c, const KPlan *kp, const Tasks *ts, Keep *kk)
 				if (!bytes || nvec == 0)
 					continue;
 				kk->step = bytes * BE_BLOCK;
-				kk->K = (int)(BE_KEEP / kk->step);
+				kk->K = (int)(room / kk->step);
 				if ((nvec + BE_BLOCK - 1) / BE_BLOCK < kk->K) /* more than a grid of one block takes */
 					kk->K = (int)((nvec + BE_BLOCK - 1) / BE_BLOCK);
 				if (kk->K < 1) {
