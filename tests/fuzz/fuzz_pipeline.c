@@ -147,6 +147,32 @@ check_plan(Func *fn, Plan *plan, const Launch *l)
 	free(text);
 }
 
+/* no kernel declares more static shared memory than PTX allows (ptxas
+ * would refuse it): its arrays are named for it, "KERNEL.smem" and the like */
+static void
+check_shared(LLVMModuleRef mod)
+{
+	for (LLVMValueRef f = LLVMGetFirstFunction(mod); f; f = LLVMGetNextFunction(f)) {
+		size_t n, m;
+		const char *fname = LLVMGetValueName2(f, &n);
+		int64_t bytes = 0;
+
+		for (LLVMValueRef g = LLVMGetFirstGlobal(mod); g; g = LLVMGetNextGlobal(g)) {
+			const char *gname = LLVMGetValueName2(g, &m);
+			LLVMTypeRef t = LLVMGlobalGetValueType(g);
+
+			if (LLVMGetPointerAddressSpace(LLVMTypeOf(g)) != 3 || m <= n || memcmp(gname, fname, n) ||
+				gname[n] != '.' || strchr(gname + n + 1, '.') ||
+				LLVMGetTypeKind(t) != LLVMArrayTypeKind)
+				continue;
+			bytes += (int64_t)LLVMGetArrayLength2(t) * (LLVMGetIntTypeWidth(LLVMGetElementType(t)) / 8);
+		}
+		if (bytes > BE_STATIC_SMEM)
+			FUZZ_FAIL("kernel %.*s declares %lld bytes of shared memory, more than %d", (int)n, fname,
+				(long long)bytes, BE_STATIC_SMEM);
+	}
+}
+
 /* memory plan, kernels to LLVM IR that verifies, the plan read back */
 static void
 backend(Func *fn)
@@ -163,6 +189,7 @@ backend(Func *fn)
 	if (LLVMVerifyModule(mod, LLVMReturnStatusAction, &msg))
 		FUZZ_FAIL("kernel code generation made invalid LLVM IR: %.2000s", msg);
 	LLVMDisposeMessage(msg);
+	check_shared(mod);
 	if (gemms_ok(fn))
 		check_plan(fn, plan, l);
 	LLVMDisposeModule(mod);
