@@ -123,7 +123,7 @@ be_emit(const Program *prog, Emit kind, const BeOptions *o, FILE *f)
 	if (o->phase)
 		o->phase("codegen", NULL);
 	for (uint32_t i = 0; i < prog->nfns; i++)
-		be_codegen(prog->fns[i], plans[i], mod, l[i], &seen);
+		be_codegen(prog->fns[i], plans[i], mod, l[i], &seen, be_keep_bytes(o->gpu));
 	be_seen_free(&seen);
 	if (kind == EMIT_PLAN) {
 		print_plans(f, prog, plans, l, o->gpu, "");

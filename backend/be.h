@@ -11,10 +11,11 @@
 #define BE_BLOCK   256  /* threads per block of every kernel */
 #define BE_MAXGRID 4096 /* persistent grids never exceed this many blocks */
 /* shared memory a block of a multi-phase kernel may keep its inputs in
- * across a grid barrier (codegen.c, Keep). Eight blocks of 16 KB leave an
- * SM of 228 KB (sm_90, sm_100) its full 2048 threads and most of its L1:
- * 24 KB, which fits too, took the L1 the loads in flight need and was
- * slower (measured on the H200, docs/gpu-results.md) */
+ * across a grid barrier (codegen.c, Keep), at most: eight blocks of 16 KB
+ * leave an SM of 228 KB (sm_90, sm_100) its full 2048 threads and most of
+ * its L1; 24 KB, which fits too, took the L1 the loads in flight need and
+ * was slower (measured on the H200, docs/gpu-results.md). A target whose
+ * SM full of blocks leaves each less gets less (be_keep_bytes). */
 #define BE_KEEP        (16 * 1024)
 #define BE_STATIC_SMEM 49152 /* the static shared bytes a kernel may declare */
 
@@ -77,9 +78,10 @@ typedef struct {
 } Seen;
 
 /* build one LLVM function per kernel of fn into mod; fills launches[k] and
- * adds each kernel's scratch to the plan. With seen, a kernel whose code is
+ * adds each kernel's scratch to the plan; a block keeps at most keep bytes
+ * across a grid barrier (be_keep_bytes). With seen, a kernel whose code is
  * one already built is not kept: fn's kernel takes that one's name. */
-void be_codegen(Func *fn, Plan *plan, LLVMModuleRef mod, Launch *launches, Seen *seen);
+void be_codegen(Func *fn, Plan *plan, LLVMModuleRef mod, Launch *launches, Seen *seen, int64_t keep);
 void be_seen_free(Seen *seen);
 
 /* ---- ops.c: one element of an op, in registers ---- */
@@ -120,6 +122,7 @@ typedef struct Cg {
 	LLVMValueRef tid, bid, ntid, nctaid, gtid, gstride;
 	LLVMValueRef gen; /* a multi-phase kernel's barrier generation at its start (i32) */
 	/* inputs kept in shared memory across a grid barrier (codegen.c, Keep) */
+	int64_t keep;         /* the bytes a block may keep (be_keep_bytes) */
 	int64_t *keep_off;    /* per value: its place in a step's kept bytes, or -1 */
 	LLVMValueRef keep_at; /* the current chunk's: this thread's first byte, or NULL */
 	bool keep_load;       /* read them from there (else store them as they load) */
@@ -135,6 +138,9 @@ LLVMValueRef be_call(Cg *c, const char *intrinsic, LLVMTypeRef *over, int nover,
 LLVMValueRef be_libdevice(Cg *c, const char *name, LLVMTypeRef t, LLVMValueRef *args, int nargs);
 
 /* ---- target.c ---- */
+
+/* the shared bytes a block may keep across a grid barrier on gpu */
+int64_t be_keep_bytes(const char *gpu);
 
 /* link libdevice, optimize at O3 and write PTX; false with a message */
 bool be_compile(LLVMModuleRef mod, const BeOptions *o, char **ptx, char *err, size_t errlen);

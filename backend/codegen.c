@@ -1591,9 +1591,10 @@ group_reads(Cg *c, const KPlan *kp, uint32_t p, const Group *g, bool *seen)
 }
 
 /* the first pair of loops, in phases p and p + 1, over the same space that
- * read some inputs both: those are kept (Keep), as many steps as BE_KEEP
- * holds (and the space has), or what the kernel's other shared arrays (the
- * block reductions' slots, the largest tile) leave of BE_STATIC_SMEM */
+ * read some inputs both: those are kept (Keep), as many steps as the
+ * target's keep bytes hold (and the space has), or what the kernel's other
+ * shared arrays (the block reductions' slots, the largest tile) leave of
+ * BE_STATIC_SMEM */
 static void
 plan_keep(Cg *c, const KPlan *kp, const Tasks *ts, Keep *kk)
 {
@@ -1607,8 +1608,8 @@ plan_keep(Cg *c, const KPlan *kp, const Tasks *ts, Keep *kk)
 			if (ts[p].tiles[i].bytes > tiles)
 				tiles = ts[p].tiles[i].bytes;
 	room -= tiles;
-	if (room > BE_KEEP)
-		room = BE_KEEP;
+	if (room > c->keep)
+		room = c->keep;
 	kk->p = IR_NONE;
 	for (uint32_t v = 0; v <= fn->nvals; v++)
 		c->keep_off[v] = -1;
@@ -1858,9 +1859,9 @@ kernel(Cg *c, uint32_t kidx, Launch *l)
 static void reuse(Cg *c, uint32_t k, Seen *seen);
 
 void
-be_codegen(Func *fn, Plan *plan, LLVMModuleRef mod, Launch *launches, Seen *seen)
+be_codegen(Func *fn, Plan *plan, LLVMModuleRef mod, Launch *launches, Seen *seen, int64_t keep)
 {
-	Cg c = { .fn = fn, .plan = plan, .mod = mod, .cx = LLVMGetModuleContext(mod) };
+	Cg c = { .fn = fn, .plan = plan, .mod = mod, .cx = LLVMGetModuleContext(mod), .keep = keep };
 	bool *launched;
 
 	c.b = LLVMCreateBuilderInContext(c.cx);

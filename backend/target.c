@@ -16,15 +16,16 @@
 
 #define TRIPLE "nvptx64-nvidia-cuda"
 
-/* the GPUs fp8cc compiles for, and the PTX features each needs beyond
- * NVPTX's default for it */
+/* the GPUs fp8cc compiles for, the PTX features each needs beyond
+ * NVPTX's default for it, and an SM's shared memory and threads */
 static const struct {
 	const char *gpu, *features;
+	int64_t smem, threads;
 } targets[] = {
-	{ "sm_89", "+ptx81" }, /* PTX 8.1 for its fp8 cvt */
-	{ "sm_90", "" },
-	{ "sm_90a", "+ptx80" },
-	{ "sm_100", "+ptx86" },
+	{ "sm_89", "+ptx81", 100 * 1024, 1536 }, /* PTX 8.1 for its fp8 cvt */
+	{ "sm_90", "", 228 * 1024, 2048 },
+	{ "sm_90a", "+ptx80", 228 * 1024, 2048 },
+	{ "sm_100", "+ptx86", 228 * 1024, 2048 },
 };
 
 static int
@@ -40,6 +41,20 @@ bool
 be_target_ok(const char *gpu)
 {
 	return target_index(gpu) >= 0;
+}
+
+int64_t
+be_keep_bytes(const char *gpu)
+{
+	int i = target_index(gpu);
+	int64_t share;
+
+	if (i < 0)
+		i = target_index("sm_90");
+	/* a block's share of an SM full of blocks, less the 1 KB the driver
+	 * takes of each and the block reductions' slots */
+	share = targets[i].smem / (targets[i].threads / BE_BLOCK) - 1024 - BE_BLOCK / 32 * 8;
+	return share < BE_KEEP ? share : BE_KEEP;
 }
 
 const char *

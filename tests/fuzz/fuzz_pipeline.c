@@ -184,7 +184,7 @@ backend(Func *fn)
 	char *msg = NULL;
 	Seen seen = { 0 };
 
-	be_codegen(fn, plan, mod, l, &seen);
+	be_codegen(fn, plan, mod, l, &seen, be_keep_bytes("sm_90"));
 	be_seen_free(&seen);
 	if (LLVMVerifyModule(mod, LLVMReturnStatusAction, &msg))
 		FUZZ_FAIL("kernel code generation made invalid LLVM IR: %.2000s", msg);
