@@ -17,7 +17,8 @@
  * was slower (measured on the H200, docs/gpu-results.md). A target whose
  * SM full of blocks leaves each less gets less (be_keep_bytes). */
 #define BE_KEEP        (16 * 1024)
-#define BE_STATIC_SMEM 49152 /* the static shared bytes a kernel may declare */
+#define BE_STATIC_SMEM 49152               /* the static shared bytes a kernel may declare */
+#define BE_REDUCE_SMEM (BE_BLOCK / 32 * 8) /* a block reduction's slots, a warp's i64 each */
 
 /* ---- memplan.c: where each value lives, the steps in order ---- */
 

@@ -528,10 +528,9 @@ cg_value(Cg *c, uint32_t v, LLVMValueRef *co)
 		return uniform(c, v);
 	if ((x = memo_find(c, v, co)))
 		return x;
-	if (!cg_in_kernel(c, v) && c->keep_at && c->keep_off[v] >= 0 && at_element(c, v, co))
-		x = kept(c, v, co);
-	else if (!cg_in_kernel(c, v))
-		x = load_at(c, c->ptr_of[v], v, co);
+	if (!cg_in_kernel(c, v))
+		x = c->keep_at && c->keep_off[v] >= 0 && at_element(c, v, co) ? kept(c, v, co)
+									      : load_at(c, c->ptr_of[v], v, co);
 	else if (is_reduce(c, v))
 		x = load_at(c, cg_storage(c, v), v, co); /* a partial reduction of an earlier phase */
 	else
@@ -897,7 +896,7 @@ LLVMValueRef
 cg_smem_slot(Cg *c, LLVMValueRef i)
 {
 	char name[32];
-	LLVMTypeRef at = LLVMArrayType2(c->i64, BE_BLOCK / 32);
+	LLVMTypeRef at = LLVMArrayType2(c->i64, BE_REDUCE_SMEM / 8);
 	LLVMValueRef g, idx[2] = { LLVMConstInt(c->i64, 0, 0), i };
 
 	snprintf(name, sizeof name, "%s.smem", c->fn->kernels[c->k].name);
@@ -1369,7 +1368,7 @@ group_loop(Cg *c, const Group *g, LLVMValueRef *accs, const Red *reds, bool back
 	Chunks ch;
 	bool across = false;
 	Loop l;
-	LLVMValueRef i, steps = NULL, K;
+	LLVMValueRef i, steps = NULL, K = NULL;
 
 	if (fn->vals[g->space].rank == 2) {
 		const int64_t *ord = cg_order_of(fn, g->space, t);
@@ -1382,25 +1381,21 @@ group_loop(Cg *c, const Group *g, LLVMValueRef *accs, const Red *reds, bool back
 	ch = (Chunks){ V, nvec, inner, across };
 	if (nvec > 0 && (role || backward)) /* the grid's steps */
 		steps = LLVMBuildUDiv(c->b, LLVMBuildAdd(c->b, cg_ic(c, nvec - 1), c->gstride, ""), c->gstride, "");
-	if (nvec > 0 && role) { /* at least K of them */
+	if (nvec > 0 && role) { /* at least K of them; the kept ones first, or last if backward */
 		K = cg_ic(c, kk->K);
 		steps = LLVMBuildSelect(c->b, LLVMBuildICmp(c->b, LLVMIntULT, steps, K, ""), K, steps, "");
-		if (backward) {
+		if (backward)
 			steps_loop(c, g, &ch, K, LLVMBuildSub(c->b, steps, K, ""), true, kk, KEEP_NONE, accs, reds);
-			steps_loop(c, g, &ch, NULL, K, true, kk, role, accs, reds);
-		} else {
-			steps_loop(c, g, &ch, NULL, K, false, kk, role, accs, reds);
-			i = cg_loop_begin(c, &l, LLVMBuildAdd(c->b, LLVMBuildMul(c->b, K, c->gstride, ""), c->gtid, ""),
-				cg_ic(c, nvec), c->gstride);
-			chunk(c, g, chunk_start(c, i, inner, V, across), V, accs, reds);
-			cg_loop_end(c, &l);
-		}
+		steps_loop(c, g, &ch, NULL, K, backward, kk, role, accs, reds);
 	} else if (nvec > 0 && backward) {
 		/* the grid's steps taken last first: what the phase before read last
 		 * is what L2 still holds */
 		steps_loop(c, g, &ch, NULL, steps, true, kk, KEEP_NONE, accs, reds);
-	} else if (nvec > 0) {
-		i = cg_loop_begin(c, &l, c->gtid, cg_ic(c, nvec), c->gstride);
+	}
+	if (nvec > 0 && !backward) { /* the steps after those kept, by the grid's stride */
+		i = cg_loop_begin(c, &l,
+			role ? LLVMBuildAdd(c->b, LLVMBuildMul(c->b, K, c->gstride, ""), c->gtid, "") : c->gtid,
+			cg_ic(c, nvec), c->gstride);
 		chunk(c, g, chunk_start(c, i, inner, V, across), V, accs, reds);
 		cg_loop_end(c, &l);
 	}
@@ -1575,6 +1570,13 @@ phase_tasks(Cg *c, const KPlan *kp, uint32_t p, Tasks *ts)
 		}
 }
 
+static void
+forget_kept(Cg *c)
+{
+	for (uint32_t v = 0; v <= c->fn->nvals; v++)
+		c->keep_off[v] = -1;
+}
+
 /* the kernel inputs that group g of phase p reads at its own index */
 static void
 group_reads(Cg *c, const KPlan *kp, uint32_t p, const Group *g, bool *seen)
@@ -1601,7 +1603,7 @@ plan_keep(Cg *c, const KPlan *kp, const Tasks *ts, Keep *kk)
 	Func *fn = c->fn;
 	const Kernel *k = &fn->kernels[c->k];
 	bool *sa = arena_alloc(fn->arena, fn->nvals + 1), *sb = arena_alloc(fn->arena, fn->nvals + 1);
-	int64_t room = BE_STATIC_SMEM - BE_BLOCK / 32 * 8, tiles = 0;
+	int64_t room = BE_STATIC_SMEM - BE_REDUCE_SMEM, tiles = 0;
 
 	for (uint32_t p = 0; p < kp->nphases; p++)
 		for (uint32_t i = 0; i < ts[p].nt; i++)
@@ -1611,15 +1613,14 @@ plan_keep(Cg *c, const KPlan *kp, const Tasks *ts, Keep *kk)
 	if (room > c->keep)
 		room = c->keep;
 	kk->p = IR_NONE;
-	for (uint32_t v = 0; v <= fn->nvals; v++)
-		c->keep_off[v] = -1;
+	forget_kept(c);
 	for (uint32_t p = 0; p + 1 < kp->nphases; p++)
 		for (uint32_t a = 0; a < ts[p].ng; a++)
 			for (uint32_t b = 0; b < ts[p + 1].ng; b++) {
 				const Group *ga = &ts[p].gs[a], *gb = &ts[p + 1].gs[b];
 				uint32_t s = ga->space;
 				int64_t bytes = 0, nvec;
-				int V;
+				int V, va, vb;
 
 				if (ts[p].tiled[a] || ts[p + 1].tiled[b] || fn->vals[s].rank == 0 ||
 					!same_space(fn, s, gb->space))
@@ -1632,8 +1633,10 @@ plan_keep(Cg *c, const KPlan *kp, const Tasks *ts, Keep *kk)
 				memset(sb, 0, fn->nvals + 1);
 				group_reads(c, kp, p, ga, sa);
 				group_reads(c, kp, p + 1, gb, sb);
-				V = cg_vector_width(c, ga) > cg_vector_width(c, gb) ? cg_vector_width(c, ga)
-										    : cg_vector_width(c, gb);
+				va = cg_vector_width(c, ga);
+				vb = cg_vector_width(c, gb);
+				V = va > vb ? va : vb;
+				forget_kept(c); /* what an earlier pair left */
 				for (uint32_t j = 0; j < k->nins; j++) {
 					uint32_t u = fn->argv[k->ins + j];
 
@@ -1650,11 +1653,8 @@ plan_keep(Cg *c, const KPlan *kp, const Tasks *ts, Keep *kk)
 				kk->K = (int)(room / kk->step);
 				if ((nvec + BE_BLOCK - 1) / BE_BLOCK < kk->K) /* more than a grid of one block takes */
 					kk->K = (int)((nvec + BE_BLOCK - 1) / BE_BLOCK);
-				if (kk->K < 1) {
-					for (uint32_t v = 0; v <= fn->nvals; v++)
-						c->keep_off[v] = -1;
+				if (kk->K < 1)
 					continue;
-				}
 				kk->p = p;
 				kk->g[0] = a;
 				kk->g[1] = b;
@@ -1663,6 +1663,7 @@ plan_keep(Cg *c, const KPlan *kp, const Tasks *ts, Keep *kk)
 					LLVMArrayType2(c->i8, (uint64_t)(kk->K * kk->step)), 16);
 				return;
 			}
+	forget_kept(c);
 }
 
 static uint32_t

@@ -53,7 +53,7 @@ be_keep_bytes(const char *gpu)
 		i = target_index("sm_90");
 	/* a block's share of an SM full of blocks, less the 1 KB the driver
 	 * takes of each and the block reductions' slots */
-	share = targets[i].smem / (targets[i].threads / BE_BLOCK) - 1024 - BE_BLOCK / 32 * 8;
+	share = targets[i].smem / (targets[i].threads / BE_BLOCK) - 1024 - BE_REDUCE_SMEM;
 	return share < BE_KEEP ? share : BE_KEEP;
 }
 
