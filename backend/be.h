@@ -149,6 +149,11 @@ bool be_compile(LLVMModuleRef mod, const BeOptions *o, char **ptx, char *err, si
 bool be_optimize(LLVMModuleRef mod, const BeOptions *o, char *err, size_t errlen);
 LLVMModuleRef be_module(LLVMContextRef cx, const char *name);
 
+/* ---- pairs.c ---- */
+
+/* join an optimized module's one-float fp8 casts in pairs; how many */
+int be_pair_casts(LLVMModuleRef mod);
+
 /* ---- plan.c ---- */
 
 int be_plan_version(const Program *prog);

@@ -394,6 +394,35 @@ iota(Cg *c, const Instr *in, LLVMValueRef *co)
 	return be_convert(c, x, DT_I64, t, false);
 }
 
+/* the operand of a clamp of v to an fp8 format's finite range (torchao's
+ * before every cast): the saturating conversion clamps the same way, so a
+ * cast without fix-up may read the clamp's operand (a NaN keeps its sign
+ * there, as torch's clamp keeps it). Only a clamp the kernel computes: one
+ * it loads is read as it is */
+static uint32_t
+unclamped(Cg *c, uint32_t v, DType to)
+{
+	Func *fn = c->fn;
+	double big = to == DT_F8E4M3FN ? 448 : 57344, k;
+
+	for (;;) {
+		const Instr *d = ir_def(fn, v);
+		const uint32_t *a;
+		int i;
+
+		if (!cg_in_kernel(c, v) || (d->op != OP_MINIMUM && d->op != OP_MAXIMUM) ||
+			!dt_isfloat((DType)fn->vals[v].dtype))
+			return v; /* a clamp computed here: its operand is at hand */
+		a = ir_args(fn, d);
+		i = ir_const(fn, a[1], &k) ? 0 : ir_const(fn, a[0], &k) ? 1 : -1;
+		if (i < 0 || (d->op == OP_MAXIMUM ? -k : k) != big || fn->vals[a[i]].rank != fn->vals[v].rank ||
+			fn->vals[a[i]].dtype != fn->vals[v].dtype ||
+			memcmp(ir_dims(fn, a[i]), ir_dims(fn, v), (size_t)fn->vals[v].rank * sizeof(int64_t)))
+			return v;
+		v = a[i];
+	}
+}
+
 static LLVMValueRef
 compute(Cg *c, const Instr *in, LLVMValueRef *co)
 {
@@ -402,7 +431,10 @@ compute(Cg *c, const Instr *in, LLVMValueRef *co)
 	DType t = (DType)fn->vals[in->res].dtype, at = in->nargs ? (DType)fn->vals[a[0]].dtype : t;
 
 	switch (ir_ops[in->op].cls) {
-	case OC_CONVERT: return be_convert(c, operand(c, a[0], co), at, t, !(in->flags & IF_NO_FIXUP));
+	case OC_CONVERT:
+		if (!(in->flags & IF_NO_FIXUP))
+			return be_convert(c, operand(c, a[0], co), at, t, true);
+		return be_convert(c, operand(c, dt_isfp8(t) ? unclamped(c, a[0], t) : a[0], co), at, t, false);
 	case OC_UNARY:   return be_unary(c, (Op)in->op, operand(c, a[0], co), at);
 	case OC_BINARY:
 	case OC_COMPARE: return be_binary(c, (Op)in->op, operand(c, a[0], co), operand(c, a[1], co), at);
