@@ -410,14 +410,14 @@ unclamped(Cg *c, uint32_t v, DType to)
 		const uint32_t *a;
 		int i;
 
+		/* a clamp computed here: its operand is at hand */
 		if (!cg_in_kernel(c, v) || (d->op != OP_MINIMUM && d->op != OP_MAXIMUM) ||
 			!dt_isfloat((DType)fn->vals[v].dtype))
-			return v; /* a clamp computed here: its operand is at hand */
+			return v;
 		a = ir_args(fn, d);
 		i = ir_const(fn, a[1], &k) ? 0 : ir_const(fn, a[0], &k) ? 1 : -1;
-		if (i < 0 || (d->op == OP_MAXIMUM ? -k : k) != big || fn->vals[a[i]].rank != fn->vals[v].rank ||
-			fn->vals[a[i]].dtype != fn->vals[v].dtype ||
-			memcmp(ir_dims(fn, a[i]), ir_dims(fn, v), (size_t)fn->vals[v].rank * sizeof(int64_t)))
+		if (i < 0 || (d->op == OP_MAXIMUM ? -k : k) != big || fn->vals[a[i]].dtype != fn->vals[v].dtype ||
+			!ir_same_shape(fn, a[i], v))
 			return v;
 		v = a[i];
 	}

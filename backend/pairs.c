@@ -21,9 +21,9 @@
 
 #define WINDOW 16 /* later casts of a block looked at for a partner */
 
-/* true if call x is a cast of one float (the high lane 0.0) by intrinsic f */
+/* true if call x is a cast of one float (the high lane 0.0) */
 static bool
-lone_cast(LLVMValueRef x, LLVMValueRef *f)
+lone_cast(LLVMValueRef x)
 {
 	LLVMValueRef callee, hi;
 	const char *name;
@@ -35,10 +35,7 @@ lone_cast(LLVMValueRef x, LLVMValueRef *f)
 	if (strcmp(name, "llvm.nvvm.ff.to.e4m3x2.rn") && strcmp(name, "llvm.nvvm.ff.to.e5m2x2.rn"))
 		return false;
 	hi = LLVMGetOperand(x, 0);
-	if (!LLVMIsAConstantFP(hi) || !LLVMIsNull(hi)) /* +0.0 */
-		return false;
-	*f = callee;
-	return true;
+	return LLVMIsAConstantFP(hi) && LLVMIsNull(hi); /* +0.0 */
 }
 
 /* true if v can be used just before instruction at */
@@ -77,8 +74,8 @@ invariant_memory(LLVMValueRef p)
 }
 
 /* true if v may be computed earlier than where it is: arithmetic, casts,
- * lanes, addresses and loads of invariant memory; no calls (the pure
- * intrinsics aside) */
+ * lanes, addresses and loads of invariant memory; no calls, no memory
+ * writes, no division (it may trap), no control flow */
 static bool
 movable(LLVMValueRef v)
 {
@@ -98,11 +95,7 @@ movable(LLVMValueRef v)
 	case LLVMSDiv:
 	case LLVMUDiv:
 	case LLVMSRem:
-	case LLVMURem:
-	case LLVMRet:
-	case LLVMBr:
-	case LLVMSwitch:
-	case LLVMUnreachable:   return false;
+	case LLVMURem:          return false;
 	default:                return !LLVMIsATerminatorInst(v);
 	}
 }
@@ -130,31 +123,27 @@ static int
 pair_block(LLVMBuilderRef b, LLVMContextRef cx, LLVMBasicBlockRef bb)
 {
 	LLVMTypeRef i16 = LLVMInt16TypeInContext(cx), i8x2 = LLVMVectorType(LLVMInt8TypeInContext(cx), 2);
-	LLVMValueRef *casts = NULL, *fs = NULL, f;
+	LLVMValueRef *casts = NULL;
 	int n = 0, cap = 0, paired = 0;
 
 	for (LLVMValueRef x = LLVMGetFirstInstruction(bb); x; x = LLVMGetNextInstruction(x)) {
-		if (!lone_cast(x, &f))
+		if (!lone_cast(x))
 			continue;
-		if (n == cap) {
-			cap = cap ? 2 * cap : 64;
-			if (!(casts = realloc(casts, (size_t)cap * sizeof *casts)) ||
-				!(fs = realloc(fs, (size_t)cap * sizeof *fs)))
-				fatal("out of memory");
-		}
-		casts[n] = x;
-		fs[n++] = f;
+		if (n == cap && !(casts = realloc(casts, (size_t)(cap = cap ? 2 * cap : 64) * sizeof *casts)))
+			fatal("out of memory");
+		casts[n++] = x;
 	}
 	for (int i = 0; i < n; i++) {
 		for (int j = i + 1; casts[i] && j < n && j <= i + WINDOW; j++) {
-			LLVMValueRef lo = casts[i], hi = casts[j], args[2], both, bytes;
+			LLVMValueRef lo = casts[i], hi = casts[j], f, args[2], both, bytes;
 
-			if (!hi || fs[j] != fs[i] || !bring(b, LLVMGetOperand(hi, 1), lo, 0))
+			if (!hi || (f = LLVMGetCalledValue(lo)) != LLVMGetCalledValue(hi) ||
+				!bring(b, LLVMGetOperand(hi, 1), lo, 0))
 				continue;
 			args[0] = LLVMGetOperand(hi, 1);
 			args[1] = LLVMGetOperand(lo, 1);
 			LLVMPositionBuilderBefore(b, lo);
-			both = LLVMBuildCall2(b, LLVMGlobalGetValueType(fs[i]), fs[i], args, 2, "");
+			both = LLVMBuildCall2(b, LLVMGlobalGetValueType(f), f, args, 2, "");
 			/* as bytes, so that the byte stores and shuffles after see lanes */
 			bytes = LLVMBuildBitCast(b, both, i8x2, "");
 			LLVMReplaceAllUsesWith(lo,
@@ -170,7 +159,6 @@ pair_block(LLVMBuilderRef b, LLVMContextRef cx, LLVMBasicBlockRef bb)
 		}
 	}
 	free(casts);
-	free(fs);
 	return paired;
 }
 
