@@ -37,6 +37,7 @@ typedef struct {
 	uint32_t in;        /* a value laid out as a is: the loads' space */
 	int64_t P, Q;
 	int TP, TQ, V;
+	int R;         /* rows of the input a thread takes: b's elements go to shared memory R at a time */
 	int64_t bytes; /* of shared memory: TP rows of TQ elements per value of b */
 } Tile;
 
@@ -90,7 +91,7 @@ int cg_lane_align(int j, int V);
 bool cg_transposed_space(Cg *c, uint32_t b, uint32_t v);
 void cg_split_across(Cg *c, Group *g, Group *to, uint32_t *ng);
 bool cg_tile_shape(Cg *c, const Group *a, const Group *b, Tile *t);
-uint32_t cg_tile_loop(Cg *c, const Tile *t);
+uint32_t cg_tile_loop(Cg *c, const Tile *t, bool backward);
 
 /* ---- rows.c: a kernel that runs a row at a time ---- */
 

@@ -1716,7 +1716,7 @@ phase(Cg *c, const KPlan *kp, uint32_t p, const Tasks *ts, const Keep *kk)
 	LLVMPositionBuilderAtEnd(c->b, body);
 	c->pre = uni;
 	for (uint32_t i = 0; i < ts->nt; i++)
-		if ((b = cg_tile_loop(c, &ts->tiles[i])) > blocks)
+		if ((b = cg_tile_loop(c, &ts->tiles[i], p > 0)) > blocks)
 			blocks = b;
 	for (uint32_t gi = 0; gi < ts->ng; gi++) {
 		const Group *g = &ts->gs[gi];

@@ -1,4 +1,5 @@
 /* tiles.c — transposed writes through shared-memory tiles (docs/design.md, "The backend"). */
+#include <assert.h>
 #include <string.h>
 
 #include "cg.h"
@@ -13,12 +14,16 @@
  * input's order, the row-major copy — is written from the same pass, so the
  * input is read once for both layouts. In the space (P, Q) of the
  * transposed group's memory order (P outer), element (p, q) is that group's
- * (p, q) and the other's (q, p); a thread takes V consecutive p, the tile is
- * TP x TQ with TP * TQ = BE_BLOCK * V. In shared memory a row's chunks of V
- * elements are rotated by the row's chunk of V rows (tile_index), so that
- * the threads of one byte store, which write one column of rows V apart,
- * fall in different banks (rows padded to TQ + V instead left a 4-way
- * conflict on fp8 tiles: 1280-byte row groups start in one bank). */
+ * (p, q) and the other's (q, p); a thread takes V consecutive p of R
+ * consecutive q, the tile is TP x TQ with TP * TQ = BE_BLOCK * V * R, and
+ * each p's R elements of b go to shared memory as one word. In a phase
+ * after a grid barrier the tiles are taken last first: the input's end is
+ * what the phase before read last, and L2 still holds it. In shared
+ * memory a row's chunks of V elements are rotated by the row's chunk of V
+ * rows (tile_index), so that the threads of one store, which write one
+ * column of rows V apart, fall in different banks (rows padded to TQ + V
+ * instead left a 4-way conflict on fp8 tiles: 1280-byte row groups start
+ * in one bank). */
 
 #define TILE_SMEM 32768 /* shared bytes the tiles of one group may take */
 
@@ -75,7 +80,32 @@ cg_split_across(Cg *c, Group *g, Group *to, uint32_t *ng)
 	(*ng)++;
 }
 
-/* true if b, with a (or NULL), can run in tiles; fills t */
+/* the tile's sides for t->V and t->R: TP * TQ = BE_BLOCK * V * R, TP the
+ * largest power of two with TP * TP at most that; true if b's values fit
+ * in TILE_SMEM and the space in whole tiles */
+static bool
+tile_fits(Cg *c, Tile *t)
+{
+	Func *fn = c->fn;
+	const Group *b = t->b;
+	int64_t area = (int64_t)BE_BLOCK * t->V * t->R;
+
+	for (t->TP = t->V; (int64_t)t->TP * 2 * t->TP * 2 <= area; t->TP *= 2)
+		;
+	t->TQ = (int)(area / t->TP);
+	t->bytes = 0;
+	for (uint32_t i = 0; i < b->nvals; i++)
+		t->bytes += (int64_t)t->TP * t->TQ * dt_size((DType)fn->vals[b->vals[i]].dtype);
+	return t->TQ >= t->V && t->TP >= t->R && t->V % t->R == 0 && t->P % t->TP == 0 && t->Q % t->TQ == 0 &&
+		t->bytes <= TILE_SMEM;
+}
+
+/* true if b, with a (or NULL), can run in tiles; fills t. A thread takes
+ * two rows of the input when b's values are all of one byte (fp8, bool),
+ * so that b's elements go to shared memory two at a time; one row if not,
+ * or if the space is no whole number of the larger tiles. Four rows (words
+ * of four bytes) took 45 registers, five blocks an SM instead of eight,
+ * and ran slower on an H200 than two (docs/design.md, "The backend"). */
 bool
 cg_tile_shape(Cg *c, const Group *a, const Group *b, Tile *t)
 {
@@ -83,6 +113,7 @@ cg_tile_shape(Cg *c, const Group *a, const Group *b, Tile *t)
 	const Kernel *k = &fn->kernels[c->k];
 	int64_t tmp[IR_MAXRANK];
 	const int64_t *ob;
+	int widest = 1;
 
 	if (fn->vals[b->space].rank != 2 || feeds_reduction(c, b) || (a && feeds_reduction(c, a)))
 		return false;
@@ -100,16 +131,17 @@ cg_tile_shape(Cg *c, const Group *a, const Group *b, Tile *t)
 	t->V = cg_vector_width(c, b);
 	if (a && cg_vector_width(c, a) < t->V)
 		t->V = cg_vector_width(c, a);
-	for (t->TP = t->V; (int64_t)t->TP * 2 * t->TP * 2 <= (int64_t)BE_BLOCK * t->V; t->TP *= 2)
-		;
-	t->TQ = BE_BLOCK * t->V / t->TP;
 	ob = cg_order_of(fn, b->space, tmp);
 	t->P = ir_dims(fn, b->space)[ob[0]];
 	t->Q = ir_dims(fn, b->space)[ob[1]];
-	t->bytes = 0;
 	for (uint32_t i = 0; i < b->nvals; i++)
-		t->bytes += (int64_t)t->TP * t->TQ * dt_size((DType)fn->vals[b->vals[i]].dtype);
-	return t->TQ >= t->V && t->P % t->TP == 0 && t->Q % t->TQ == 0 && t->bytes <= TILE_SMEM;
+		if (dt_size((DType)fn->vals[b->vals[i]].dtype) > widest)
+			widest = dt_size((DType)fn->vals[b->vals[i]].dtype);
+	t->R = widest == 1 ? 2 : 1;
+	if (t->R > 1 && tile_fits(c, t))
+		return true;
+	t->R = 1;
+	return tile_fits(c, t);
 }
 
 /* element idx of the tile buffer at byte base: the kernel's one shared
@@ -178,73 +210,136 @@ chunk_align(int j, int V, int size)
 	return (unsigned)(a > 16 ? 16 : a);
 }
 
+/* x as an integer of its own width (a bool as a byte) */
+static LLVMValueRef
+as_bits(Cg *c, LLVMValueRef x, DType dt)
+{
+	if (dt == DT_B8)
+		return LLVMBuildZExt(c->b, x, c->i8, "");
+	if (LLVMGetTypeKind(LLVMTypeOf(x)) == LLVMIntegerTypeKind)
+		return x;
+	return LLVMBuildBitCast(c->b, x, LLVMIntTypeInContext(c->cx, 8 * (unsigned)dt_size(dt)), "");
+}
+
+/* the R elements x[0..R-1] of one tile row, side by side in one integer */
+static LLVMValueRef
+word_of(Cg *c, LLVMValueRef *x, int R, DType dt)
+{
+	unsigned bits = 8 * (unsigned)dt_size(dt);
+	LLVMTypeRef wt = LLVMIntTypeInContext(c->cx, bits * (unsigned)R);
+	LLVMValueRef w = NULL;
+
+	for (int r = 0; r < R; r++) {
+		LLVMValueRef e = LLVMBuildZExt(c->b, as_bits(c, x[r], dt), wt, "");
+
+		if (r)
+			e = LLVMBuildShl(c->b, e, LLVMConstInt(wt, bits * (unsigned)r, 0), "");
+		w = w ? LLVMBuildOr(c->b, w, e, "") : e;
+	}
+	return w;
+}
+
+/* The tiles of t, the grid's blocks taking them in turn (backward: the last
+ * first, which a second pass over the input finds still in L2). A thread
+ * first takes V consecutive p of R consecutive rows q of the input (16-byte
+ * loads, the row-major copy a written with 16-byte stores) and puts each
+ * p's R elements of b side by side in shared memory, one store; then it
+ * takes V consecutive q of R tile rows, each read and written 16 bytes at a
+ * time. Returns the tiles. */
 uint32_t
-cg_tile_loop(Cg *c, const Tile *t)
+cg_tile_loop(Cg *c, const Tile *t, bool backward)
 {
 	Func *fn = c->fn;
 	const Group *b = t->b;
+	int R = t->R, V = t->V, rpp = BE_BLOCK * V / t->TQ;
 	int64_t ntp = t->P / t->TP, ntiles = ntp * (t->Q / t->TQ), rows = (int64_t)t->TP * t->TQ, base;
-	LLVMValueRef tl, p0, q0, k, m, p, q, pb, qb, lin, row, x, *ca, idx0;
+	LLVMValueRef tl, p0, q0, k, m, p, q, pb, qb, lin, lin0, row, x, *ca, idx0;
+	LLVMValueRef qr[4], linr[4], *xs = arena_alloc(fn->arena, (size_t)b->nvals * 4 * sizeof *xs);
 	Loop l;
 
+	assert(R >= 1 && R <= 4); /* qr, linr */
 	tl = cg_loop_begin(c, &l, c->bid, cg_ic(c, ntiles), c->nctaid);
+	if (backward)
+		tl = LLVMBuildSub(c->b, cg_ic(c, ntiles - 1), tl, "");
 	p0 = LLVMBuildMul(c->b, LLVMBuildURem(c->b, tl, cg_ic(c, ntp), ""), cg_ic(c, t->TP), "");
 	q0 = LLVMBuildMul(c->b, LLVMBuildUDiv(c->b, tl, cg_ic(c, ntp), ""), cg_ic(c, t->TQ), "");
-	/* the tile in the input's order: V consecutive p a thread */
-	k = LLVMBuildMul(c->b, LLVMBuildURem(c->b, c->tid, cg_ic(c, t->TP / t->V), ""), cg_ic(c, t->V), "");
-	m = LLVMBuildUDiv(c->b, c->tid, cg_ic(c, t->TP / t->V), "");
-	q = LLVMBuildAdd(c->b, q0, m, "");
+	/* the tile in the input's order: V consecutive p of R rows a thread */
+	k = LLVMBuildMul(c->b, LLVMBuildURem(c->b, c->tid, cg_ic(c, t->TP / V), ""), cg_ic(c, V), "");
+	m = LLVMBuildMul(c->b, LLVMBuildUDiv(c->b, c->tid, cg_ic(c, t->TP / V), ""), cg_ic(c, R), "");
 	pb = LLVMBuildAdd(c->b, p0, k, "");
-	lin = LLVMBuildAdd(c->b, LLVMBuildMul(c->b, q, cg_ic(c, t->P), ""), pb, "");
+	/* row r's index row 0's plus r * P, so that each row's accesses have
+	 * one base */
+	qr[0] = LLVMBuildAdd(c->b, q0, m, "");
+	linr[0] = LLVMBuildAdd(c->b, LLVMBuildMul(c->b, qr[0], cg_ic(c, t->P), ""), pb, "");
+	for (int r = 1; r < R; r++) {
+		qr[r] = LLVMBuildAdd(c->b, qr[0], cg_ic(c, r), "");
+		linr[r] = LLVMBuildAdd(c->b, linr[0], cg_ic(c, r * t->P), "");
+	}
 	idx0 = tile_index(c, t, k, m); /* row k + j is j rows further, in k's rotation */
-	for (int j = 0; j < t->V; j++) {
+	for (int j = 0; j < V; j++) {
 		/* each index the first's plus j, so that the accesses become vectors */
 		p = j ? LLVMBuildAdd(c->b, pb, cg_ic(c, j), "") : pb;
-		cg_current(c, t->in, tile_coords(c, t->in, q, p), j ? LLVMBuildAdd(c->b, lin, cg_ic(c, j), "") : lin,
-			cg_lane_align(j, t->V));
-		for (uint32_t i = 0; t->a && i < t->a->nvals; i++) {
-			uint32_t v = t->a->vals[i];
+		for (int r = 0; r < R; r++) {
+			q = qr[r];
+			cg_current(c, t->in, tile_coords(c, t->in, q, p),
+				j ? LLVMBuildAdd(c->b, linr[r], cg_ic(c, j), "") : linr[r], cg_lane_align(j, V));
+			for (uint32_t i = 0; t->a && i < t->a->nvals; i++) {
+				uint32_t v = t->a->vals[i];
 
-			ca = tile_coords(c, v, q, p);
-			cg_store_at(c, c->ptr_of[v], v, ca, cg_value(c, v, ca));
+				ca = tile_coords(c, v, q, p);
+				cg_store_at(c, c->ptr_of[v], v, ca, cg_value(c, v, ca));
+			}
+			for (uint32_t i = 0; i < b->nvals; i++)
+				xs[i * 4 + r] = cg_value(c, b->vals[i], tile_coords(c, b->vals[i], p, q));
 		}
 		base = 0;
 		for (uint32_t i = 0; i < b->nvals; i++) {
-			uint32_t v = b->vals[i];
-			DType dt = (DType)fn->vals[v].dtype;
+			DType dt = (DType)fn->vals[b->vals[i]].dtype;
 			LLVMValueRef idx = j ? LLVMBuildAdd(c->b, idx0, cg_ic(c, j * t->TQ), "") : idx0;
 
-			x = cg_value(c, v, tile_coords(c, v, p, q));
-			if (dt == DT_B8)
-				x = LLVMBuildZExt(c->b, x, c->i8, "");
-			LLVMBuildStore(c->b, x, tile_at(c, t, base, cg_mem_type(c, dt), idx));
+			if (R == 1) {
+				x = dt == DT_B8 ? LLVMBuildZExt(c->b, xs[i * 4], c->i8, "") : xs[i * 4];
+				LLVMBuildStore(c->b, x, tile_at(c, t, base, cg_mem_type(c, dt), idx));
+			} else {
+				x = word_of(c, &xs[i * 4], R, dt);
+				/* idx is a multiple of R: the word's first element */
+				LLVMSetAlignment(LLVMBuildStore(c->b, x, tile_at(c, t, base, cg_mem_type(c, dt), idx)),
+					(unsigned)(R * dt_size(dt)));
+			}
 			base += rows * dt_size(dt);
 		}
 	}
 	cg_syncthreads(c);
-	/* the tile in b's order: V consecutive q a thread */
-	k = LLVMBuildMul(c->b, LLVMBuildURem(c->b, c->tid, cg_ic(c, t->TQ / t->V), ""), cg_ic(c, t->V), "");
-	m = LLVMBuildUDiv(c->b, c->tid, cg_ic(c, t->TQ / t->V), "");
-	p = LLVMBuildAdd(c->b, p0, m, "");
+	/* the tile in b's order: V consecutive q of R tile rows a thread */
+	k = LLVMBuildMul(c->b, LLVMBuildURem(c->b, c->tid, cg_ic(c, t->TQ / V), ""), cg_ic(c, V), "");
+	m = LLVMBuildUDiv(c->b, c->tid, cg_ic(c, t->TQ / V), "");
 	qb = LLVMBuildAdd(c->b, q0, k, "");
-	lin = LLVMBuildAdd(c->b, LLVMBuildMul(c->b, p, cg_ic(c, t->Q), ""), qb, "");
-	row = tile_index(c, t, m, k);
-	for (int j = 0; j < t->V; j++) {
-		q = j ? LLVMBuildAdd(c->b, qb, cg_ic(c, j), "") : qb;
-		cg_current(c, b->space, tile_coords(c, b->space, p, q),
-			j ? LLVMBuildAdd(c->b, lin, cg_ic(c, j), "") : lin, cg_lane_align(j, t->V));
-		base = 0;
-		for (uint32_t i = 0; i < b->nvals; i++) {
-			uint32_t v = b->vals[i];
-			DType dt = (DType)fn->vals[v].dtype;
-			LLVMValueRef idx = j ? LLVMBuildAdd(c->b, row, cg_ic(c, j), "") : row;
+	pb = LLVMBuildAdd(c->b, p0, m, "");
+	lin0 = LLVMBuildAdd(c->b, LLVMBuildMul(c->b, pb, cg_ic(c, t->Q), ""), qb, "");
+	for (int r = 0; r < R; r++) {
+		LLVMValueRef mr = r ? LLVMBuildAdd(c->b, m, cg_ic(c, r * rpp), "") : m;
 
-			x = LLVMBuildLoad2(c->b, cg_mem_type(c, dt), tile_at(c, t, base, cg_mem_type(c, dt), idx), "");
-			LLVMSetAlignment(x, chunk_align(j, t->V, dt_size(dt)));
-			if (dt == DT_B8)
-				x = LLVMBuildICmp(c->b, LLVMIntNE, x, LLVMConstInt(c->i8, 0, 0), "");
-			cg_store_at(c, c->ptr_of[v], v, tile_coords(c, v, p, q), x);
-			base += rows * dt_size(dt);
+		p = r ? LLVMBuildAdd(c->b, pb, cg_ic(c, r * rpp), "") : pb;
+		lin = r ? LLVMBuildAdd(c->b, lin0, cg_ic(c, r * rpp * t->Q), "") : lin0;
+		row = tile_index(c, t, mr, k);
+		for (int j = 0; j < V; j++) {
+			q = j ? LLVMBuildAdd(c->b, qb, cg_ic(c, j), "") : qb;
+			cg_current(c, b->space, tile_coords(c, b->space, p, q),
+				j ? LLVMBuildAdd(c->b, lin, cg_ic(c, j), "") : lin, cg_lane_align(j, V));
+			base = 0;
+			for (uint32_t i = 0; i < b->nvals; i++) {
+				uint32_t v = b->vals[i];
+				DType dt = (DType)fn->vals[v].dtype;
+				LLVMValueRef idx = j ? LLVMBuildAdd(c->b, row, cg_ic(c, j), "") : row;
+
+				x = LLVMBuildLoad2(
+					c->b, cg_mem_type(c, dt), tile_at(c, t, base, cg_mem_type(c, dt), idx), "");
+				LLVMSetAlignment(x, chunk_align(j, V, dt_size(dt)));
+				if (dt == DT_B8)
+					x = LLVMBuildICmp(c->b, LLVMIntNE, x, LLVMConstInt(c->i8, 0, 0), "");
+				cg_store_at(c, c->ptr_of[v], v, tile_coords(c, v, p, q), x);
+				base += rows * dt_size(dt);
+			}
 		}
 	}
 	cg_syncthreads(c); /* the tile buffers are free again */

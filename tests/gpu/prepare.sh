@@ -34,7 +34,9 @@ compile() {
 for f in tests/gpu/corpus/*.ir tests/gpu/corpus/*.trace; do
 	n=$(basename "${f%.*}")
 	compile "$n" "$f"
-	compile "${n}_O0" "$f" -O0
+	# (keep_tiles is about what one fused kernel keeps beside its tiles, which
+	# -O0 never makes; its inputs are large: the carry stays under 64 MiB)
+	[ "$n" = keep_tiles ] || compile "${n}_O0" "$f" -O0
 	case $n in
 	matmul* | scaled_*) "$fp8cc" "$f" --passes= --emit=ir -o "$out/ptx/$n.ir" ;;
 	esac
@@ -90,7 +92,9 @@ mkdir -p "$out/extra"
 python3 tests/real/signature.py "$out/extra/real_14.sig" $(grep '^14_' tests/real/signatures.txt | cut -d' ' -f2-)
 "$fp8cc" tests/real/14_llama2_augmented_forward.trace --signature "$out/extra/real_14.sig" \
 	-o "$out/extra/real_14.ptx" 2>/dev/null
-python3 bench/linear_trace.py examples/seed_fp8_linear_after.trace 1024 2048 4096 > "$out/large.trace"
+# (the seed layer at 1024x2048x2048, large enough for several tiles and
+# grid steps a thread, small enough to carry: 18 MB of inputs and outputs)
+python3 bench/linear_trace.py examples/seed_fp8_linear_after.trace 1024 2048 2048 > "$out/large.trace"
 ONE_SEED=1 compile large "$out/large.trace"
 
 for s in 16x32x64 4096x4096x4096 8192x4096x14336; do
