@@ -91,6 +91,7 @@ int cg_lane_align(int j, int V);
 bool cg_transposed_space(Cg *c, uint32_t b, uint32_t v);
 void cg_split_across(Cg *c, Group *g, Group *to, uint32_t *ng);
 bool cg_tile_shape(Cg *c, const Group *a, const Group *b, Tile *t);
+void cg_tile_one_row(Cg *c, Tile *t);
 uint32_t cg_tile_loop(Cg *c, const Tile *t, bool backward);
 
 /* ---- rows.c: a kernel that runs a row at a time ---- */

@@ -1600,6 +1600,10 @@ phase_tasks(Cg *c, const KPlan *kp, uint32_t p, Tasks *ts)
 			if (a)
 				tiled[ai] = true;
 		}
+	/* beside other tiles, two rows a thread cost more registers than they
+	 * save (tiles.c) */
+	for (uint32_t i = 0; ts->nt > 1 && i < ts->nt; i++)
+		cg_tile_one_row(c, &ts->tiles[i]);
 }
 
 static void

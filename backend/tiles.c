@@ -101,11 +101,26 @@ tile_fits(Cg *c, Tile *t)
 }
 
 /* true if b, with a (or NULL), can run in tiles; fills t. A thread takes
- * two rows of the input when b's values are all of one byte (fp8, bool),
- * so that b's elements go to shared memory two at a time; one row if not,
- * or if the space is no whole number of the larger tiles. Four rows (words
- * of four bytes) took 45 registers, five blocks an SM instead of eight,
- * and ran slower on an H200 than two (docs/design.md, "The backend"). */
+ * two rows of the input when b is one value of one byte (an fp8 or bool
+ * transposed copy), so that its elements go to shared memory two at a
+ * time; one row if not, or if the space is no whole number of the larger
+ * tiles (and cg_tile_one_row where a phase has other tiles). Measured on
+ * an H200 (docs/design.md, "The backend"): four rows took 45 registers,
+ * five blocks an SM instead of eight, and ran slower than two; two rows in
+ * the backward step's kernel (two tiled groups) took 38 to 43 and ran it
+ * 2-6 us slower than one row. */
+/* t with one row a thread (a space that took two fits one) */
+void
+cg_tile_one_row(Cg *c, Tile *t)
+{
+	bool fits;
+
+	t->R = 1;
+	fits = tile_fits(c, t);
+	assert(fits);
+	(void)fits;
+}
+
 bool
 cg_tile_shape(Cg *c, const Group *a, const Group *b, Tile *t)
 {
@@ -137,7 +152,7 @@ cg_tile_shape(Cg *c, const Group *a, const Group *b, Tile *t)
 	for (uint32_t i = 0; i < b->nvals; i++)
 		if (dt_size((DType)fn->vals[b->vals[i]].dtype) > widest)
 			widest = dt_size((DType)fn->vals[b->vals[i]].dtype);
-	t->R = widest == 1 ? 2 : 1;
+	t->R = widest == 1 && b->nvals == 1 ? 2 : 1;
 	if (t->R > 1 && tile_fits(c, t))
 		return true;
 	t->R = 1;
