@@ -1,5 +1,4 @@
 /* tiles.c — transposed writes through shared-memory tiles (docs/design.md, "The backend"). */
-#include <assert.h>
 #include <string.h>
 
 #include "cg.h"
@@ -113,12 +112,9 @@ tile_fits(Cg *c, Tile *t)
 void
 cg_tile_one_row(Cg *c, Tile *t)
 {
-	bool fits;
-
 	t->R = 1;
-	fits = tile_fits(c, t);
-	assert(fits);
-	(void)fits;
+	if (!tile_fits(c, t))
+		die("a tile of one row does not fit where one of two did");
 }
 
 bool
@@ -272,7 +268,8 @@ cg_tile_loop(Cg *c, const Tile *t, bool backward)
 	LLVMValueRef qr[4], linr[4], *xs = arena_alloc(fn->arena, (size_t)b->nvals * 4 * sizeof *xs);
 	Loop l;
 
-	assert(R >= 1 && R <= 4); /* qr, linr */
+	if (R < 1 || R > 4) /* qr, linr */
+		die("a tile of %d rows a thread", R);
 	tl = cg_loop_begin(c, &l, c->bid, cg_ic(c, ntiles), c->nctaid);
 	if (backward)
 		tl = LLVMBuildSub(c->b, cg_ic(c, ntiles - 1), tl, "");
