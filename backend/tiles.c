@@ -99,15 +99,6 @@ tile_fits(Cg *c, Tile *t)
 		t->bytes <= TILE_SMEM;
 }
 
-/* true if b, with a (or NULL), can run in tiles; fills t. A thread takes
- * two rows of the input when b is one value of one byte (an fp8 or bool
- * transposed copy), so that its elements go to shared memory two at a
- * time; one row if not, or if the space is no whole number of the larger
- * tiles (and cg_tile_one_row where a phase has other tiles). Measured on
- * an H200 (docs/design.md, "The backend"): four rows took 45 registers,
- * five blocks an SM instead of eight, and ran slower than two; two rows in
- * the backward step's kernel (two tiled groups) took 38 to 43 and ran it
- * 2-6 us slower than one row. */
 /* t with one row a thread (a space that took two fits one) */
 void
 cg_tile_one_row(Cg *c, Tile *t)
@@ -117,6 +108,15 @@ cg_tile_one_row(Cg *c, Tile *t)
 		die("a tile of one row does not fit where one of two did");
 }
 
+/* true if b, with a (or NULL), can run in tiles; fills t. A thread takes
+ * two rows of the input when b is one value of one byte (an fp8 or bool
+ * transposed copy), so that its elements go to shared memory two at a
+ * time; one row if not, or if the space is no whole number of the larger
+ * tiles (and cg_tile_one_row where a phase has other tiles). Measured on
+ * an H200 (docs/design.md, "The backend"): four rows took 45 registers,
+ * five blocks an SM instead of eight, and ran slower than two; two rows in
+ * the backward step's kernel (two tiled groups) took 38 to 43 and ran it
+ * 2-6 us slower than one row. */
 bool
 cg_tile_shape(Cg *c, const Group *a, const Group *b, Tile *t)
 {
@@ -124,7 +124,6 @@ cg_tile_shape(Cg *c, const Group *a, const Group *b, Tile *t)
 	const Kernel *k = &fn->kernels[c->k];
 	int64_t tmp[IR_MAXRANK];
 	const int64_t *ob;
-	int widest = 1;
 
 	if (fn->vals[b->space].rank != 2 || feeds_reduction(c, b) || (a && feeds_reduction(c, a)))
 		return false;
@@ -145,10 +144,7 @@ cg_tile_shape(Cg *c, const Group *a, const Group *b, Tile *t)
 	ob = cg_order_of(fn, b->space, tmp);
 	t->P = ir_dims(fn, b->space)[ob[0]];
 	t->Q = ir_dims(fn, b->space)[ob[1]];
-	for (uint32_t i = 0; i < b->nvals; i++)
-		if (dt_size((DType)fn->vals[b->vals[i]].dtype) > widest)
-			widest = dt_size((DType)fn->vals[b->vals[i]].dtype);
-	t->R = widest == 1 && b->nvals == 1 ? 2 : 1;
+	t->R = b->nvals == 1 && dt_size((DType)fn->vals[b->vals[0]].dtype) == 1 ? 2 : 1;
 	if (t->R > 1 && tile_fits(c, t))
 		return true;
 	t->R = 1;
@@ -232,7 +228,8 @@ as_bits(Cg *c, LLVMValueRef x, DType dt)
 	return LLVMBuildBitCast(c->b, x, LLVMIntTypeInContext(c->cx, 8 * (unsigned)dt_size(dt)), "");
 }
 
-/* the R elements x[0..R-1] of one tile row, side by side in one integer */
+/* the R elements x[0..R-1] of one tile row, side by side in one integer
+ * (one element as it is, a bool as a byte) */
 static LLVMValueRef
 word_of(Cg *c, LLVMValueRef *x, int R, DType dt)
 {
@@ -240,6 +237,8 @@ word_of(Cg *c, LLVMValueRef *x, int R, DType dt)
 	LLVMTypeRef wt = LLVMIntTypeInContext(c->cx, bits * (unsigned)R);
 	LLVMValueRef w = NULL;
 
+	if (R == 1)
+		return dt == DT_B8 ? LLVMBuildZExt(c->b, x[0], c->i8, "") : x[0];
 	for (int r = 0; r < R; r++) {
 		LLVMValueRef e = LLVMBuildZExt(c->b, as_bits(c, x[r], dt), wt, "");
 
@@ -265,7 +264,7 @@ cg_tile_loop(Cg *c, const Tile *t, bool backward)
 	int R = t->R, V = t->V, rpp = BE_BLOCK * V / t->TQ;
 	int64_t ntp = t->P / t->TP, ntiles = ntp * (t->Q / t->TQ), rows = (int64_t)t->TP * t->TQ, base;
 	LLVMValueRef tl, p0, q0, k, m, p, q, pb, qb, lin, lin0, row, x, *ca, idx0;
-	LLVMValueRef qr[4], linr[4], *xs = arena_alloc(fn->arena, (size_t)b->nvals * 4 * sizeof *xs);
+	LLVMValueRef qr[4], linr[4], *xs = arena_alloc(fn->arena, (size_t)b->nvals * (size_t)t->R * sizeof *xs);
 	Loop l;
 
 	if (R < 1 || R > 4) /* qr, linr */
@@ -302,22 +301,17 @@ cg_tile_loop(Cg *c, const Tile *t, bool backward)
 				cg_store_at(c, c->ptr_of[v], v, ca, cg_value(c, v, ca));
 			}
 			for (uint32_t i = 0; i < b->nvals; i++)
-				xs[i * 4 + r] = cg_value(c, b->vals[i], tile_coords(c, b->vals[i], p, q));
+				xs[i * R + r] = cg_value(c, b->vals[i], tile_coords(c, b->vals[i], p, q));
 		}
 		base = 0;
 		for (uint32_t i = 0; i < b->nvals; i++) {
 			DType dt = (DType)fn->vals[b->vals[i]].dtype;
 			LLVMValueRef idx = j ? LLVMBuildAdd(c->b, idx0, cg_ic(c, j * t->TQ), "") : idx0;
 
-			if (R == 1) {
-				x = dt == DT_B8 ? LLVMBuildZExt(c->b, xs[i * 4], c->i8, "") : xs[i * 4];
-				LLVMBuildStore(c->b, x, tile_at(c, t, base, cg_mem_type(c, dt), idx));
-			} else {
-				x = word_of(c, &xs[i * 4], R, dt);
-				/* idx is a multiple of R: the word's first element */
-				LLVMSetAlignment(LLVMBuildStore(c->b, x, tile_at(c, t, base, cg_mem_type(c, dt), idx)),
-					(unsigned)(R * dt_size(dt)));
-			}
+			/* idx is a multiple of R: the word's first element */
+			x = word_of(c, &xs[i * R], R, dt);
+			LLVMSetAlignment(LLVMBuildStore(c->b, x, tile_at(c, t, base, cg_mem_type(c, dt), idx)),
+				(unsigned)(R * dt_size(dt)));
 			base += rows * dt_size(dt);
 		}
 	}
