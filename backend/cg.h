@@ -39,6 +39,7 @@ typedef struct {
 	int TP, TQ, V;
 	int R;         /* rows of the input a thread takes: b's elements go to shared memory R at a time */
 	int64_t bytes; /* of shared memory: TP rows of TQ elements per value of b */
+	bool walked;   /* a loop of the phase before took the tiles' order (cg_tile_walk) */
 } Tile;
 
 /* the shape of a row kernel (rows.c) */
@@ -81,6 +82,9 @@ LLVMValueRef cg_to_i64(Cg *c, LLVMValueRef x);
 LLVMValueRef cg_from_i64(Cg *c, LLVMValueRef x, LLVMTypeRef t);
 LLVMValueRef cg_block_reduce(Cg *c, const Red *r, LLVMValueRef x);
 int cg_vector_width(Cg *c, const Group *g);
+void cg_element(
+	Cg *c, const Group *g, LLVMValueRef *co, LLVMValueRef lin, int align, LLVMValueRef *accs, const Red *reds);
+void cg_preload(Cg *c);
 LLVMValueRef *cg_current(Cg *c, uint32_t space, LLVMValueRef *co, LLVMValueRef lin, int align);
 bool cg_reads_across(Cg *c, uint32_t v, const int64_t *perm, int depth);
 bool cg_group_reads_across(Cg *c, const Group *g);
@@ -92,6 +96,7 @@ bool cg_transposed_space(Cg *c, uint32_t b, uint32_t v);
 void cg_split_across(Cg *c, Group *g, Group *to, uint32_t *ng);
 bool cg_tile_shape(Cg *c, const Group *a, const Group *b, Tile *t);
 void cg_tile_one_row(Cg *c, Tile *t);
+uint32_t cg_tile_walk(Cg *c, const Tile *t, const Group *g, LLVMValueRef *accs, const Red *reds);
 uint32_t cg_tile_loop(Cg *c, const Tile *t, bool backward);
 
 /* ---- rows.c: a kernel that runs a row at a time ---- */

@@ -1123,6 +1123,34 @@ space_element(Cg *c, const Group *g, LLVMValueRef lin, int align, LLVMValueRef *
 	c->space_coords = NULL;
 }
 
+/* group g's element at coordinates co, linear index lin (a multiple of
+ * align) */
+void
+cg_element(Cg *c, const Group *g, LLVMValueRef *co, LLVMValueRef lin, int align, LLVMValueRef *accs, const Red *reds)
+{
+	cg_current(c, g->space, co, lin, align);
+	element(c, g, accs, reds);
+	c->space_coords = NULL;
+}
+
+/* load each kernel input laid out as the current space at the current
+ * element, into the memo: a loop that calls this for each element of its
+ * chunk first issues all of the chunk's loads before any computation (a
+ * load nothing reads is dead, and LLVM drops it) */
+void
+cg_preload(Cg *c)
+{
+	Func *fn = c->fn;
+	const Kernel *k = &fn->kernels[c->k];
+
+	for (uint32_t j = 0; j < k->nins; j++) {
+		uint32_t u = fn->argv[k->ins + j];
+
+		if (fn->vals[u].rank > 0 && same_space(fn, u, c->space))
+			cg_value(c, u, c->space_coords);
+	}
+}
+
 /* ---- transposed reads ---- */
 
 /* true if computing v, whose dim d is the space's dim perm[d], reads some
@@ -1702,8 +1730,57 @@ plan_keep(Cg *c, const KPlan *kp, const Tasks *ts, Keep *kk)
 	forget_kept(c);
 }
 
+/* The one tile of phase p + 1 (next) if it alone reads again the kernel
+ * inputs that g, a group of phase p, reads: g's loop then walks the tile's
+ * space as the tile's loop will (cg_tile_walk). NULL if there is none, if
+ * g's space is not laid out as the tile's input, or if g feeds a sum
+ * (whose bits depend on the order it takes its elements in). Not where
+ * the next phase has several tiles (the backward step's kernel, three
+ * amaxes before three tiles: its loops walking their tiles took 39
+ * registers instead of 32 and ran no faster; docs/design.md, "The
+ * backend"). */
+static Tile *
+walk_tile(Cg *c, const KPlan *kp, uint32_t p, const Group *g, const Red *reds, const LLVMValueRef *accs, Tasks *next)
+{
+	Func *fn = c->fn;
+	const Kernel *k = &fn->kernels[c->k];
+	Tile *t = NULL;
+	bool *seen, *again;
+
+	if (!next || next->nt != 1 || fn->vals[g->space].rank != 2)
+		return NULL;
+	for (uint32_t j = 0; j < g->nvals; j++)
+		if (accs[j] && reds[j].sum)
+			return NULL;
+	c->space = g->space;
+	if (cg_group_reads_across(c, g))
+		return NULL;
+	seen = arena_alloc(fn->arena, fn->nvals + 1);
+	again = arena_alloc(fn->arena, fn->nvals + 1);
+	group_reads(c, kp, p, g, seen);
+	for (uint32_t gi = 0; gi < next->ng; gi++) {
+		Tile *in = NULL;
+
+		memset(again, 0, fn->nvals + 1);
+		group_reads(c, kp, p + 1, &next->gs[gi], again);
+		for (uint32_t i = 0; i < next->nt && next->tiled[gi]; i++)
+			if (next->tiles[i].a == &next->gs[gi] || next->tiles[i].b == &next->gs[gi])
+				in = &next->tiles[i];
+		for (uint32_t j = 0; j < k->nins; j++) {
+			uint32_t u = fn->argv[k->ins + j];
+
+			if (!seen[u] || !again[u])
+				continue;
+			if (!in || (t && t != in))
+				return NULL;
+			t = in;
+		}
+	}
+	return t && same_space(fn, g->space, t->in) ? t : NULL;
+}
+
 static uint32_t
-phase(Cg *c, const KPlan *kp, uint32_t p, const Tasks *ts, const Keep *kk)
+phase(Cg *c, const KPlan *kp, uint32_t p, const Tasks *ts, Tasks *next, const Keep *kk)
 {
 	Func *fn = c->fn;
 	const Kernel *k = &fn->kernels[c->k];
@@ -1727,6 +1804,7 @@ phase(Cg *c, const KPlan *kp, uint32_t p, const Tasks *ts, const Keep *kk)
 		LLVMValueRef *accs;
 		Red *reds = arena_alloc(fn->arena, (g->nvals + 1) * sizeof *reds);
 		bool feeds = false; /* some reduction: its order stays the first phase's */
+		Tile *t;
 
 		if (ts->tiled[gi])
 			continue;
@@ -1742,7 +1820,12 @@ phase(Cg *c, const KPlan *kp, uint32_t p, const Tasks *ts, const Keep *kk)
 			accs[j] = cg_entry_alloca(c, reds[j].kt);
 			LLVMBuildStore(c->b, cg_identity(c, &reds[j]), accs[j]);
 		}
-		if ((b = group_loop(c, g, accs, reds, p > 0 && !feeds, kk, keep_role(kk, p, gi))) > blocks)
+		t = keep_role(kk, p, gi) == KEEP_NONE ? walk_tile(c, kp, p, g, reds, accs, next) : NULL;
+		if (t)
+			t->walked = true;
+		b = t ? cg_tile_walk(c, t, g, accs, reds)
+		      : group_loop(c, g, accs, reds, p > 0 && !feeds, kk, keep_role(kk, p, gi));
+		if (b > blocks)
 			blocks = b;
 		for (uint32_t j = 0; j < g->nvals; j++)
 			if (accs[j])
@@ -1884,7 +1967,7 @@ kernel(Cg *c, uint32_t kidx, Launch *l)
 		plan_keep(c, &kp, ts, &kk);
 	}
 	for (uint32_t p = 0; !rows && p < kp.nphases; p++)
-		if ((b = phase(c, &kp, p, &ts[p], &kk)) > blocks)
+		if ((b = phase(c, &kp, p, &ts[p], p + 1 < kp.nphases ? &ts[p + 1] : NULL, &kk)) > blocks)
 			blocks = b;
 	LLVMBuildRetVoid(c->b);
 	*l = (Launch){ blocks > BE_MAXGRID ? BE_MAXGRID : blocks, BE_BLOCK, 0, kp.nphases > 1, kp.nphases, IR_NONE };

@@ -249,8 +249,86 @@ word_of(Cg *c, LLVMValueRef *x, int R, DType dt)
 	return w;
 }
 
+/* where a thread's loads of a tile lie: the tile's first p and q; V
+ * consecutive p from pb (k into the tile) of R consecutive rows q from
+ * qr[0] (m into the tile); linr[r], row r's index in the input, is row 0's
+ * plus r * P, so that each row's accesses have one base */
+typedef struct {
+	LLVMValueRef p0, q0, k, m, pb, qr[4], linr[4];
+} TileAt;
+
+static void
+tile_thread(Cg *c, const Tile *t, LLVMValueRef tl, TileAt *a)
+{
+	int64_t ntp = t->P / t->TP;
+
+	a->p0 = LLVMBuildMul(c->b, LLVMBuildURem(c->b, tl, cg_ic(c, ntp), ""), cg_ic(c, t->TP), "");
+	a->q0 = LLVMBuildMul(c->b, LLVMBuildUDiv(c->b, tl, cg_ic(c, ntp), ""), cg_ic(c, t->TQ), "");
+	a->k = LLVMBuildMul(c->b, LLVMBuildURem(c->b, c->tid, cg_ic(c, t->TP / t->V), ""), cg_ic(c, t->V), "");
+	a->m = LLVMBuildMul(c->b, LLVMBuildUDiv(c->b, c->tid, cg_ic(c, t->TP / t->V), ""), cg_ic(c, t->R), "");
+	a->pb = LLVMBuildAdd(c->b, a->p0, a->k, "");
+	a->qr[0] = LLVMBuildAdd(c->b, a->q0, a->m, "");
+	a->linr[0] = LLVMBuildAdd(c->b, LLVMBuildMul(c->b, a->qr[0], cg_ic(c, t->P), ""), a->pb, "");
+	for (int r = 1; r < t->R; r++) {
+		a->qr[r] = LLVMBuildAdd(c->b, a->qr[0], cg_ic(c, r), "");
+		a->linr[r] = LLVMBuildAdd(c->b, a->linr[0], cg_ic(c, r * t->P), "");
+	}
+}
+
+/* The loop over the block's tiles: bid, bid + G, ... (G the grid's
+ * blocks). Backward, the grid's tiles last first: the same tiles, after
+ * cg_tile_walk, each block its own last first. Returns the tile. */
+static LLVMValueRef
+tiles_begin(Cg *c, const Tile *t, Loop *l, bool backward)
+{
+	int64_t ntiles = t->P / t->TP * (t->Q / t->TQ);
+	LLVMValueRef last = NULL, more, tl;
+
+	if (backward && t->walked) { /* the block's last tile: bid + (ntiles - 1 - bid) / G * G */
+		more = LLVMBuildUDiv(c->b, LLVMBuildSub(c->b, cg_ic(c, ntiles - 1), c->bid, ""), c->nctaid, "");
+		last = LLVMBuildAdd(c->b, c->bid, LLVMBuildMul(c->b, more, c->nctaid, ""), "");
+	}
+	tl = cg_loop_begin(c, l, c->bid, cg_ic(c, ntiles), c->nctaid);
+	if (last)
+		return LLVMBuildSub(c->b, LLVMBuildAdd(c->b, last, c->bid, ""), tl, "");
+	return backward ? LLVMBuildSub(c->b, cg_ic(c, ntiles - 1), tl, "") : tl;
+}
+
+/* g, a loop of the phase before t's over t's input (the amax before a
+ * quantize's grid barrier), in t's tiles: each block reads the tiles it
+ * takes after the barrier, each thread the elements it loads there, so
+ * that t's loop, taking them last first, finds them in its SM's L1 or in
+ * L2. Returns the tiles. */
+uint32_t
+cg_tile_walk(Cg *c, const Tile *t, const Group *g, LLVMValueRef *accs, const Red *reds)
+{
+	int R = t->R, V = t->V;
+	LLVMValueRef **co = arena_alloc(c->fn->arena, (size_t)(R * V) * sizeof *co);
+	LLVMValueRef *lin = arena_alloc(c->fn->arena, (size_t)(R * V) * sizeof *lin), p;
+	TileAt at;
+	Loop l;
+
+	tile_thread(c, t, tiles_begin(c, t, &l, false), &at);
+	for (int j = 0; j < V; j++) {
+		p = j ? LLVMBuildAdd(c->b, at.pb, cg_ic(c, j), "") : at.pb;
+		for (int r = 0; r < R; r++) {
+			co[r * V + j] = tile_coords(c, g->space, at.qr[r], p);
+			lin[r * V + j] = j ? LLVMBuildAdd(c->b, at.linr[r], cg_ic(c, j), "") : at.linr[r];
+		}
+	}
+	for (int i = 0; i < R * V; i++) { /* the loads first */
+		cg_current(c, g->space, co[i], lin[i], cg_lane_align(i % V, V));
+		cg_preload(c);
+	}
+	for (int i = 0; i < R * V; i++)
+		cg_element(c, g, co[i], lin[i], cg_lane_align(i % V, V), accs, reds);
+	cg_loop_end(c, &l);
+	return (uint32_t)(t->P / t->TP * (t->Q / t->TQ));
+}
+
 /* The tiles of t, the grid's blocks taking them in turn (backward: the last
- * first, which a second pass over the input finds still in L2). A thread
+ * first, which a second pass over the input finds still in L2; after
+ * cg_tile_walk, each block its own last first, in its SM's L1). A thread
  * first takes V consecutive p of R consecutive rows q of the input (16-byte
  * loads, the row-major copy a written with 16-byte stores) and puts each
  * p's R elements of b side by side in shared memory, one store; then it
@@ -262,38 +340,25 @@ cg_tile_loop(Cg *c, const Tile *t, bool backward)
 	Func *fn = c->fn;
 	const Group *b = t->b;
 	int R = t->R, V = t->V, rpp = BE_BLOCK * V / t->TQ;
-	int64_t ntp = t->P / t->TP, ntiles = ntp * (t->Q / t->TQ), rows = (int64_t)t->TP * t->TQ, base;
-	LLVMValueRef tl, p0, q0, k, m, p, q, pb, qb, lin, lin0, row, x, *ca, idx0;
-	LLVMValueRef qr[4], linr[4], *xs = arena_alloc(fn->arena, (size_t)b->nvals * (size_t)t->R * sizeof *xs);
+	int64_t ntiles = t->P / t->TP * (t->Q / t->TQ), rows = (int64_t)t->TP * t->TQ, base;
+	LLVMValueRef p0, q0, k, m, p, q, pb, qb, lin, lin0, row, x, *ca, idx0;
+	LLVMValueRef *xs = arena_alloc(fn->arena, (size_t)b->nvals * (size_t)t->R * sizeof *xs);
+	TileAt at;
 	Loop l;
 
-	if (R < 1 || R > 4) /* qr, linr */
+	if (R < 1 || R > 4) /* TileAt */
 		die("a tile of %d rows a thread", R);
-	tl = cg_loop_begin(c, &l, c->bid, cg_ic(c, ntiles), c->nctaid);
-	if (backward)
-		tl = LLVMBuildSub(c->b, cg_ic(c, ntiles - 1), tl, "");
-	p0 = LLVMBuildMul(c->b, LLVMBuildURem(c->b, tl, cg_ic(c, ntp), ""), cg_ic(c, t->TP), "");
-	q0 = LLVMBuildMul(c->b, LLVMBuildUDiv(c->b, tl, cg_ic(c, ntp), ""), cg_ic(c, t->TQ), "");
 	/* the tile in the input's order: V consecutive p of R rows a thread */
-	k = LLVMBuildMul(c->b, LLVMBuildURem(c->b, c->tid, cg_ic(c, t->TP / V), ""), cg_ic(c, V), "");
-	m = LLVMBuildMul(c->b, LLVMBuildUDiv(c->b, c->tid, cg_ic(c, t->TP / V), ""), cg_ic(c, R), "");
-	pb = LLVMBuildAdd(c->b, p0, k, "");
-	/* row r's index row 0's plus r * P, so that each row's accesses have
-	 * one base */
-	qr[0] = LLVMBuildAdd(c->b, q0, m, "");
-	linr[0] = LLVMBuildAdd(c->b, LLVMBuildMul(c->b, qr[0], cg_ic(c, t->P), ""), pb, "");
-	for (int r = 1; r < R; r++) {
-		qr[r] = LLVMBuildAdd(c->b, qr[0], cg_ic(c, r), "");
-		linr[r] = LLVMBuildAdd(c->b, linr[0], cg_ic(c, r * t->P), "");
-	}
+	tile_thread(c, t, tiles_begin(c, t, &l, backward), &at);
+	p0 = at.p0, q0 = at.q0, k = at.k, m = at.m, pb = at.pb;
 	idx0 = tile_index(c, t, k, m); /* row k + j is j rows further, in k's rotation */
 	for (int j = 0; j < V; j++) {
 		/* each index the first's plus j, so that the accesses become vectors */
 		p = j ? LLVMBuildAdd(c->b, pb, cg_ic(c, j), "") : pb;
 		for (int r = 0; r < R; r++) {
-			q = qr[r];
+			q = at.qr[r];
 			cg_current(c, t->in, tile_coords(c, t->in, q, p),
-				j ? LLVMBuildAdd(c->b, linr[r], cg_ic(c, j), "") : linr[r], cg_lane_align(j, V));
+				j ? LLVMBuildAdd(c->b, at.linr[r], cg_ic(c, j), "") : at.linr[r], cg_lane_align(j, V));
 			for (uint32_t i = 0; t->a && i < t->a->nvals; i++) {
 				uint32_t v = t->a->vals[i];
 
