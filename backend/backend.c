@@ -54,9 +54,9 @@ be_gemm_ok(Func *fn, const Instr *in, char *why, size_t n)
 static void
 print_plans(FILE *f, const Program *prog, Plan **plans, Launch **l, const char *gpu, const char *pre)
 {
-	be_print_plan_head(f, prog, gpu, pre);
+	be_print_plan_head(f, prog, l, gpu, pre);
 	for (uint32_t i = 0; i < prog->nfns; i++)
-		be_print_plan(f, prog->fns[i], plans[i], l[i], be_plan_version(prog), pre);
+		be_print_plan(f, prog->fns[i], plans[i], l[i], be_plan_version(prog, l), pre);
 }
 
 static bool
@@ -114,8 +114,8 @@ be_emit(const Program *prog, Emit kind, const BeOptions *o, FILE *f)
 		if (o->print_memplan) {
 			fprintf(stderr, "; plan after memplan of %s (kernels not yet generated)\n", fn->name);
 			if (i == 0)
-				be_print_plan_head(stderr, prog, o->gpu, "");
-			be_print_plan(stderr, fn, plans[i], NULL, be_plan_version(prog), "");
+				be_print_plan_head(stderr, prog, NULL, o->gpu, "");
+			be_print_plan(stderr, fn, plans[i], NULL, be_plan_version(prog, NULL), "");
 		}
 	}
 	cx = LLVMContextCreate();

@@ -10,6 +10,15 @@
 
 #define BE_BLOCK   256  /* threads per block of every kernel */
 #define BE_MAXGRID 4096 /* persistent grids never exceed this many blocks */
+/* blocks an SM for a kernel whose amax walks the tiles of its cast
+ * (cg_tile_walk): four took the both-layouts quantize 1.5-3 % less time
+ * than eight on the H200 (8192^2: 110.3 -> 107.5 us), where the same kernel
+ * without the walk was 4-7 % slower with four (docs/gpu-results.md). Only
+ * where the kernel has more tiles than that many blocks on each of an
+ * H100's or H200's 132 SMs take at once: below, the cap changes nothing
+ * there, and the plan keeps its version. */
+#define BE_WALK_PER_SM 4
+#define BE_WALK_SMS    132
 /* shared memory a block of a multi-phase kernel may keep its inputs in
  * across a grid barrier (codegen.c, Keep), at most: eight blocks of 16 KB
  * leave an SM of 228 KB (sm_90, sm_100) its full 2048 threads and most of
@@ -66,6 +75,7 @@ typedef struct {
 	bool coop;        /* has grid-wide barriers: launch cooperatively */
 	uint32_t phases;  /* 1 + number of grid-wide barriers */
 	uint32_t scratch; /* plan buffer of its scratch; IR_NONE if none */
+	uint32_t per_sm;  /* at most this many blocks an SM (plan version 4); 0: as many as fit */
 } Launch;
 
 /* ---- codegen.c ---- */
@@ -156,9 +166,10 @@ int be_pair_casts(LLVMModuleRef mod);
 
 /* ---- plan.c ---- */
 
-int be_plan_version(const Program *prog);
+/* l: each function's launches (NULL before codegen) */
+int be_plan_version(const Program *prog, Launch *const *l);
 /* the plan's first lines: version, target, state slots */
-void be_print_plan_head(FILE *f, const Program *prog, const char *gpu, const char *prefix);
+void be_print_plan_head(FILE *f, const Program *prog, Launch *const *l, const char *gpu, const char *prefix);
 /* one function's part; l NULL: before codegen, launches without their
  * geometry or scratch */
 void be_print_plan(FILE *f, Func *fn, Plan *p, const Launch *l, int version, const char *prefix);

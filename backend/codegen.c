@@ -1970,7 +1970,11 @@ kernel(Cg *c, uint32_t kidx, Launch *l)
 		if ((b = phase(c, &kp, p, &ts[p], p + 1 < kp.nphases ? &ts[p + 1] : NULL, &kk)) > blocks)
 			blocks = b;
 	LLVMBuildRetVoid(c->b);
-	*l = (Launch){ blocks > BE_MAXGRID ? BE_MAXGRID : blocks, BE_BLOCK, 0, kp.nphases > 1, kp.nphases, IR_NONE };
+	*l = (Launch){ blocks > BE_MAXGRID ? BE_MAXGRID : blocks, BE_BLOCK, 0, kp.nphases > 1, kp.nphases, IR_NONE, 0 };
+	for (uint32_t p = 0; !rows && p < kp.nphases; p++)
+		for (uint32_t i = 0; i < ts[p].nt; i++)
+			if (ts[p].tiles[i].walked && blocks > BE_WALK_PER_SM * BE_WALK_SMS)
+				l->per_sm = BE_WALK_PER_SM;
 	if (kp.scratch)
 		l->scratch = plan_add_scratch(fn, c->plan, kp.scratch);
 	kernel_done(c);

@@ -39,6 +39,8 @@ print_launch(FILE *f, Func *fn, const Plan *p, uint32_t k, const Launch *l, cons
 	fprintf(f, "%slaunch %s ", pre, kn->name);
 	if (l)
 		fprintf(f, "grid=%u block=%u smem=%u coop=%d ", l->grid, l->block, l->smem, l->coop);
+	if (l && l->per_sm)
+		fprintf(f, "per_sm=%u ", l->per_sm);
 	fputs("args=", f);
 	for (uint32_t j = 0; j < kn->nins + kn->nouts; j++) {
 		fputs(sep, f);
@@ -199,11 +201,11 @@ print_buffer(FILE *f, Func *fn, const PlanBuf *b, uint32_t i, const char *pre)
 /* Version 1 for a program of one function that saves nothing: its lines
  * come first. Version 2 names the state slots, then each function. */
 void
-be_print_plan_head(FILE *f, const Program *prog, const char *gpu, const char *pre)
+be_print_plan_head(FILE *f, const Program *prog, Launch *const *l, const char *gpu, const char *pre)
 {
 	char nb[16];
 
-	fprintf(f, "%sfp8cc-plan %d\n%starget %s\n", pre, be_plan_version(prog), pre, gpu);
+	fprintf(f, "%sfp8cc-plan %d\n%starget %s\n", pre, be_plan_version(prog, l), pre, gpu);
 	for (uint32_t fi = 0; fi < prog->nfns; fi++) {
 		Func *fn = prog->fns[fi];
 
@@ -218,20 +220,24 @@ be_print_plan_head(FILE *f, const Program *prog, const char *gpu, const char *pr
 }
 
 /* 1 for a program that needs nothing past version 1: one function, no state,
- * no GEMM but torch._scaled_mm's with tensor-wise scales, no extern; 3 for
- * one with row-wise or block-wise scales; else 2 */
+ * no GEMM but torch._scaled_mm's with tensor-wise scales, no extern; 4 for
+ * one with a launch of at most so many blocks an SM; 3 for one with
+ * row-wise or block-wise scales; else 2 */
 int
-be_plan_version(const Program *prog)
+be_plan_version(const Program *prog, Launch *const *l)
 {
 	int v = prog->nfns > 1 || prog->nslots > 0 ? 2 : 1;
 
 	for (uint32_t fi = 0; fi < prog->nfns; fi++) {
 		Func *fn = prog->fns[fi];
 
+		for (uint32_t k = 0; l && l[fi] && k < fn->nkernels; k++)
+			if (l[fi][k].per_sm)
+				return 4;
 		for (uint32_t i = 0; i < fn->nins; i++) {
 			if (ir_scale_mode(fn, &fn->ins[i]) != SCALES_TENSOR)
-				return 3;
-			if (fn->ins[i].op == OP_MATMUL || fn->ins[i].op == OP_EXTERN)
+				v = 3;
+			if ((fn->ins[i].op == OP_MATMUL || fn->ins[i].op == OP_EXTERN) && v < 2)
 				v = 2;
 		}
 	}

@@ -673,12 +673,13 @@ is_ident(Str s)
 	return plan_ident(s.p, s.n);
 }
 
-/* launch KERNEL grid=G block=B smem=S coop=C args=R,R,... */
+/* launch KERNEL grid=G block=B smem=S coop=C [per_sm=N] args=R,R,...
+ * (per_sm: version 4) */
 static fp8rt_status
 parse_launch(Parser *p, const Str *w, int nw, RtStep *step)
 {
-	static const char *const keys[] = { "grid", "block", "smem", "coop", "args" };
-	Str val[5] = { { 0 } };
+	static const char *const keys[] = { "grid", "block", "smem", "coop", "args", "per_sm" };
+	Str val[6] = { { 0 } };
 	RtLaunch *l = &step->u.launch;
 	fp8rt_status st;
 	step->kind = STEP_LAUNCH;
@@ -686,7 +687,11 @@ parse_launch(Parser *p, const Str *w, int nw, RtStep *step)
 		return fail(p, "'launch' wants a kernel name first");
 	if (!is_ident(w[1]))
 		return fail(p, "'launch' wants a kernel name first, got '%.*s'", W(w[1]));
-	if ((st = parse_keys(p, w, nw, 2, keys, 5, 31u, val, NULL, NULL)))
+	for (int i = 2; i < nw && p->plan->version < 4; i++)
+		if (w[i].n >= 7 && !memcmp(w[i].p, "per_sm=", 7))
+			return fail(p, "launch key 'per_sm' needs plan version 4 (this plan is version %d)",
+				p->plan->version);
+	if ((st = parse_keys(p, w, nw, 2, keys, p->plan->version >= 4 ? 6 : 5, 31u, val, NULL, NULL)))
 		return st;
 	l->kernel = arena_alloc(p->plan->arena, w[1].n + 1);
 	if (!l->kernel)
@@ -695,7 +700,8 @@ parse_launch(Parser *p, const Str *w, int nw, RtStep *step)
 	if ((st = parse_int(p, val[0], 0, INT32_MAX, "grid", &l->grid)) ||
 		(st = parse_int32(p, val[1], 1, 1024, "block", &l->block)) ||
 		(st = parse_int32(p, val[2], 0, INT32_MAX, "smem", &l->smem)) ||
-		(st = parse_int32(p, val[3], 0, 1, "coop", &l->coop)))
+		(st = parse_int32(p, val[3], 0, 1, "coop", &l->coop)) ||
+		(val[5].p && (st = parse_int32(p, val[5], 1, 1024, "per_sm", &l->per_sm))))
 		return st;
 	return parse_ref_list(p, val[4], "args", &l->args, &l->nargs);
 }

@@ -16,7 +16,7 @@
 #include "fp8rt.h"
 
 #define RT_PLAN_VERSION_MIN 1 /* the plan versions this parser reads */
-#define RT_PLAN_VERSION_MAX 3
+#define RT_PLAN_VERSION_MAX 4
 
 typedef struct RtArena RtArena;
 
@@ -55,11 +55,12 @@ typedef struct {
 
 typedef enum { STEP_LAUNCH, STEP_GEMM, STEP_COPY, STEP_CALL } RtStepKind;
 
-/* launch KERNEL grid=G block=B smem=S coop=C args=R,R,... */
+/* launch KERNEL grid=G block=B smem=S coop=C [per_sm=N] args=R,R,... */
 typedef struct {
 	char *kernel;
 	int64_t grid; /* 0: persistent, occupancy x SMs */
 	int block, smem, coop;
+	int per_sm; /* version 4: at most this many blocks an SM; 0: as many as fit */
 	int nargs;
 	RtRef *args;
 } RtLaunch;

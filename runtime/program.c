@@ -183,7 +183,8 @@ fail:
 
 /* Block and shared-memory limits, and the grid: grid=0 is as many blocks as
  * fit at once; a cooperative grid is cut to what fits at once (fp8cc's
- * kernels loop over their work with the grid's stride, so any grid works). */
+ * kernels loop over their work with the grid's stride, so any grid works);
+ * "fits" is at most per_sm blocks an SM where the plan says so. */
 static fp8rt_status
 size_launch(fp8rt_program *p, const RtLaunch *l, Launch *out, int line)
 {
@@ -204,6 +205,8 @@ size_launch(fp8rt_program *p, const RtLaunch *l, Launch *out, int line)
 	if (l->smem > dyn_max)
 		CHECK(drv.cuFuncSetAttribute(out->fn, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, l->smem));
 	CHECK(drv.cuOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, out->fn, l->block, (size_t)l->smem));
+	if (l->per_sm && l->per_sm < per_sm) /* the plan's cap (version 4) */
+		per_sm = l->per_sm;
 	int64_t resident = (int64_t)per_sm * ctx->props.sm_count;
 	if (resident == 0)
 		return rt_err(ctx, FP8RT_BAD_PROGRAM,

@@ -127,7 +127,7 @@ void fuzz_read_plan(const char *text, size_t len, int version, uint32_t nin, con
 
 /* the plan as text, read back by libfp8rt with the program's signature */
 static void
-check_plan(Func *fn, Plan *plan, const Launch *l)
+check_plan(Func *fn, Plan *plan, Launch *l)
 {
 	char *text = NULL, nb[16];
 	const char **outs = arena_alloc(fn->arena, (fn->nrets + 1) * sizeof *outs);
@@ -137,13 +137,13 @@ check_plan(Func *fn, Plan *plan, const Launch *l)
 
 	if (!f)
 		abort();
-	be_print_plan_head(f, &prog, "sm_90", "");
-	be_print_plan(f, fn, plan, l, be_plan_version(&prog), "");
+	be_print_plan_head(f, &prog, &l, "sm_90", "");
+	be_print_plan(f, fn, plan, l, be_plan_version(&prog, &l), "");
 	if (fclose(f))
 		abort();
 	for (uint32_t i = 0; i < fn->nrets; i++)
 		outs[i] = arena_printf(fn->arena, "%s", ir_retname(fn, i, nb));
-	fuzz_read_plan(text, len, be_plan_version(&prog), fn->nparams, outs, fn->nrets);
+	fuzz_read_plan(text, len, be_plan_version(&prog, &l), fn->nparams, outs, fn->nrets);
 	free(text);
 }
 

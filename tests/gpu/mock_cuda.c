@@ -54,6 +54,17 @@ mockcuda_param_probes_past_end(void)
 	return probes_past_end;
 }
 
+/* The largest grid launched since the last call (0: none). */
+static unsigned max_grid;
+
+API unsigned
+mockcuda_max_grid(void)
+{
+	unsigned g = max_grid;
+	max_grid = 0;
+	return g;
+}
+
 /* ---- fault injection ------------------------------------------------------ */
 
 #define MAXNAMES 96
@@ -605,6 +616,8 @@ launch(const char *name, CUfunction f, unsigned grid, unsigned block, unsigned s
 			s->invalid = 1;
 		return CUDA_ERROR_INVALID_VALUE;
 	}
+	if (grid > max_grid)
+		max_grid = grid;
 	Op op = { .kind = 0, .fn = kernels[f->kernel].fn };
 	for (int i = 0; i < kernels[f->kernel].nparams; i++)
 		op.args[i] = *(CUdeviceptr *)params[i];

@@ -179,6 +179,44 @@ Test(mock, direct_run)
 	assert_live(0, 0, 0, 0, 0, "after destroy");
 }
 
+/* A launch's per_sm (plan version 4) caps the blocks an SM: grid=0 is
+ * per_sm x 132 on the mock H200, not the occupancy's 8 x 132. */
+Test(mock, per_sm_caps_the_grid)
+{
+	fp8rt_context *ctx = mock_context();
+	unsigned (*max_grid)(void) = (unsigned (*)(void))(uintptr_t)sym("mockcuda_max_grid");
+	Io io;
+	make_io(ctx, &io, 1.0f);
+	char *v1 = program_text();
+	char *v4 = test_replace(
+		v1, "// fp8cc-plan 1\n// target sm_90\n", "// fp8cc-plan 4\n// target sm_90\n// function main\n");
+	for (int per_sm = 0; per_sm <= 9; per_sm += 3) {
+		char line[96];
+		snprintf(line, sizeof line, "grid=0 block=256 smem=0 coop=0 per_sm=%d args=in:0,buf:0", per_sm);
+		char *text =
+			per_sm ? test_replace(v4, "grid=0 block=256 smem=0 coop=0 args=in:0,buf:0", line) : strdup(v4);
+		fp8rt_program *p = NULL;
+		CHECK_OK(fp8rt_program_load_data(ctx, text, strlen(text), "per_sm.ptx", &p), ctx);
+		CHECK_OK(fp8rt_program_set_graphs(p, 0), ctx);
+		max_grid();
+		CHECK_OK(fp8rt_run(p, io.in, 6, io.out, 3, NULL), ctx);
+		check(ctx, &io, "per_sm");
+		clear(ctx, &io);
+		unsigned want = (per_sm && per_sm < 8 ? (unsigned)per_sm : 8u) * 132u, got = max_grid();
+		cr_assert_eq(got, want, "per_sm=%d: grid %u, want %u", per_sm, got, want);
+		CHECK_OK(fp8rt_program_destroy(p), ctx);
+		free(text);
+	}
+	char *zero = test_replace(v4, "grid=0 block=256 smem=0 coop=0 args=in:0,buf:0",
+		"grid=0 block=256 smem=0 coop=0 per_sm=0 args=in:0,buf:0");
+	fp8rt_program *bad = NULL;
+	ASSERT_FAILS(fp8rt_program_load_data(ctx, zero, strlen(zero), "zero.ptx", &bad), FP8RT_BAD_PROGRAM, ctx,
+		"zero.ptx:16: per_sm=0 is out of range [1, 1024]");
+	free(v1), free(v4), free(zero);
+	free_io(ctx, &io);
+	CHECK_OK(fp8rt_context_destroy(ctx), NULL);
+}
+
 Test(mock, graphs_capture_replay_recapture)
 {
 	fp8rt_context *ctx = mock_context();

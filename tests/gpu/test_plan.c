@@ -136,7 +136,7 @@ typedef struct {
 
 static const BadPlan bad_plans[] = {
 	{ 15, "lanch k0 grid=0 block=256 smem=0 coop=0 args=in:0", FP8RT_BAD_PROGRAM, "unknown plan line 'lanch'", 15 },
-	{ 1, "fp8cc-plan 4", FP8RT_BAD_PROGRAM, "plan version 4; this runtime reads versions 1 to 3", 1 },
+	{ 1, "fp8cc-plan 5", FP8RT_BAD_PROGRAM, "plan version 5; this runtime reads versions 1 to 4", 1 },
 	{ 1, "fp8cc-plan one", FP8RT_BAD_PROGRAM, "not a non-negative integer", 1 },
 	{ 2, "", FP8RT_BAD_PROGRAM, "missing 'target' line", 1 },
 	{ 2, "target gfx90a", FP8RT_BAD_PROGRAM, "bad target 'gfx90a'", 2 },
@@ -159,6 +159,8 @@ static const BadPlan bad_plans[] = {
 	{ 14, "buffer 0 f32[] offset=4096 bytes=4", FP8RT_BAD_PROGRAM, "buffer 0 out of order", 14 },
 	{ 15, "launch k0 grid=0 smem=0 coop=0 args=in:0,buf:0", FP8RT_BAD_PROGRAM, "missing key 'block='", 15 },
 	{ 15, "launch k0 gird=0 block=256 smem=0 coop=0 args=in:0,buf:0", FP8RT_BAD_PROGRAM, "unknown key 'gird'", 15 },
+	{ 15, "launch k0 grid=0 block=256 smem=0 coop=0 per_sm=4 args=in:0,buf:0", FP8RT_BAD_PROGRAM,
+		"launch key 'per_sm' needs plan version 4 (this plan is version 1)", 15 },
 	{ 15, "launch k0 grid=0 grid=1 block=256 smem=0 coop=0 args=in:0", FP8RT_BAD_PROGRAM, "key 'grid' given twice",
 		15 },
 	{ 15, "launch k0 grid=0 block=2048 smem=0 coop=0 args=in:0,buf:0", FP8RT_BAD_PROGRAM,
@@ -304,9 +306,9 @@ Test(plan, rejects_bad_files)
 
 Test(plan, version_mismatch_message)
 {
-	char *ptx = test_program_ptx(1, "fp8cc-plan 4");
+	char *ptx = test_program_ptx(1, "fp8cc-plan 5");
 	cr_assert_eq(fp8rt_program_check(ptx, strlen(ptx), "v4.ptx"), FP8RT_BAD_PROGRAM);
-	cr_assert_str_eq(fp8rt_last_error(NULL), "v4.ptx:1: plan version 4; this runtime reads versions 1 to 3");
+	cr_assert_str_eq(fp8rt_last_error(NULL), "v4.ptx:1: plan version 5; this runtime reads versions 1 to 4");
 	free(ptx);
 }
 
