@@ -152,11 +152,10 @@ scale_of(unsigned bits)
 	return 448.f / fmaxf(am, 1e-12f);
 }
 
-// mirror of fp8cc's shape: grid-stride amax, barrier, tiles last first
-template <int R, int MB> __global__ __launch_bounds__(256, MB) void k_mirror(Args a)
+// the block's part of the amax, by the grid's stride, into a.acc
+__device__ __forceinline__ void
+grid_amax(const Args &a, float *red)
 {
-	__shared__ float red[8];
-	__shared__ __align__(16) uint8_t S[TN * 64 * R];
 	size_t n16 = (size_t)a.M * a.N / 8;
 	float m = 0.f;
 	for (size_t i = blockIdx.x * 256 + threadIdx.x; i < n16; i += (size_t)gridDim.x * 256)
@@ -164,6 +163,14 @@ template <int R, int MB> __global__ __launch_bounds__(256, MB) void k_mirror(Arg
 	m = bmax(m, red);
 	if (threadIdx.x == 0)
 		atomicMax(a.acc, __float_as_uint(m));
+}
+
+// mirror of fp8cc's shape: grid-stride amax, barrier, tiles last first
+template <int R, int MB> __global__ __launch_bounds__(256, MB) void k_mirror(Args a)
+{
+	__shared__ float red[8];
+	__shared__ __align__(16) uint8_t S[TN * 64 * R];
+	grid_amax(a, red);
 	cg::this_grid().sync();
 	float sc = scale_of(*(volatile unsigned *)a.acc);
 	if (blockIdx.x == 0 && threadIdx.x == 0)
@@ -227,13 +234,7 @@ template <int R, int K, int MB> __global__ __launch_bounds__(256, MB) void k_kee
 __global__ __launch_bounds__(256) void k_amax(Args a)
 {
 	__shared__ float red[8];
-	size_t n16 = (size_t)a.M * a.N / 8;
-	float m = 0.f;
-	for (size_t i = blockIdx.x * 256 + threadIdx.x; i < n16; i += (size_t)gridDim.x * 256)
-		m = amax8(((const uint4 *)a.x)[i], m);
-	m = bmax(m, red);
-	if (threadIdx.x == 0)
-		atomicMax(a.acc, __float_as_uint(m));
+	grid_amax(a, red);
 }
 
 template <int R> __global__ __launch_bounds__(256) void k_cast(Args a)
