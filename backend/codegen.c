@@ -1759,21 +1759,15 @@ walk_tile(Cg *c, const KPlan *kp, uint32_t p, const Group *g, const Red *reds, c
 	again = arena_alloc(fn->arena, fn->nvals + 1);
 	group_reads(c, kp, p, g, seen);
 	for (uint32_t gi = 0; gi < next->ng; gi++) {
-		Tile *in = NULL;
-
 		memset(again, 0, fn->nvals + 1);
 		group_reads(c, kp, p + 1, &next->gs[gi], again);
-		for (uint32_t i = 0; i < next->nt && next->tiled[gi]; i++)
-			if (next->tiles[i].a == &next->gs[gi] || next->tiles[i].b == &next->gs[gi])
-				in = &next->tiles[i];
 		for (uint32_t j = 0; j < k->nins; j++) {
 			uint32_t u = fn->argv[k->ins + j];
 
-			if (!seen[u] || !again[u])
-				continue;
-			if (!in || (t && t != in))
-				return NULL;
-			t = in;
+			if (seen[u] && again[u] && !next->tiled[gi])
+				return NULL; /* read again, not by the tile */
+			if (seen[u] && again[u])
+				t = &next->tiles[0];
 		}
 	}
 	return t && same_space(fn, g->space, t->in) ? t : NULL;
