@@ -249,6 +249,13 @@ word_of(Cg *c, LLVMValueRef *x, int R, DType dt)
 	return w;
 }
 
+/* the tiles of t's space */
+static int64_t
+tile_count(const Tile *t)
+{
+	return t->P / t->TP * (t->Q / t->TQ);
+}
+
 /* where a thread's loads of a tile lie: the tile's first p and q; V
  * consecutive p from pb (k into the tile) of R consecutive rows q from
  * qr[0] (m into the tile); linr[r], row r's index in the input, is row 0's
@@ -281,7 +288,7 @@ tile_thread(Cg *c, const Tile *t, LLVMValueRef tl, TileAt *a)
 static LLVMValueRef
 tiles_begin(Cg *c, const Tile *t, Loop *l, bool backward)
 {
-	int64_t ntiles = t->P / t->TP * (t->Q / t->TQ);
+	int64_t ntiles = tile_count(t);
 	LLVMValueRef last = NULL, more, tl;
 
 	if (backward && t->walked) { /* the block's last tile: bid + (ntiles - 1 - bid) / G * G */
@@ -323,7 +330,7 @@ cg_tile_walk(Cg *c, const Tile *t, const Group *g, LLVMValueRef *accs, const Red
 	for (int i = 0; i < R * V; i++)
 		cg_element(c, g, co[i], lin[i], cg_lane_align(i % V, V), accs, reds);
 	cg_loop_end(c, &l);
-	return (uint32_t)(t->P / t->TP * (t->Q / t->TQ));
+	return (uint32_t)tile_count(t);
 }
 
 /* The tiles of t, the grid's blocks taking them in turn (backward: the last
@@ -340,7 +347,7 @@ cg_tile_loop(Cg *c, const Tile *t, bool backward)
 	Func *fn = c->fn;
 	const Group *b = t->b;
 	int R = t->R, V = t->V, rpp = BE_BLOCK * V / t->TQ;
-	int64_t ntiles = t->P / t->TP * (t->Q / t->TQ), rows = (int64_t)t->TP * t->TQ, base;
+	int64_t rows = (int64_t)t->TP * t->TQ, base;
 	LLVMValueRef p0, q0, k, m, p, q, pb, qb, lin, lin0, row, x, *ca, idx0;
 	LLVMValueRef *xs = arena_alloc(fn->arena, (size_t)b->nvals * (size_t)t->R * sizeof *xs);
 	TileAt at;
@@ -416,5 +423,5 @@ cg_tile_loop(Cg *c, const Tile *t, bool backward)
 	cg_syncthreads(c); /* the tile buffers are free again */
 	cg_loop_end(c, &l);
 	c->space_coords = NULL;
-	return (uint32_t)ntiles;
+	return (uint32_t)tile_count(t);
 }

@@ -687,12 +687,10 @@ parse_launch(Parser *p, const Str *w, int nw, RtStep *step)
 		return fail(p, "'launch' wants a kernel name first");
 	if (!is_ident(w[1]))
 		return fail(p, "'launch' wants a kernel name first, got '%.*s'", W(w[1]));
-	for (int i = 2; i < nw && p->plan->version < 4; i++)
-		if (w[i].n >= 7 && !memcmp(w[i].p, "per_sm=", 7))
-			return fail(p, "launch key 'per_sm' needs plan version 4 (this plan is version %d)",
-				p->plan->version);
-	if ((st = parse_keys(p, w, nw, 2, keys, p->plan->version >= 4 ? 6 : 5, 31u, val, NULL, NULL)))
+	if ((st = parse_keys(p, w, nw, 2, keys, 6, 31u, val, NULL, NULL)))
 		return st;
+	if (val[5].p && p->plan->version < 4)
+		return fail(p, "launch key 'per_sm' needs plan version 4 (this plan is version %d)", p->plan->version);
 	l->kernel = arena_alloc(p->plan->arena, w[1].n + 1);
 	if (!l->kernel)
 		return fail_st(p, FP8RT_OUT_OF_MEMORY, "out of memory");
