@@ -9,6 +9,7 @@
 //
 //   nvcc -O3 -arch=sm_90 -std=c++17 -o .carry/ceiling bench/ceiling_quant_tt.cu
 //   .carry/ceiling 4096 4096        (on the GPU machine)
+//   .carry/ceiling 4096 4096 hints  (the cache-hint variants only)
 //
 // Variants (every one checked byte for byte against a one-element-a-thread
 // reference): mirror — a grid-stride amax, then tiles of R x 64 rows by 64
@@ -16,8 +17,12 @@
 // amax reads the block's own tiles, and the cast takes them last first,
 // the last K kept in shared memory between the phases; the amax alone and
 // the cast alone (the scale given). mbN is __launch_bounds__(256, N): the
-// registers ptxas may take, and so the blocks an SM (printed). Measured on
-// the H200 (docs/gpu-results.md, 2026-12-04).
+// registers ptxas may take, and so the blocks an SM (printed). With
+// "hints": the walk with L2 cache hints (k_hint: stores evict-first, the
+// amax's loads evict_last for a fraction of the lines, the cast's
+// evict_first), the cast alone with and without them, and the row-major
+// copy alone (k_q1, the tensor-wise quantize) with the same hints.
+// Measured on the H200 (docs/gpu-results.md, 2026-12-04).
 #include <cooperative_groups.h>
 #include <cuda_bf16.h>
 #include <cuda_fp8.h>
@@ -74,7 +79,51 @@ amax8(uint4 u, float m)
 
 // one thread's R rows x 16 columns of a tile: cast, q row-major direct, the
 // transposed bytes into the staging tile S[TN][TM] (rows swizzled by 16*R*g)
-template <int R>
+// cache hints (docs/design.md, "Cache hints"): st.global.cs stores the
+// outputs evict-first, so they do not push the input out of L2 before the
+// cast reads it again; a load may carry an L2 eviction policy
+__device__ __forceinline__ void
+st16(void *p, uint4 v, bool cs)
+{
+	if (cs)
+		asm volatile("st.global.cs.v4.u32 [%0], {%1,%2,%3,%4};" ::"l"(p), "r"(v.x), "r"(v.y), "r"(v.z), "r"(v.w)
+			: "memory");
+	else
+		*(uint4 *)p = v;
+}
+
+__device__ __forceinline__ uint4
+ld16(const uint4 *p, uint64_t pol, bool hinted)
+{
+	if (!hinted)
+		return *p;
+	uint4 v;
+	asm volatile("ld.global.L2::cache_hint.v4.u32 {%0,%1,%2,%3}, [%4], %5;"
+		: "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
+		: "l"(p), "l"(pol));
+	return v;
+}
+
+// evict_last for F/4 of the lines (the rest evict_first); F = 0: evict_first
+template <int F>
+__device__ __forceinline__ uint64_t
+policy()
+{
+	uint64_t p;
+	if (F == 4)
+		asm("createpolicy.fractional.L2::evict_last.b64 %0, 1.0;" : "=l"(p));
+	else if (F == 3)
+		asm("createpolicy.fractional.L2::evict_last.L2::evict_first.b64 %0, 0.75;" : "=l"(p));
+	else if (F == 2)
+		asm("createpolicy.fractional.L2::evict_last.L2::evict_first.b64 %0, 0.5;" : "=l"(p));
+	else if (F == 1)
+		asm("createpolicy.fractional.L2::evict_last.L2::evict_first.b64 %0, 0.25;" : "=l"(p));
+	else
+		asm("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;" : "=l"(p));
+	return p;
+}
+
+template <int R, bool CS = false>
 __device__ __forceinline__ void
 tile_out(const uint4 (&v)[R][2], float sc, uint8_t *S, uint8_t *q, uint8_t *qt, int M, int N, int m0, int n0)
 {
@@ -99,7 +148,7 @@ tile_out(const uint4 (&v)[R][2], float sc, uint8_t *S, uint8_t *q, uint8_t *qt, 
 #pragma unroll
 			for (int j = 0; j < 4; j++)
 				bytes[i][k * 4 + j] = outw[i][k] >> (8 * j);
-		*(uint4 *)(q + (size_t)(m0 + rg * R + i) * N + n0 + c0) = *(uint4 *)outw[i];
+		st16(q + (size_t)(m0 + rg * R + i) * N + n0 + c0, *(uint4 *)outw[i], CS);
 	}
 	int g = c0 >> 4;
 #pragma unroll
@@ -119,20 +168,20 @@ tile_out(const uint4 (&v)[R][2], float sc, uint8_t *S, uint8_t *q, uint8_t *qt, 
 		int idx = p * 256 + t, n = idx / (TM / 16), j = idx % (TM / 16);
 		int sh = 16 * R * ((n >> 4) & 3);
 		uint4 w = *(const uint4 *)(S + n * TM + ((16 * j + sh) & (TM - 1)));
-		*(uint4 *)(qt + (size_t)(n0 + n) * M + m0 + 16 * j) = w;
+		st16(qt + (size_t)(n0 + n) * M + m0 + 16 * j, w, CS);
 	}
 	__syncthreads();
 }
 
 template <int R>
 __device__ __forceinline__ void
-tile_load(uint4 (&v)[R][2], const __nv_bfloat16 *x, int N, int m0, int n0)
+tile_load(uint4 (&v)[R][2], const __nv_bfloat16 *x, int N, int m0, int n0, uint64_t pol = 0, bool hinted = false)
 {
 	int t = threadIdx.x, rg = t >> 2, c0 = (t & 3) * 16;
 #pragma unroll
 	for (int i = 0; i < R; i++) {
 		const uint4 *p = (const uint4 *)(x + (size_t)(m0 + rg * R + i) * N + n0 + c0);
-		v[i][0] = p[0], v[i][1] = p[1];
+		v[i][0] = ld16(p, pol, hinted), v[i][1] = ld16(p + 1, pol, hinted);
 	}
 }
 
@@ -231,13 +280,88 @@ template <int R, int K, int MB> __global__ __launch_bounds__(256, MB) void k_kee
 	}
 }
 
+// the walk (k_keep, K = 0) with cache hints: H & 1 the outputs stored
+// evict-first, H & 2 the amax's loads evict_last for F/4 of the lines,
+// H & 4 the cast's loads (their last use) evict_first
+template <int R, int MB, int H, int F> __global__ __launch_bounds__(256, MB) void k_hint(Args a)
+{
+	__shared__ float red[8];
+	__shared__ __align__(16) uint8_t S[TN * 64 * R];
+	uint64_t keep = policy<F>(), drop = policy<0>();
+	int tm = a.M / (64 * R), tn = a.N / TN, nt = tm * tn;
+	int cnt = nt > (int)blockIdx.x ? (nt - 1 - blockIdx.x) / gridDim.x + 1 : 0;
+	float m = 0.f;
+	for (int s = 0; s < cnt; s++) {
+		int tile = blockIdx.x + s * gridDim.x, m0 = tile / tn * 64 * R, n0 = tile % tn * TN;
+		uint4 v[R][2];
+		tile_load<R>(v, a.x, a.N, m0, n0, keep, H & 2);
+#pragma unroll
+		for (int i = 0; i < R; i++)
+			m = amax8(v[i][1], amax8(v[i][0], m));
+	}
+	m = bmax(m, red);
+	if (threadIdx.x == 0)
+		atomicMax(a.acc, __float_as_uint(m));
+	cg::this_grid().sync();
+	float sc = scale_of(*(volatile unsigned *)a.acc);
+	if (blockIdx.x == 0 && threadIdx.x == 0)
+		*a.inv = 1.f / sc;
+	for (int s = cnt - 1; s >= 0; s--) {
+		int tile = blockIdx.x + s * gridDim.x, m0 = tile / tn * 64 * R, n0 = tile % tn * TN;
+		uint4 v[R][2];
+		tile_load<R>(v, a.x, a.N, m0, n0, drop, H & 4);
+		tile_out<R, (H & 1) != 0>(v, sc, S, a.q, a.qt, a.M, a.N, m0, n0);
+	}
+}
+
+// the row-major copy alone (tensor-wise quantize, one layout): each thread
+// 16 elements a step, the amax over the block's own steps, the cast taking
+// them last first; hints as k_hint
+template <int MB, int H, int F> __global__ __launch_bounds__(256, MB) void k_q1(Args a)
+{
+	__shared__ float red[8];
+	uint64_t keep = policy<F>(), drop = policy<0>();
+	size_t n32 = (size_t)a.M * a.N / 16, stride = (size_t)gridDim.x * 256;
+	size_t first = blockIdx.x * 256 + threadIdx.x;
+	int cnt = first < n32 ? (int)((n32 - 1 - first) / stride) + 1 : 0;
+	const uint4 *x = (const uint4 *)a.x;
+	float m = 0.f;
+	for (int s = 0; s < cnt; s++) {
+		size_t i = first + s * stride;
+		m = amax8(ld16(x + 2 * i + 1, keep, H & 2), amax8(ld16(x + 2 * i, keep, H & 2), m));
+	}
+	m = bmax(m, red);
+	if (threadIdx.x == 0)
+		atomicMax(a.acc, __float_as_uint(m));
+	cg::this_grid().sync();
+	float sc = scale_of(*(volatile unsigned *)a.acc);
+	if (blockIdx.x == 0 && threadIdx.x == 0)
+		*a.inv = 1.f / sc;
+	for (int s = cnt - 1; s >= 0; s--) {
+		size_t i = first + s * stride;
+		uint4 v[2] = { ld16(x + 2 * i, drop, H & 4), ld16(x + 2 * i + 1, drop, H & 4) };
+		uint32_t w[4];
+#pragma unroll
+		for (int h = 0; h < 2; h++) {
+			const __nv_bfloat162 *b = (const __nv_bfloat162 *)&v[h];
+#pragma unroll
+			for (int k = 0; k < 4; k += 2) {
+				float2 f0 = __bfloat1622float2(b[k]), f1 = __bfloat1622float2(b[k + 1]);
+				w[h * 2 + k / 2] =
+					cvt2(f0.x * sc, f0.y * sc) | (uint32_t)cvt2(f1.x * sc, f1.y * sc) << 16;
+			}
+		}
+		st16(a.q + 16 * i, *(uint4 *)w, H & 1);
+	}
+}
+
 __global__ __launch_bounds__(256) void k_amax(Args a)
 {
 	__shared__ float red[8];
 	grid_amax(a, red);
 }
 
-template <int R> __global__ __launch_bounds__(256) void k_cast(Args a)
+template <int R, bool CS = false> __global__ __launch_bounds__(256) void k_cast(Args a)
 {
 	__shared__ __align__(16) uint8_t S[TN * 64 * R];
 	int tm = a.M / (64 * R), tn = a.N / TN, nt = tm * tn;
@@ -245,7 +369,7 @@ template <int R> __global__ __launch_bounds__(256) void k_cast(Args a)
 		int m0 = tile / tn * 64 * R, n0 = tile % tn * TN;
 		uint4 v[R][2];
 		tile_load<R>(v, a.x, a.N, m0, n0);
-		tile_out<R>(v, a.scale, S, a.q, a.qt, a.M, a.N, m0, n0);
+		tile_out<R, CS>(v, a.scale, S, a.q, a.qt, a.M, a.N, m0, n0);
 	}
 }
 
@@ -373,9 +497,17 @@ main(int argc, char **argv)
 		10 * 2.0 * (1 << 30) / (ms * 1e-3) / 1e12);
 	CK(cudaFree(c0));
 	CK(cudaFree(c1));
+	bool hints = argc > 3 && !strcmp(argv[3], "hints");
+	bool one = false; // the row-major copy only: check q, floor 3 bytes an element
 	auto report = [&](const char *name, float us, bool check) {
 		bool ok = true;
-		if (check) {
+		if (check && one) {
+			std::vector<uint8_t> h1(n), h2(n);
+			CK(cudaMemcpy(h1.data(), a.q, n, cudaMemcpyDeviceToHost));
+			CK(cudaMemcpy(h2.data(), rq, n, cudaMemcpyDeviceToHost));
+			ok = h1 == h2;
+			CK(cudaMemset(a.q, 0, n));
+		} else if (check) {
 			std::vector<uint8_t> h1(n), h2(n);
 			CK(cudaMemcpy(h1.data(), a.q, n, cudaMemcpyDeviceToHost));
 			CK(cudaMemcpy(h2.data(), rq, n, cudaMemcpyDeviceToHost));
@@ -386,7 +518,7 @@ main(int argc, char **argv)
 			CK(cudaMemset(a.q, 0, n));
 			CK(cudaMemset(a.qt, 0, n));
 		}
-		printf("  %-22s %8.2f us  %5.2f TB/s%s\n", name, us, floor_mb / us,
+		printf("  %-22s %8.2f us  %5.2f TB/s%s\n", name, us, (one ? n * 3 / 1e6 : floor_mb) / us,
 			check ? (ok ? "  bits ok" : "  BITS DIFFER") : "");
 	};
 	int it = 50;
@@ -398,6 +530,38 @@ main(int argc, char **argv)
 		snprintf(nm, sizeof nm, "%s (%d/SM)", name, b);                                 \
 		report(nm, time_it(K, true, b * sms, smem, a, it), true);                       \
 	} while (0)
+	if (hints) {
+		COOP("walk R2 mb1", (k_keep<2, 0, 1>), 0);
+		COOP("hint0 R2 mb1", (k_hint<2, 1, 0, 4>), 0);
+		COOP("hint1 (st.cs)", (k_hint<2, 1, 1, 4>), 0);
+		COOP("hint4 (ld2 first)", (k_hint<2, 1, 4, 4>), 0);
+		COOP("hint5", (k_hint<2, 1, 5, 4>), 0);
+		COOP("hint2 F1.0", (k_hint<2, 1, 2, 4>), 0);
+		COOP("hint3 F1.0", (k_hint<2, 1, 3, 4>), 0);
+		COOP("hint7 F1.0", (k_hint<2, 1, 7, 4>), 0);
+		COOP("hint7 F.75", (k_hint<2, 1, 7, 3>), 0);
+		COOP("hint7 F.5", (k_hint<2, 1, 7, 2>), 0);
+		COOP("hint7 F.25", (k_hint<2, 1, 7, 1>), 0);
+		COOP("hint3 F.5", (k_hint<2, 1, 3, 2>), 0);
+		COOP("hint3 F.25", (k_hint<2, 1, 3, 1>), 0);
+		float am;
+		memcpy(&am, &bits, 4);
+		a.scale = 448.f / fmaxf(am, 1e-12f);
+		int b = occ(k_cast<2>, 0);
+		report("cast-transpose R2", time_it(k_cast<2>, false, b * sms, 0, a, it), true);
+		b = occ(k_cast<2, true>, 0);
+		report("cast-transpose R2 cs", time_it(k_cast<2, true>, false, b * sms, 0, a, it), true);
+		one = true;
+		COOP("q1 mb1", (k_q1<1, 0, 4>), 0);
+		COOP("q1 mb4", (k_q1<4, 0, 4>), 0);
+		COOP("q1 mb4 h1", (k_q1<4, 1, 4>), 0);
+		COOP("q1 mb4 h5", (k_q1<4, 5, 4>), 0);
+		COOP("q1 mb4 h7 F1", (k_q1<4, 7, 4>), 0);
+		COOP("q1 mb4 h3 F1", (k_q1<4, 3, 4>), 0);
+		COOP("q1 mb4 h7 F.5", (k_q1<4, 7, 2>), 0);
+		COOP("q1 mb4 h7 F.25", (k_q1<4, 7, 1>), 0);
+		return 0;
+	}
 	COOP("mirror R1 mb1", (k_mirror<1, 1>), 0);
 	COOP("mirror R1 mb6", (k_mirror<1, 6>), 0);
 	COOP("mirror R1 mb8", (k_mirror<1, 8>), 0);
