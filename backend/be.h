@@ -4,6 +4,7 @@
 #define FP8CC_BE_H
 
 #include <llvm-c/Core.h>
+#include <llvm-c/Transforms/PassBuilder.h>
 
 #include "backend.h"
 #include "passes.h"
@@ -138,6 +139,7 @@ typedef struct Cg {
 	LLVMValueRef keep_at; /* the current chunk's: this thread's first byte, or NULL */
 	bool keep_load;       /* read them from there (else store them as they load) */
 	int keep_j;           /* the element of the chunk being built */
+	bool stream;          /* a multi-phase kernel: its stores marked evict-first (stream.c) */
 } Cg;
 
 LLVMTypeRef be_type(Cg *c, DType t);
@@ -163,6 +165,13 @@ LLVMModuleRef be_module(LLVMContextRef cx, const char *name);
 
 /* join an optimized module's one-float fp8 casts in pairs; how many */
 int be_pair_casts(LLVMModuleRef mod);
+
+/* ---- stream.c ---- */
+
+/* mark a store of codegen's to be written evict-first (!nontemporal) */
+void be_mark_stream(LLVMContextRef cx, LLVMValueRef st);
+/* the marked global stores of an optimized module as st.global.cs; how many */
+int be_stream_stores(LLVMModuleRef mod, LLVMTargetMachineRef tm, LLVMPassBuilderOptionsRef po);
 
 /* ---- plan.c ---- */
 

@@ -164,11 +164,14 @@ cg_store_at(Cg *c, LLVMValueRef base, uint32_t v, LLVMValueRef *coords, LLVMValu
 	DType t = (DType)c->fn->vals[v].dtype;
 	int align;
 	LLVMValueRef off = offset(c, v, coords, &align);
-	LLVMValueRef p = LLVMBuildGEP2(c->b, cg_mem_type(c, t), base, &off, 1, "");
+	LLVMValueRef p = LLVMBuildGEP2(c->b, cg_mem_type(c, t), base, &off, 1, ""), st;
 
 	if (t == DT_B8)
 		x = LLVMBuildZExt(c->b, x, c->i8, "");
-	LLVMSetAlignment(LLVMBuildStore(c->b, x, p), (unsigned)align);
+	st = LLVMBuildStore(c->b, x, p);
+	LLVMSetAlignment(st, (unsigned)align);
+	if (c->stream)
+		be_mark_stream(c->cx, st);
 }
 
 /* The scratch buffer: the grid barrier's arrival count and generation,
@@ -1940,6 +1943,7 @@ kernel(Cg *c, uint32_t kidx, Launch *l)
 		kp.nphases = 1;
 		kp.scratch = 0;
 	}
+	c->stream = kp.nphases > 1;
 	signature(c, &kp);
 	LLVMPositionBuilderAtEnd(c->b, cg_block(c, "entry"));
 	c->tid = sreg(c, "llvm.nvvm.read.ptx.sreg.tid.x");

@@ -210,6 +210,8 @@ optimize(LLVMModuleRef mod, const BeOptions *o, char *err, size_t errlen)
 	e = LLVMRunPasses(mod, "default<O3>", tm, po);
 	if (!e && be_pair_casts(mod) > 0) /* and fold what the pairs leave */
 		e = LLVMRunPasses(mod, "function(instcombine,dce)", tm, po);
+	if (!e)
+		be_stream_stores(mod, tm, po);
 	LLVMDisposePassBuilderOptions(po);
 	if (e) {
 		msg = LLVMGetErrorMessage(e);
