@@ -12,13 +12,15 @@ whose fp8 operands must be column-major or transposed: PyTorch makes those
 copies with .t().contiguous(); fp8cc's one kernel writes them directly.
 PTXDIR holds backward_MxKxN.ptx (tests/gpu/prepare.sh)."""
 import os
+import subprocess
 import sys
 import tempfile
 
 import torch
-from safetensors.torch import save_file
+from safetensors.torch import load_file, save_file
 
 sys.path.insert(0, os.path.dirname(__file__))
+from bench_gemm import rel_error  # noqa: E402
 from bench_layer import time_fp8run, time_torch  # noqa: E402
 
 SHAPES = [(4096, 4096, 4096), (8192, 4096, 4096)]
@@ -68,21 +70,29 @@ def main():
         with tempfile.TemporaryDirectory() as tmp:
             inputs = os.path.join(tmp, "in.safetensors")
             save_file({"grad_output": go.cpu(), "input": x.cpu(), "weight": w.cpu()}, inputs)
-            ours = time_fp8run(fp8run, os.path.join(ptxdir, f"backward_{m}x{k}x{n}.ptx"), inputs, 50, True)
+            ptx = os.path.join(ptxdir, f"backward_{m}x{k}x{n}.ptx")
+            ours = time_fp8run(fp8run, ptx, inputs, 50, True)
+            # the results against eager's (fp8 GEMMs: cuBLASLt's and torch's
+            # sum in their own orders, so not bit for bit)
+            got = os.path.join(tmp, "out.safetensors")
+            subprocess.run([fp8run, ptx, "--inputs", inputs, "-o", got], check=True, stdout=subprocess.DEVNULL)
+            got = load_file(got, device="cuda")
+        gi, gw = backward(go, x, w)
+        err = max(rel_error(got["grad_input"].float(), gi.float()), rel_error(got["grad_weight"].float(), gw.float()))
         eager = time_torch(lambda a, b: backward(go, x, w), None, None, 50)
         comp = time_torch(lambda a, b: compiled(go, x, w), None, None, 50)
         gemm = gemms_alone(go, x, w, 50)
-        rows.append((m, k, n, ours, eager, comp, gemm))
-        print(f"backward {m}x{k}x{n}: fp8cc {ours:.1f} us, eager {eager:.1f} us, compile {comp:.1f} us, "
-              f"the two GEMMs alone {gemm:.1f} us", flush=True)
+        rows.append((m, k, n, ours, eager, comp, gemm, err))
+        print(f"backward {m}x{k}x{n}: fp8cc {ours:.1f} us (error {err:.1e}), eager {eager:.1f} us, "
+              f"compile {comp:.1f} us, the two GEMMs alone {gemm:.1f} us", flush=True)
     lines = ["| M×K×N | fp8cc µs | eager µs | torch.compile µs | eager / fp8cc | compile / fp8cc "
-             "| GEMMs alone µs | fp8cc − GEMMs µs | quantize floor µs |",
-             "| --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
-    for m, k, n, o, e, c, g in rows:
+             "| GEMMs alone µs | fp8cc − GEMMs µs | quantize floor µs | error |",
+             "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
+    for m, k, n, o, e, c, g, r in rows:
         # read three bf16 tensors once; write go8, go8ᵀ, w8, x8 once (1 byte each)
         floor = (2 * (m * n + m * k + n * k) + 2 * m * n + m * k + n * k) / 4.2e12 * 1e6
         lines.append(f"| {m}×{k}×{n} | {o:.1f} | {e:.1f} | {c:.1f} | {e / o:.2f} | {c / o:.2f} | {g:.1f} "
-                     f"| {o - g:.1f} | {floor:.1f} |")
+                     f"| {o - g:.1f} | {floor:.1f} | {r:.1e} |")
     table = "\n".join(lines) + "\n"
     print(table)
     if len(sys.argv) > 3:
