@@ -59,16 +59,13 @@ def seed_layer(d, fp8run):
     # (this host's clock wanders between runs). Groups of 8 (printed too) weigh
     # what the first calls after a synchronize cost, more so in Python's
     # larger footprint. Also each side's wall time of runs back to back
-    # (there the GPU's time can hide the host's).
-    # Both sides run on one CPU (this thread's affinity, which fp8run
-    # inherits): unpinned, the same process on the same lease measured the
-    # Python call at +2.55 and then +4.90 us over C's, the C call 1.34 us
-    # both times (docs/gpu-results.md, 2026-12-04): what moved was where
-    # the scheduler put Python's thread, not the binding. Pinned, four
-    # times: +2.53 to +2.55.
+    # (there the GPU's time can hide the host's). This machine's CPUs change
+    # speed under it: the same C call took 1.4 us on some and 2.3-2.6 on
+    # others, and a CPU found fastest was among the slow ones a minute
+    # later; the Python call's overhead follows (+2.5-2.9 us over a 1.4 us
+    # C call, +4.7-4.9 over a 2.3-2.5 us one), pinned or not
+    # (docs/gpu-results.md, 2026-12-04). Both sides here run unpinned.
     out = tuple(torch.empty_like(o) for o in outs)
-    cpus = os.sched_getaffinity(0)
-    os.sched_setaffinity(0, {max(cpus)})
     for _ in range(2000):
         f(*args, out=out)
     torch.cuda.synchronize()
@@ -79,7 +76,6 @@ def seed_layer(d, fp8run):
         py_host8 = min(py_host8, host_part(lambda: f(*args, out=out), n, 8, rounds=3))
         c, c_wall = c_host_us(fp8run, ptx, ins, n, group)
         c_host, c_host8 = min(c_host, c), min(c_host8, c_host_us(fp8run, ptx, ins, n, 8)[0])
-    os.sched_setaffinity(0, cpus)
     guarded = type(f).__call__.__globals__.get("guard") is not None
     print(f"     seed layer: the quick path checks the tensors with "
           f"{'torch.compile' + chr(39) + 's TensorGuards' if guarded else 'Python attribute reads'}")
@@ -92,7 +88,7 @@ def seed_layer(d, fp8run):
         py_wall = min(py_wall, (time.perf_counter() - t0) / n * 1e6)
     c_us = sorted(f.time(*args, out=out, warmup=50, iters=n))[n // 2]
     print(f"     seed layer: {py_host:.2f} us of the host's in a call from Python (outputs given), {c_host:.2f} "
-          f"us in the C call, both on CPU {max(cpus)}; {py_host - c_host:+.2f} us (groups of 8: {py_host8:.2f} and {c_host8:.2f} us, "
+          f"us in the C call; {py_host - c_host:+.2f} us (groups of 8: {py_host8:.2f} and {c_host8:.2f} us, "
           f"{py_host8 - c_host8:+.2f} us)")
     print(f"     seed layer: runs back to back {py_wall:.2f} us (Python), {c_wall:.2f} us (C); "
           f"{c_us:.2f} us per run timed by libfp8rt's events")
