@@ -18,7 +18,7 @@
 // the last K kept in shared memory between the phases; the amax alone and
 // the cast alone (the scale given). mbN is __launch_bounds__(256, N): the
 // registers ptxas may take, and so the blocks an SM (printed). With
-// "hints": the walk with L2 cache hints (k_hint: stores evict-first, the
+// "hints": the walk with L2 cache hints (k_keep's H: stores evict-first, the
 // amax's loads evict_last for a fraction of the lines, the cast's
 // evict_first), the cast alone with and without them, and the row-major
 // copy alone (k_q1, the tensor-wise quantize) with the same hints.
@@ -201,17 +201,37 @@ scale_of(unsigned bits)
 	return 448.f / fmaxf(am, 1e-12f);
 }
 
-// the block's part of the amax, by the grid's stride, into a.acc
-__device__ __forceinline__ void
-grid_amax(const Args &a, float *red)
+// this thread's part of the amax, by the grid's stride
+__device__ __forceinline__ float
+grid_amax(const Args &a)
 {
 	size_t n16 = (size_t)a.M * a.N / 8;
 	float m = 0.f;
 	for (size_t i = blockIdx.x * 256 + threadIdx.x; i < n16; i += (size_t)gridDim.x * 256)
 		m = amax8(((const uint4 *)a.x)[i], m);
+	return m;
+}
+
+// the block's max of its threads' m, into a.acc
+__device__ __forceinline__ void
+block_amax(const Args &a, float m, float *red)
+{
 	m = bmax(m, red);
 	if (threadIdx.x == 0)
 		atomicMax(a.acc, __float_as_uint(m));
+}
+
+// the amax's end: the block's part in, the grid barrier, the scale (block
+// 0 writes its reciprocal)
+__device__ __forceinline__ float
+grid_scale(const Args &a, float m, float *red)
+{
+	block_amax(a, m, red);
+	cg::this_grid().sync();
+	float sc = scale_of(*(volatile unsigned *)a.acc);
+	if (blockIdx.x == 0 && threadIdx.x == 0)
+		*a.inv = 1.f / sc;
+	return sc;
 }
 
 // mirror of fp8cc's shape: grid-stride amax, barrier, tiles last first
@@ -219,11 +239,7 @@ template <int R, int MB> __global__ __launch_bounds__(256, MB) void k_mirror(Arg
 {
 	__shared__ float red[8];
 	__shared__ __align__(16) uint8_t S[TN * 64 * R];
-	grid_amax(a, red);
-	cg::this_grid().sync();
-	float sc = scale_of(*(volatile unsigned *)a.acc);
-	if (blockIdx.x == 0 && threadIdx.x == 0)
-		*a.inv = 1.f / sc;
+	float sc = grid_scale(a, grid_amax(a), red);
 	int tm = a.M / (64 * R), tn = a.N / TN, nt = tm * tn;
 	int last = (nt - 1 - blockIdx.x) / gridDim.x; // this block's count - 1
 	for (int s = last; s >= 0; s--) {
@@ -234,19 +250,23 @@ template <int R, int MB> __global__ __launch_bounds__(256, MB) void k_mirror(Arg
 	}
 }
 
-// amax over the block's own tiles, the last K kept in shared memory
-template <int R, int K, int MB> __global__ __launch_bounds__(256, MB) void k_keep(Args a)
+// amax over the block's own tiles, the last K kept in shared memory; with
+// cache hints H: H & 1 the outputs stored evict-first, H & 2 the amax's
+// loads evict_last for F/4 of the lines, H & 4 the cast's loads (their last
+// use) evict_first
+template <int R, int K, int MB, int H = 0, int F = 4> __global__ __launch_bounds__(256, MB) void k_keep(Args a)
 {
 	__shared__ float red[8];
 	__shared__ __align__(16) uint8_t S[TN * 64 * R];
 	extern __shared__ __align__(16) uint4 keep[]; // [K][R*2][256]
+	uint64_t last = policy<F>(), first = policy<0>();
 	int tm = a.M / (64 * R), tn = a.N / TN, nt = tm * tn;
 	int cnt = nt > (int)blockIdx.x ? (nt - 1 - blockIdx.x) / gridDim.x + 1 : 0;
 	float m = 0.f;
 	for (int s = 0; s < cnt; s++) {
 		int tile = blockIdx.x + s * gridDim.x, m0 = tile / tn * 64 * R, n0 = tile % tn * TN;
 		uint4 v[R][2];
-		tile_load<R>(v, a.x, a.N, m0, n0);
+		tile_load<R>(v, a.x, a.N, m0, n0, last, H & 2);
 #pragma unroll
 		for (int i = 0; i < R; i++)
 			m = amax8(v[i][1], amax8(v[i][0], m));
@@ -258,13 +278,7 @@ template <int R, int K, int MB> __global__ __launch_bounds__(256, MB) void k_kee
 								 keep[(k * R * 2 + 2 * i + 1) * 256 + threadIdx.x] =
 									 v[i][1];
 	}
-	m = bmax(m, red);
-	if (threadIdx.x == 0)
-		atomicMax(a.acc, __float_as_uint(m));
-	cg::this_grid().sync();
-	float sc = scale_of(*(volatile unsigned *)a.acc);
-	if (blockIdx.x == 0 && threadIdx.x == 0)
-		*a.inv = 1.f / sc;
+	float sc = grid_scale(a, m, red);
 	for (int s = cnt - 1; s >= 0; s--) {
 		int tile = blockIdx.x + s * gridDim.x, m0 = tile / tn * 64 * R, n0 = tile % tn * TN;
 		int k = cnt - 1 - s;
@@ -275,48 +289,14 @@ template <int R, int K, int MB> __global__ __launch_bounds__(256, MB) void k_kee
 				v[i][0] = keep[(k * R * 2 + 2 * i) * 256 + threadIdx.x],
 				v[i][1] = keep[(k * R * 2 + 2 * i + 1) * 256 + threadIdx.x];
 		} else
-			tile_load<R>(v, a.x, a.N, m0, n0);
-		tile_out<R>(v, sc, S, a.q, a.qt, a.M, a.N, m0, n0);
-	}
-}
-
-// the walk (k_keep, K = 0) with cache hints: H & 1 the outputs stored
-// evict-first, H & 2 the amax's loads evict_last for F/4 of the lines,
-// H & 4 the cast's loads (their last use) evict_first
-template <int R, int MB, int H, int F> __global__ __launch_bounds__(256, MB) void k_hint(Args a)
-{
-	__shared__ float red[8];
-	__shared__ __align__(16) uint8_t S[TN * 64 * R];
-	uint64_t keep = policy<F>(), drop = policy<0>();
-	int tm = a.M / (64 * R), tn = a.N / TN, nt = tm * tn;
-	int cnt = nt > (int)blockIdx.x ? (nt - 1 - blockIdx.x) / gridDim.x + 1 : 0;
-	float m = 0.f;
-	for (int s = 0; s < cnt; s++) {
-		int tile = blockIdx.x + s * gridDim.x, m0 = tile / tn * 64 * R, n0 = tile % tn * TN;
-		uint4 v[R][2];
-		tile_load<R>(v, a.x, a.N, m0, n0, keep, H & 2);
-#pragma unroll
-		for (int i = 0; i < R; i++)
-			m = amax8(v[i][1], amax8(v[i][0], m));
-	}
-	m = bmax(m, red);
-	if (threadIdx.x == 0)
-		atomicMax(a.acc, __float_as_uint(m));
-	cg::this_grid().sync();
-	float sc = scale_of(*(volatile unsigned *)a.acc);
-	if (blockIdx.x == 0 && threadIdx.x == 0)
-		*a.inv = 1.f / sc;
-	for (int s = cnt - 1; s >= 0; s--) {
-		int tile = blockIdx.x + s * gridDim.x, m0 = tile / tn * 64 * R, n0 = tile % tn * TN;
-		uint4 v[R][2];
-		tile_load<R>(v, a.x, a.N, m0, n0, drop, H & 4);
+			tile_load<R>(v, a.x, a.N, m0, n0, first, H & 4);
 		tile_out<R, (H & 1) != 0>(v, sc, S, a.q, a.qt, a.M, a.N, m0, n0);
 	}
 }
 
 // the row-major copy alone (tensor-wise quantize, one layout): each thread
 // 16 elements a step, the amax over the block's own steps, the cast taking
-// them last first; hints as k_hint
+// them last first; hints as k_keep
 template <int MB, int H, int F> __global__ __launch_bounds__(256, MB) void k_q1(Args a)
 {
 	__shared__ float red[8];
@@ -330,13 +310,7 @@ template <int MB, int H, int F> __global__ __launch_bounds__(256, MB) void k_q1(
 		size_t i = first + s * stride;
 		m = amax8(ld16(x + 2 * i + 1, keep, H & 2), amax8(ld16(x + 2 * i, keep, H & 2), m));
 	}
-	m = bmax(m, red);
-	if (threadIdx.x == 0)
-		atomicMax(a.acc, __float_as_uint(m));
-	cg::this_grid().sync();
-	float sc = scale_of(*(volatile unsigned *)a.acc);
-	if (blockIdx.x == 0 && threadIdx.x == 0)
-		*a.inv = 1.f / sc;
+	float sc = grid_scale(a, m, red);
 	for (int s = cnt - 1; s >= 0; s--) {
 		size_t i = first + s * stride;
 		uint4 v[2] = { ld16(x + 2 * i, drop, H & 4), ld16(x + 2 * i + 1, drop, H & 4) };
@@ -358,7 +332,7 @@ template <int MB, int H, int F> __global__ __launch_bounds__(256, MB) void k_q1(
 __global__ __launch_bounds__(256) void k_amax(Args a)
 {
 	__shared__ float red[8];
-	grid_amax(a, red);
+	block_amax(a, grid_amax(a), red);
 }
 
 template <int R, bool CS = false> __global__ __launch_bounds__(256) void k_cast(Args a)
@@ -532,18 +506,17 @@ main(int argc, char **argv)
 	} while (0)
 	if (hints) {
 		COOP("walk R2 mb1", (k_keep<2, 0, 1>), 0);
-		COOP("hint0 R2 mb1", (k_hint<2, 1, 0, 4>), 0);
-		COOP("hint1 (st.cs)", (k_hint<2, 1, 1, 4>), 0);
-		COOP("hint4 (ld2 first)", (k_hint<2, 1, 4, 4>), 0);
-		COOP("hint5", (k_hint<2, 1, 5, 4>), 0);
-		COOP("hint2 F1.0", (k_hint<2, 1, 2, 4>), 0);
-		COOP("hint3 F1.0", (k_hint<2, 1, 3, 4>), 0);
-		COOP("hint7 F1.0", (k_hint<2, 1, 7, 4>), 0);
-		COOP("hint7 F.75", (k_hint<2, 1, 7, 3>), 0);
-		COOP("hint7 F.5", (k_hint<2, 1, 7, 2>), 0);
-		COOP("hint7 F.25", (k_hint<2, 1, 7, 1>), 0);
-		COOP("hint3 F.5", (k_hint<2, 1, 3, 2>), 0);
-		COOP("hint3 F.25", (k_hint<2, 1, 3, 1>), 0);
+		COOP("hint1 (st.cs)", (k_keep<2, 0, 1, 1, 4>), 0);
+		COOP("hint4 (ld2 first)", (k_keep<2, 0, 1, 4, 4>), 0);
+		COOP("hint5", (k_keep<2, 0, 1, 5, 4>), 0);
+		COOP("hint2 F1.0", (k_keep<2, 0, 1, 2, 4>), 0);
+		COOP("hint3 F1.0", (k_keep<2, 0, 1, 3, 4>), 0);
+		COOP("hint7 F1.0", (k_keep<2, 0, 1, 7, 4>), 0);
+		COOP("hint7 F.75", (k_keep<2, 0, 1, 7, 3>), 0);
+		COOP("hint7 F.5", (k_keep<2, 0, 1, 7, 2>), 0);
+		COOP("hint7 F.25", (k_keep<2, 0, 1, 7, 1>), 0);
+		COOP("hint3 F.5", (k_keep<2, 0, 1, 3, 2>), 0);
+		COOP("hint3 F.25", (k_keep<2, 0, 1, 3, 1>), 0);
 		float am;
 		memcpy(&am, &bits, 4);
 		a.scale = 448.f / fmaxf(am, 1e-12f);
