@@ -42,7 +42,7 @@ be_mark_stream(LLVMContextRef cx, LLVMValueRef st)
 }
 
 /* the inline PTX that stores n bytes; its operands: the address, then the
- * value as one or two integer registers */
+ * value as one or four integer registers */
 static LLVMValueRef
 store_asm(LLVMContextRef cx, int n, LLVMTypeRef *fnty, LLVMTypeRef *word, int *words)
 {
