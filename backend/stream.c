@@ -2,14 +2,16 @@
  * (docs/design.md, "Cache hints").
  *
  * A kernel with a grid barrier reads an input before the barrier and again
- * after it; between the two, L2 holds what it can of the input. The
- * outputs written after the barrier compete for the same L2: each line a
- * store allocates pushes out a line of input still to be read. Stored with
- * st.global.cs (cache streaming: allocated evict-first), the outputs leave
- * first, and the input stays. Measured on the H200 (docs/gpu-results.md,
- * 2026-12-04): the both-layouts quantize at 4096^2 27.0 -> 24.6 us, the
- * tensor-wise one 18.9 -> 18.0; no change where the input does not fit in
- * L2 (8192^2, 14336x4096), nor in the backward step or the layer.
+ * after it. The outputs it writes after the barrier allocate L2 lines too;
+ * stored with st.global.cs (cache streaming: allocated evict-first), they
+ * leave L2 before the input does, within the run and after it. Measured on
+ * the H200 (docs/gpu-results.md, 2026-12-04), runs back to back: the
+ * both-layouts quantize at 4096^2 27.0 -> 24.6 us, the tensor-wise one
+ * 18.9 -> 18.0; no change at 8192^2 and 14336x4096, in the backward step
+ * or in the layer. Most of that gain is the next run finding its input
+ * still in L2 (as a kernel does whose input its producer just wrote): with
+ * L2 flushed before each run, a hand-written kernel of the same shape
+ * gained 1.5 % (29.1 -> 28.7 us), not 15 %.
  *
  * codegen marks such stores !nontemporal (cg_store_at), which NVPTX
  * prints as a plain st.global. This pass, the last before PTX, first joins
