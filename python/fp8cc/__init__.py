@@ -516,8 +516,8 @@ class Function:
     def prepared(self):
         """A prepared run of this function with the default state
         (fp8rt_prepare), for a binding's quick path (fp8cc.torch gives each
-        function one, for calls with every output given, in a subclass
-        whose __call__ falls back to this class's): (run, slots), where slots is a
+        function one, for calls with every output given or none, in a
+        subclass whose __call__ falls back to this class's): (run, slots), where slots is a
         ctypes array of 1 + inputs + outputs uint64 — the stream, then each
         array's device pointer — to set before each
         _lib.fp8rt_prepared_run(run). Both are the program's: use neither

@@ -107,7 +107,9 @@ def _renew(env, tensors):
 
 def _quick_class(f, raw, index):
     """A subclass of fp8cc.Function for f whose __call__ takes a quick path
-    for a call with every output given, on torch's current stream and the
+    for a call with every output given, or none (then made here, by
+    torch.empty on the program's device, or the input an output is), on
+    torch's current stream and the
     default state: one expression checks exactly what f takes of each
     tensor (a torch.Tensor or Parameter, f's dtype and shape, on the
     program's device, contiguous, 16-byte aligned) with the fewest attribute
@@ -126,18 +128,28 @@ def _quick_class(f, raw, index):
     ptrs = [f"p{k}" for k in range(len(every))]
     env = {"T": torch.Tensor, "P": torch.nn.Parameter, "prog": prog, "getter": getter, "slots": slots,
            "handle": run, "dev": index, "raw": raw, "run": fp8cc._lib.fp8rt_prepared_run, "check": fp8cc._check,
-           "general": fp8cc.Function.__call__, "pack": struct.Struct(f"={1 + len(every)}Q").pack_into}
+           "general": fp8cc.Function.__call__, "pack": struct.Struct(f"={1 + len(every)}Q").pack_into,
+           "empty": torch.empty, "D": torch.device("cuda", index)}
     env["guard"], env["renew"] = None, lambda *ts: _renew(env, ts)
     tests = []
     for k, (x, info) in enumerate(zip(every, f.inputs + f.outputs)):
         env[f"d{k}"], env[f"s{k}"] = DTYPE[info.dtype], tuple(info.shape)
         tests.append(f"(type({x}) is T or type({x}) is P) and {x}.dtype is d{k} and {x}.shape == s{k} "
                      f"and {x}.get_device() == dev and {x}.is_contiguous()")
+    # an output that is an input itself (a trace returning its argument) is
+    # that input, as Function._bind makes it
+    made = ", ".join(f"i{j}" if j is not None else f"empty(s{len(ins) + k}, dtype=d{len(ins) + k}, device=D)"
+                     for k, j in enumerate(f.sources))
     lines = ["def __call__(self, *inputs, out=None, state=None, stream=None):",
-             "    if out is not None and state is None and stream is None and prog.stream is getter "
-             "and prog._prog is not None:",
+             "    if state is None and stream is None and prog.stream is getter and prog._prog is not None:",
              "        try:"]
-    lines += [f"            {', '.join(names)}, = {given}" for names, given in ((ins, "inputs"), (outs, "out")) if names]
+    if ins:
+        lines.append(f"            {', '.join(ins)}, = inputs")
+    if outs:
+        lines += ["            if out is None:",
+                  f"                {', '.join(outs)}, = {made},",
+                  "            else:",
+                  f"                {', '.join(outs)}, = out"]
     lines += ["        except (TypeError, ValueError):",
               "            pass",
               "        else:"]
@@ -146,6 +158,8 @@ def _quick_class(f, raw, index):
             "    st = run(handle)",
             "    if st:",
             "        check(st, prog.context._ctx)",
+            "    if out is None:",
+            f"        return ({''.join(o + ', ' for o in outs)})",
             "    return out if type(out) is tuple else tuple(out)"]
     if every:
         body = [f"if (guard is not None and guard({', '.join(every)})) or ({' and '.join(tests)} and "

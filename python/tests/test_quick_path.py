@@ -1,9 +1,10 @@
 """fp8cc.torch's quick path (_quick_class, _renew) on the mock CUDA driver,
 without torch: a stand-in `torch` module gives just what the quick path
 reads of a tensor (type, dtype, shape, device, contiguity, pointer,
-strides) over the mock's "device memory" (host memory), and a stand-in
-TensorGuards that records its checks. What it shows: the quick path runs
-the prepared run with the right pointers; every unusual call goes to the
+strides) over the mock's "device memory" (host memory), torch.empty over
+the same, and a stand-in TensorGuards that records its checks. What it
+shows: the quick path runs the prepared run with the right pointers, into
+the outputs given or into ones it makes; every unusual call goes to the
 general path and gets its ValueError; the guard checks the calls after the
 first, is built again when a call passes in Python but not the guard, and
 is never tried again where TensorGuards does not take the arguments; a
@@ -69,6 +70,8 @@ def stand_in_torch():
     for name in ("bool", "uint8", "int8", "int16", "int32", "int64", "float16", "bfloat16", "float32", "float64",
                  "float8_e4m3fn", "float8_e5m2"):
         setattr(torch, name, name)
+    torch.device = lambda kind, index: f"{kind}:{index}"
+    torch.empty = None   # set by each test: memory of its context
     torch.nn = types.ModuleType("torch.nn")
     torch.nn.Parameter = Parameter
     torch.nn.functional = types.ModuleType("torch.nn.functional")
@@ -106,6 +109,9 @@ COPIES = """// fp8cc-plan 2
 // end-plan
 """ + PTX
 
+# y = x, then z = y: no output is an input itself
+MADE = COPIES.replace("copy dst=out:1 src=in:0", "copy dst=out:1 src=out:0")
+
 
 class QuickPath(unittest.TestCase):
     def setUp(self):
@@ -114,6 +120,8 @@ class QuickPath(unittest.TestCase):
         self.prog = fp8cc.load(COPIES.encode(), context=self.ctx)
         self.streams = []
         self.prog.stream = lambda: self.streams.append(0) or 0
+        self.made = []
+        ft.torch.empty = self.empty
         self.f = self.prog[0]
         self.f.__class__ = ft._quick_class(self.f, None, 0)
         self.arrays = [array(self.ctx, [float(i) for i in range(16)], (2, 8))] + [
@@ -122,11 +130,41 @@ class QuickPath(unittest.TestCase):
 
     def tearDown(self):
         self.prog.close()
-        del self.arrays
+        del self.arrays, self.made
         self.ctx.close()
 
     def values(self, i):
         return values(self.arrays[i])
+
+    def empty(self, shape, dtype, device):
+        """torch.empty's stand-in: the context's memory, kept until the test ends"""
+        self.assertEqual(device, "cuda:0")
+        self.made.append(self.ctx.empty(ft.NAME[dtype], shape))
+        return Tensor(self.made[-1].ptr, dtype, shape)
+
+    def test_outputs_made_when_none_are_given(self):
+        # COPIES's outputs are its input itself (Function.sources): the
+        # input comes back, nothing is made
+        self.f(self.x, out=(self.y, self.z))   # the guard built
+        y, z = self.f(self.x)
+        self.assertTrue(y is self.x and z is self.x and not self.made)
+        self.assertEqual((TensorGuards.built, TensorGuards.checks), (1, 2), "the input as output passes the guard")
+        # y = x then z = y: neither output is an input, both are made
+        prog = fp8cc.load(MADE.encode(), context=self.ctx)
+        prog.stream = lambda: 0
+        f = prog[0]
+        f.__class__ = ft._quick_class(f, None, 0)
+        try:
+            f(self.x, out=(self.y, self.z))
+            y, z = f(self.x)
+            self.assertEqual(len(self.made), 2, "two outputs made, once")
+            self.assertEqual([(t.dtype, t.shape) for t in (y, z)], [("float32", (2, 8))] * 2)
+            self.assertEqual(values(self.made[1]), [float(i) for i in range(16)])
+            self.assertEqual((TensorGuards.built, TensorGuards.checks), (2, 4), "the made outputs pass the guard")
+            with self.assertRaisesRegex(ValueError, r"is f32\[2, 8\], not bf16\[2, 8\]"):
+                f(Tensor(self.x.ptr, "bfloat16", (2, 8)))
+        finally:
+            prog.close()
 
     def test_runs_and_the_guard_takes_over(self):
         out = (self.y, self.z)
