@@ -109,12 +109,11 @@ def _quick_class(f, raw, index):
     """A subclass of fp8cc.Function for f whose __call__ takes a quick path
     for a call with every output given, or none (then made here, by
     torch.empty on the program's device, or the input an output is), on
-    torch's current stream and the
-    default state: one expression checks exactly what f takes of each
-    tensor (a torch.Tensor or Parameter, f's dtype and shape, on the
-    program's device, contiguous, 16-byte aligned) with the fewest attribute
-    reads, one pack sets a prepared run's stream and pointers, and one
-    ctypes call of one argument runs it. Once a call has passed the checks,
+    torch's current stream and the default state: one expression checks
+    exactly what f takes of each tensor (a torch.Tensor or Parameter, f's
+    dtype and shape, on the program's device, contiguous, 16-byte aligned)
+    with the fewest attribute reads, one pack sets a prepared run's stream
+    and pointers, and one ctypes call of one argument runs it. Once a call has passed the checks,
     torch's C++ guard of those tensors' metadata (_renew) checks the next
     calls instead, in one call for all of them. Anything else goes to
     Function.__call__, which checks it all and raises what is wrong. The
