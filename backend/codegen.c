@@ -1117,13 +1117,11 @@ space_element(Cg *c, const Group *g, LLVMValueRef lin, int align, LLVMValueRef *
 	int64_t tmp[IR_MAXRANK];
 	uint32_t s = g->space;
 
-	cg_current(c, s,
+	cg_element(c, g,
 		c->fn->vals[s].rank == 0
 			? NULL
 			: cg_delinearize(c, lin, ir_dims(c->fn, s), cg_order_of(c->fn, s, tmp), c->fn->vals[s].rank),
-		lin, align);
-	element(c, g, accs, reds);
-	c->space_coords = NULL;
+		lin, align, accs, reds);
 }
 
 /* group g's element at coordinates co, linear index lin (a multiple of
