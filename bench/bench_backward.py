@@ -10,7 +10,11 @@ The step (torchao Float8Linear, tensor-wise dynamic scaling): grad_output
 grad_input = grad_output · weight and grad_weight = grad_outputᵀ · input,
 whose fp8 operands must be column-major or transposed: PyTorch makes those
 copies with .t().contiguous(); fp8cc's one kernel writes them directly.
-PTXDIR holds backward_MxKxN.ptx (tests/gpu/prepare.sh)."""
+PTXDIR holds backward_MxKxN.ptx (tests/gpu/prepare.sh). Each time twice:
+the median of runs each between CUDA events, and a run's share of runs
+back to back (bench_gemm.back_to_back; fp8run --wall), where the host's
+time before each launch (torch.compile's guards and wrappers) is hidden
+behind the GPU's work."""
 import os
 import subprocess
 import sys
@@ -20,7 +24,7 @@ import torch
 from safetensors.torch import load_file, save_file
 
 sys.path.insert(0, os.path.dirname(__file__))
-from bench_gemm import rel_error  # noqa: E402
+from bench_gemm import back_to_back, rel_error  # noqa: E402
 from bench_layer import time_fp8run, time_torch  # noqa: E402
 
 SHAPES = [(4096, 4096, 4096), (8192, 4096, 4096)]
@@ -53,7 +57,7 @@ def gemms_alone(go, x, w, iters):
     def run(p, q):
         torch._scaled_mm(g8, wt, scale_a=a, scale_b=b, out_dtype=torch.bfloat16)
         torch._scaled_mm(gt, xt, scale_a=a, scale_b=c, out_dtype=torch.bfloat16)
-    return time_torch(run, None, None, iters)
+    return time_torch(run, None, None, iters), back_to_back(lambda: run(None, None), iters)
 
 
 def main():
@@ -71,7 +75,7 @@ def main():
             inputs = os.path.join(tmp, "in.safetensors")
             save_file({"grad_output": go.cpu(), "input": x.cpu(), "weight": w.cpu()}, inputs)
             ptx = os.path.join(ptxdir, f"backward_{m}x{k}x{n}.ptx")
-            ours = time_fp8run(fp8run, ptx, inputs, 50, True)
+            ours, ours_b = time_fp8run(fp8run, ptx, inputs, 50, True, wall=True)
             # the results against eager's (fp8 GEMMs: cuBLASLt's and torch's
             # sum in their own orders, so not bit for bit)
             got = os.path.join(tmp, "out.safetensors")
@@ -81,18 +85,23 @@ def main():
         err = max(rel_error(got["grad_input"].float(), gi.float()), rel_error(got["grad_weight"].float(), gw.float()))
         eager = time_torch(lambda a, b: backward(go, x, w), None, None, 50)
         comp = time_torch(lambda a, b: compiled(go, x, w), None, None, 50)
-        gemm = gemms_alone(go, x, w, 50)
-        rows.append((m, k, n, ours, eager, comp, gemm, err))
+        eager_b = back_to_back(lambda: backward(go, x, w), 50)
+        comp_b = back_to_back(lambda: compiled(go, x, w), 50)
+        gemm, gemm_b = gemms_alone(go, x, w, 50)
+        rows.append((m, k, n, (ours, ours_b), (eager, eager_b), (comp, comp_b), (gemm, gemm_b), err))
         print(f"backward {m}x{k}x{n}: fp8cc {ours:.1f} us (error {err:.1e}), eager {eager:.1f} us, "
-              f"compile {comp:.1f} us, the two GEMMs alone {gemm:.1f} us", flush=True)
-    lines = ["| M×K×N | fp8cc µs | eager µs | torch.compile µs | eager / fp8cc | compile / fp8cc "
+              f"compile {comp:.1f} us, the two GEMMs alone {gemm:.1f} us; back to back: fp8cc {ours_b:.1f} us, "
+              f"eager {eager_b:.1f} us, compile {comp_b:.1f} us, GEMMs {gemm_b:.1f} us", flush=True)
+    lines = ["| M×K×N | timing | fp8cc µs | eager µs | torch.compile µs | eager / fp8cc | compile / fp8cc "
              "| GEMMs alone µs | fp8cc − GEMMs µs | quantize floor µs | error |",
-             "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
-    for m, k, n, o, e, c, g, r in rows:
+             "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
+    for m, k, n, o2, e2, c2, g2, r in rows:
         # read three bf16 tensors once; write go8, go8ᵀ, w8, x8 once (1 byte each)
         floor = (2 * (m * n + m * k + n * k) + 2 * m * n + m * k + n * k) / 4.2e12 * 1e6
-        lines.append(f"| {m}×{k}×{n} | {o:.1f} | {e:.1f} | {c:.1f} | {e / o:.2f} | {c / o:.2f} | {g:.1f} "
-                     f"| {o - g:.1f} | {floor:.1f} | {r:.1e} |")
+        for i, how in enumerate(("a run", "back to back")):
+            o, e, c, g = o2[i], e2[i], c2[i], g2[i]
+            lines.append(f"| {m}×{k}×{n} | {how} | {o:.1f} | {e:.1f} | {c:.1f} | {e / o:.2f} | {c / o:.2f} "
+                         f"| {g:.1f} | {o - g:.1f} | {floor:.1f} | {r:.1e} |")
     table = "\n".join(lines) + "\n"
     print(table)
     if len(sys.argv) > 3:

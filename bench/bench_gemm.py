@@ -13,9 +13,11 @@ drawn here, on the GPU; fp8run runs the program on them once (its output
 is compared with torch's: relative Frobenius error) and times --iters runs
 (graph replay), then torch's op is timed on the same tensors: torch.matmul,
 F.linear (+ F.gelu), torch._scaled_mm, the MLP in eager and under
-torch.compile. Times are medians of CUDA-event-timed runs after warm-up; the
-table gives each time, torch/fp8cc (above 1: fp8cc is faster), TFLOP/s and
-fp8cc's throughput as a percentage of torch's. f32 runs without TF32 on
+torch.compile. Times are medians of CUDA-event-timed runs after warm-up, and
+again a run's share of runs back to back (back_to_back; fp8run --wall),
+where the host's time before each launch is hidden; the table gives each
+time, torch/fp8cc (above 1: fp8cc is faster), TFLOP/s and fp8cc's
+throughput as a percentage of torch's. f32 runs without TF32 on
 both sides. With OUT.md the table is appended to it."""
 import json
 import os
@@ -24,6 +26,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import time
 
 import torch
 import torch.nn.functional as F
@@ -175,16 +178,36 @@ def time_torch(fn, ops):
     return statistics.median(times)
 
 
-def run_fp8run(fp8run, ptx, inputs, outputs):
-    """run the program once (writing outputs), then time ITERS runs: the median in microseconds"""
+def back_to_back(fn, n=ITERS):
+    """fn()'s share of n runs back to back and one synchronize, by the host's
+    clock, the best of 5 (as fp8run --wall's wall_us): what it costs in a step
+    where the next work is queued behind it, without the start of each
+    launch that events around one run count"""
+    for _ in range(WARMUP):
+        fn()
+    best = float("inf")
+    for _ in range(5):
+        torch.cuda.synchronize()
+        t0 = time.perf_counter()
+        for _ in range(n):
+            fn()
+        torch.cuda.synchronize()
+        best = min(best, (time.perf_counter() - t0) / n * 1e6)
+    return best
+
+
+def run_fp8run(fp8run, ptx, inputs, outputs, wall=False):
+    """run the program once (writing outputs), then time ITERS runs: the median
+    in microseconds; with wall, also a run's share of runs back to back
+    (fp8run --wall's wall_us): (median, wall)"""
     cmd = [fp8run, ptx, "--inputs", inputs, "-o", outputs, "--iters", str(ITERS), "--warmup", str(WARMUP), "--json"]
-    res = subprocess.run(cmd, capture_output=True, text=True)
+    res = subprocess.run(cmd + (["--wall"] if wall else []), capture_output=True, text=True)
     if res.returncode != 0:
         raise RuntimeError(f"fp8run {ptx} failed: {res.stderr.strip()}")
     timing = json.loads(res.stdout)["timing"]
     if len(timing["runs_us"]) != ITERS:
         raise RuntimeError(f"fp8run timed {len(timing['runs_us'])} runs, not {ITERS}")
-    return timing["median_us"]
+    return (timing["median_us"], timing["wall_us"]) if wall else timing["median_us"]
 
 
 def rel_error(got, want):
@@ -205,7 +228,8 @@ def main():
             inputs, outputs = os.path.join(tmp, "in.safetensors"), os.path.join(tmp, "out.safetensors")
             save_file({k: v.cpu() for k, v in ops.items()}, inputs)
             try:
-                ours = run_fp8run(fp8run, os.path.join(ptxdir, f"gemm_{name}.ptx"), inputs, outputs)
+                ours, ours_b = run_fp8run(fp8run, os.path.join(ptxdir, f"gemm_{name}.ptx"), inputs, outputs,
+                                          wall=True)
             except RuntimeError as e:
                 print(f"{name}: {e}", flush=True)
                 failed = True
@@ -215,18 +239,20 @@ def main():
             want = fn(**ops)
             err = rel_error(got, want[0] if isinstance(want, tuple) else want)
             theirs = time_torch(fn, ops)
-            rows.append((name, label, ours, theirs, err))
+            theirs_b = back_to_back(lambda: fn(**ops))
+            rows.append((name, label, ours, theirs, err, ours_b, theirs_b))
             print(f"{name} ({sizes(name)}): fp8cc {ours:.1f} us, {label} {theirs:.1f} us, "
-                  f"torch/fp8cc {theirs / ours:.2f}, relative error {err:.1e}", flush=True)
+                  f"torch/fp8cc {theirs / ours:.2f}, relative error {err:.1e}; back to back fp8cc {ours_b:.1f} us, "
+                  f"{label} {theirs_b:.1f} us, torch/fp8cc {theirs_b / ours_b:.2f}", flush=True)
         del ops, got
         torch.cuda.empty_cache()
     lines = ["| case | sizes | torch op | fp8cc µs | torch µs | torch / fp8cc | fp8cc TFLOP/s | torch TFLOP/s "
-             "| fp8cc % of torch | relative error |",
-             "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
-    for name, label, o, t, err in rows:
+             "| fp8cc % of torch | relative error | back to back: fp8cc µs | torch µs | fp8cc % of torch |",
+             "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
+    for name, label, o, t, err, ob, tb in rows:
         fo, ft = flops(name) / o / 1e6, flops(name) / t / 1e6
         lines.append(f"| {name} | {sizes(name)} | {label} | {o:.1f} | {t:.1f} | {t / o:.2f} | {fo:.0f} | {ft:.0f} "
-                     f"| {100 * fo / ft:.0f}% | {err:.1e} |")
+                     f"| {100 * fo / ft:.0f}% | {err:.1e} | {ob:.1f} | {tb:.1f} | {100 * tb / ob:.0f}% |")
     table = "\n".join(lines) + "\n"
     print(table)
     if len(sys.argv) > 3:

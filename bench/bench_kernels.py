@@ -14,11 +14,17 @@ two compilers in the same run). fp8run runs each program once on inputs
 drawn here (each of its outputs is compared with eager's: the largest
 relative Frobenius error)
 and times its runs (graph replay); torch's function is timed on the same
-tensors, eager and under torch.compile. The copy bandwidth is a device
-copy of 1 GiB (read + write). Each time is given as achieved TB/s on the
-floor bytes (kernel_ir.nbytes: every input element read once, every output
-element written once), as % of the copy bandwidth, and as the ratio
-eager/fp8cc and compile/fp8cc (above 1: fp8cc is faster)."""
+tensors, eager and under torch.compile. Two times each: a run's own (the
+median of runs each between two CUDA events) and a run's share of runs
+back to back (100 runs and one synchronize by the host's clock, the best
+of 5: fp8run --wall's wall_us), which is what a kernel costs in a step
+where the next work is queued behind it — the events around each run add
+the GPU's start of each launch to its time (about 2 µs a graph replay). The
+copy bandwidth is a device copy of 1 GiB (read + write). Each time is given
+as achieved TB/s on the floor bytes (kernel_ir.nbytes: every input element
+read once, every output element written once), as % of the copy bandwidth,
+and as the ratio eager/fp8cc and compile/fp8cc (above 1: fp8cc is
+faster)."""
 import os
 import re
 import sys
@@ -30,7 +36,7 @@ from safetensors.torch import load_file, save_file
 
 sys.path.insert(0, os.path.dirname(__file__))
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "tests", "gpu"))
-from bench_gemm import rel_error, run_fp8run, time_torch  # noqa: E402
+from bench_gemm import back_to_back, rel_error, run_fp8run, time_torch  # noqa: E402
 from kernel_ir import CASES, nbytes  # noqa: E402
 
 
@@ -125,35 +131,49 @@ def main():
             save_file({k: v.cpu() for k, v in ops.items()}, inputs)
             for label, d in variants:
                 try:
-                    us = run_fp8run(fp8run, os.path.join(d, f"kernel_{name}.ptx"), inputs, outputs)
+                    us, wall = run_fp8run(fp8run, os.path.join(d, f"kernel_{name}.ptx"), inputs, outputs, wall=True)
                 except RuntimeError as e:
                     print(f"{name} {label}: {e}", flush=True)
                     failed = True
-                    ours.append((label, None, None))
+                    ours.append((label, None, None, None))
                     continue
                 got = load_file(outputs, device="cuda")
                 # the largest of the outputs' errors (each flattened: a
                 # per-row scale is [r] in torch and [r, 1] in the program)
                 err = max(rel_error(got[n].float().reshape(-1), e.float().reshape(-1)) for n, e in zip(names, eager))
-                ours.append((label, us, err))
+                ours.append((label, us, err, wall))
         t_eager = time_torch(FUNCS[form], ops)
         t_comp = time_torch(compiled[form], ops)
-        rows.append((name, ours, t_eager, t_comp))
+        b_eager = back_to_back(lambda: FUNCS[form](**ops))
+        b_comp = back_to_back(lambda: compiled[form](**ops))
+        rows.append((name, ours, t_eager, t_comp, b_eager, b_comp))
         tb = nbytes(name) / 1e6
-        print(f"{name}: " + ", ".join(f"{lb} {us:.1f} us {tb / us:.2f} TB/s err {e:.1e}" for lb, us, e in ours if us)
-              + f"; eager {t_eager:.1f} us {tb / t_eager:.2f} TB/s; compile {t_comp:.1f} us {tb / t_comp:.2f} TB/s",
+        ours_text = ", ".join(f"{lb} {us:.1f} us {tb / us:.2f} TB/s err {e:.1e} (back to back {w:.1f} us "
+                              f"{tb / w:.2f} TB/s)" for lb, us, e, w in ours if us)
+        print(f"{name}: {ours_text}; eager {t_eager:.1f} us {tb / t_eager:.2f} TB/s (back to back {b_eager:.1f}); "
+              f"compile {t_comp:.1f} us {tb / t_comp:.2f} TB/s (back to back {b_comp:.1f} us {tb / b_comp:.2f} TB/s)",
               flush=True)
         del ops, eager
         torch.cuda.empty_cache()
     head = "| case | floor MB |" + "".join(f" {lb} µs | {lb} TB/s | {lb} % copy | eager/{lb} | compile/{lb} | {lb} error |"
                                           for lb, _ in variants) + " eager µs | eager TB/s | compile µs | compile TB/s |"
     lines = [head, "|" + " --- |" * (head.count("|") - 1)]
-    for name, ours, te, tc in rows:
+    for name, ours, te, tc, _, _ in rows:
         mb = nbytes(name) / 1e6
         cells = "".join(
             f" {us:.1f} | {mb / us:.2f} | {100 * mb / us / copy:.0f}% | {te / us:.2f} | {tc / us:.2f} | {e:.1e} |"
-            if us else " failed | | | | | |" for _, us, e in ours)
+            if us else " failed | | | | | |" for _, us, e, _ in ours)
         lines.append(f"| {name} | {mb:.0f} |{cells} {te:.1f} | {mb / te:.2f} | {tc:.1f} | {mb / tc:.2f} |")
+    # the same runs back to back
+    head = "| case, back to back | floor MB |" + "".join(
+        f" {lb} µs | {lb} TB/s | {lb} % copy | eager/{lb} | compile/{lb} |" for lb, _ in variants) + \
+        " eager µs | compile µs | compile TB/s |"
+    lines += ["", head, "|" + " --- |" * (head.count("|") - 1)]
+    for name, ours, _, _, be, bc in rows:
+        mb = nbytes(name) / 1e6
+        cells = "".join(f" {w:.1f} | {mb / w:.2f} | {100 * mb / w / copy:.0f}% | {be / w:.2f} | {bc / w:.2f} |"
+                        if us else " failed | | | | |" for _, us, _, w in ours)
+        lines.append(f"| {name} | {mb:.0f} |{cells} {be:.1f} | {bc:.1f} | {mb / bc:.2f} |")
     table = "\n".join(lines) + "\n"
     print(table)
     with open(md, "a") as f:

@@ -8,7 +8,9 @@ usage: bench_layer.py FP8RUN PTXDIR [OUT.md]
 
 PTXDIR holds linear_MxKxN.ptx for each shape below (compiled on the machine
 with LLVM by tests/gpu/prepare.sh). Inputs are drawn here, on the GPU.
-Times are medians of CUDA-event-timed runs after warm-up; the table gives each
+Times are medians of CUDA-event-timed runs after warm-up, and again a run's
+share of runs back to back (bench_gemm.back_to_back; fp8run --wall), where
+the host's time before each launch is hidden; the table gives each
 time, the ratios eager/fp8cc, compile/fp8cc and reduce-overhead/fp8cc
 (above 1: fp8cc is faster),
 torch._scaled_mm alone on the same fp8 operands (the GEMM, which both use),
@@ -26,6 +28,9 @@ from safetensors.torch import save_file
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "tests", "gpu"))
 from torch_layer import layer  # noqa: E402
+
+sys.path.insert(0, os.path.dirname(__file__))
+from bench_gemm import back_to_back  # noqa: E402
 
 SHAPES = [(16, 32, 64), (4096, 4096, 4096), (8192, 4096, 14336)]
 
@@ -59,27 +64,35 @@ def time_torch(fn, x, w, iters):
 
 
 def time_gemm(x, w, iters):
-    """torch._scaled_mm alone on the layer's fp8 operands: the floor for the layer"""
+    """torch._scaled_mm alone on the layer's fp8 operands, the floor for the
+    layer: (a run, back to back)"""
     from torch_layer import quantize
     x8, sx = quantize(x)
     w8, sw = quantize(w)
     ia, ib = sx.reciprocal(), sw.reciprocal()
-    return time_torch(lambda a, b: torch._scaled_mm(a, b, scale_a=ia, scale_b=ib, out_dtype=torch.bfloat16,
-                                                   use_fast_accum=True), x8, w8.t(), iters)
+    wt = w8.t()
+
+    def mm(a, b):
+        return torch._scaled_mm(a, b, scale_a=ia, scale_b=ib, out_dtype=torch.bfloat16, use_fast_accum=True)
+    return time_torch(mm, x8, wt, iters), back_to_back(lambda: mm(x8, wt), iters)
 
 
-def time_fp8run(fp8run, ptx, inputs, iters, graph):
-    """the median of fp8run's timed runs, in microseconds (fp8run --json)"""
+def time_fp8run(fp8run, ptx, inputs, iters, graph, wall=False):
+    """the median of fp8run's timed runs, in microseconds (fp8run --json);
+    with wall, also a run's share of runs back to back (--wall's wall_us):
+    (median, wall)"""
     cmd = [fp8run, ptx, "--inputs", inputs, "--iters", str(iters), "--json"]
     if not graph:
         cmd.append("--no-graph")
+    if wall:
+        cmd.append("--wall")
     res = subprocess.run(cmd, capture_output=True, text=True)
     if res.returncode != 0:
         raise RuntimeError(f"fp8run failed: {res.stderr.strip()}")
     timing = json.loads(res.stdout)["timing"]
     if len(timing["runs_us"]) != iters:
         raise RuntimeError(f"fp8run timed {len(timing['runs_us'])} runs, not {iters}")
-    return timing["median_us"]
+    return (timing["median_us"], timing["wall_us"]) if wall else timing["median_us"]
 
 
 def main():
@@ -88,7 +101,7 @@ def main():
     fp8run, ptxdir = sys.argv[1], sys.argv[2]
     compiled = torch.compile(fwd)
     graphed = cuda_graph_step(torch.compile(fwd, mode="reduce-overhead"))
-    rows = []
+    rows, back = [], []
     for m, k, n in SHAPES:
         torch.manual_seed(0)
         x = torch.randn(m, k, device="cuda", dtype=torch.bfloat16)
@@ -98,15 +111,19 @@ def main():
             inputs = os.path.join(tmp, "in.safetensors")
             save_file({"input": x.cpu(), "weight": w.cpu()}, inputs)
             ptx = os.path.join(ptxdir, f"linear_{m}x{k}x{n}.ptx")
-            ours = time_fp8run(fp8run, ptx, inputs, iters, True)
+            ours, ours_b = time_fp8run(fp8run, ptx, inputs, iters, True, wall=True)
             ours_nograph = time_fp8run(fp8run, ptx, inputs, iters, False)
         eager = time_torch(fwd, x, w, iters)
         comp = time_torch(compiled, x, w, iters)
         graph = time_torch(graphed, x, w, iters)
-        gemm = time_gemm(x, w, iters)
+        gemm, gemm_b = time_gemm(x, w, iters)
+        comp_b, graph_b = back_to_back(lambda: compiled(x, w), iters), back_to_back(lambda: graphed(x, w), iters)
         rows.append((m, k, n, ours, ours_nograph, eager, comp, graph, gemm))
+        back.append((m, k, n, ours_b, comp_b, graph_b, gemm_b))
         print(f"{m}x{k}x{n}: fp8cc {ours:.1f} us (no graph {ours_nograph:.1f}), eager {eager:.1f} us, "
-              f"compile {comp:.1f} us, reduce-overhead {graph:.1f} us, the GEMM alone {gemm:.1f} us", flush=True)
+              f"compile {comp:.1f} us, reduce-overhead {graph:.1f} us, the GEMM alone {gemm:.1f} us; back to back: "
+              f"fp8cc {ours_b:.1f} us, compile {comp_b:.1f} us, reduce-overhead {graph_b:.1f} us, the GEMM "
+              f"{gemm_b:.1f} us", flush=True)
     lines = ["| M×K×N | fp8cc (graph) µs | fp8cc (no graph) µs | eager µs | torch.compile µs "
              "| torch.compile reduce-overhead µs | eager / fp8cc | compile / fp8cc | reduce-overhead / fp8cc "
              "| GEMM alone µs | fp8cc − GEMM µs | quantize floor µs |",
@@ -115,6 +132,12 @@ def main():
         floor = 3 * (m * k + n * k) / 4.2e12 * 1e6   # read bf16, write fp8, at 4.2 TB/s
         lines.append(f"| {m}×{k}×{n} | {o:.1f} | {og:.1f} | {e:.1f} | {c:.1f} | {r:.1f} | {e / o:.2f} "
                      f"| {c / o:.2f} | {r / o:.2f} | {g:.1f} | {o - g:.1f} | {floor:.1f} |")
+    lines += ["", "| M×K×N, back to back | fp8cc µs | torch.compile µs | reduce-overhead µs | compile / fp8cc "
+              "| reduce-overhead / fp8cc | GEMM alone µs | fp8cc / GEMM | fp8cc − GEMM µs |",
+              "| --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
+    for m, k, n, o, c, r, g in back:
+        lines.append(f"| {m}×{k}×{n} | {o:.1f} | {c:.1f} | {r:.1f} | {c / o:.2f} | {r / o:.2f} | {g:.1f} "
+                     f"| {o / g:.3f} | {o - g:.1f} |")
     table = "\n".join(lines) + "\n"
     print(table)
     if len(sys.argv) > 3:
