@@ -16,7 +16,6 @@ back to back (bench_gemm.back_to_back; fp8run --wall), where the host's
 time before each launch (torch.compile's guards and wrappers) is hidden
 behind the GPU's work."""
 import os
-import subprocess
 import sys
 import tempfile
 
@@ -24,8 +23,8 @@ import torch
 from safetensors.torch import load_file, save_file
 
 sys.path.insert(0, os.path.dirname(__file__))
-from bench_gemm import back_to_back, rel_error  # noqa: E402
-from bench_layer import time_fp8run, time_torch  # noqa: E402
+from bench_gemm import back_to_back, rel_error, run_fp8run  # noqa: E402
+from bench_layer import time_torch  # noqa: E402
 
 SHAPES = [(4096, 4096, 4096), (8192, 4096, 4096)]
 
@@ -74,12 +73,10 @@ def main():
         with tempfile.TemporaryDirectory() as tmp:
             inputs = os.path.join(tmp, "in.safetensors")
             save_file({"grad_output": go.cpu(), "input": x.cpu(), "weight": w.cpu()}, inputs)
-            ptx = os.path.join(ptxdir, f"backward_{m}x{k}x{n}.ptx")
-            ours, ours_b = time_fp8run(fp8run, ptx, inputs, 50, True, wall=True)
+            ptx, got = os.path.join(ptxdir, f"backward_{m}x{k}x{n}.ptx"), os.path.join(tmp, "out.safetensors")
+            ours, ours_b = run_fp8run(fp8run, ptx, inputs, got, iters=50, warmup=None, wall=True)
             # the results against eager's (fp8 GEMMs: cuBLASLt's and torch's
             # sum in their own orders, so not bit for bit)
-            got = os.path.join(tmp, "out.safetensors")
-            subprocess.run([fp8run, ptx, "--inputs", inputs, "-o", got], check=True, stdout=subprocess.DEVNULL)
             got = load_file(got, device="cuda")
         gi, gw = backward(go, x, w)
         err = max(rel_error(got["grad_input"].float(), gi.float()), rel_error(got["grad_weight"].float(), gw.float()))

@@ -196,17 +196,22 @@ def back_to_back(fn, n=ITERS):
     return best
 
 
-def run_fp8run(fp8run, ptx, inputs, outputs, wall=False):
-    """run the program once (writing outputs), then time ITERS runs: the median
-    in microseconds; with wall, also a run's share of runs back to back
-    (fp8run --wall's wall_us): (median, wall)"""
-    cmd = [fp8run, ptx, "--inputs", inputs, "-o", outputs, "--iters", str(ITERS), "--warmup", str(WARMUP), "--json"]
-    res = subprocess.run(cmd + (["--wall"] if wall else []), capture_output=True, text=True)
+def run_fp8run(fp8run, ptx, inputs, outputs=None, iters=ITERS, warmup=WARMUP, graph=True, wall=False):
+    """run the program (writing outputs, where given), then time iters runs
+    (graph replay, or step by step without graph; warmup None: fp8run's
+    own): the median in microseconds; with wall, also a run's share of runs
+    back to back (fp8run --wall's wall_us): (median, wall)"""
+    cmd = [fp8run, ptx, "--inputs", inputs, "--iters", str(iters), "--json"]
+    cmd += ["-o", outputs] if outputs else []
+    cmd += ["--warmup", str(warmup)] if warmup is not None else []
+    cmd += [] if graph else ["--no-graph"]
+    cmd += ["--wall"] if wall else []
+    res = subprocess.run(cmd, capture_output=True, text=True)
     if res.returncode != 0:
         raise RuntimeError(f"fp8run {ptx} failed: {res.stderr.strip()}")
     timing = json.loads(res.stdout)["timing"]
-    if len(timing["runs_us"]) != ITERS:
-        raise RuntimeError(f"fp8run timed {len(timing['runs_us'])} runs, not {ITERS}")
+    if len(timing["runs_us"]) != iters:
+        raise RuntimeError(f"fp8run timed {len(timing['runs_us'])} runs, not {iters}")
     return (timing["median_us"], timing["wall_us"]) if wall else timing["median_us"]
 
 

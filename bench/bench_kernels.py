@@ -19,12 +19,12 @@ median of runs each between two CUDA events) and a run's share of runs
 back to back (100 runs and one synchronize by the host's clock, the best
 of 5: fp8run --wall's wall_us), which is what a kernel costs in a step
 where the next work is queued behind it — the events around each run add
-the GPU's start of each launch to its time (about 2 µs a graph replay). The
-copy bandwidth is a device copy of 1 GiB (read + write). Each time is given
-as achieved TB/s on the floor bytes (kernel_ir.nbytes: every input element
-read once, every output element written once), as % of the copy bandwidth,
-and as the ratio eager/fp8cc and compile/fp8cc (above 1: fp8cc is
-faster)."""
+the GPU's start of each launch to its time (0.9–1.5 µs a graph replay,
+2026-12-04). The copy bandwidth is a device copy of 1 GiB (read + write).
+Each time is given as achieved TB/s on the floor bytes (kernel_ir.nbytes:
+every input element read once, every output element written once), as %
+of the copy bandwidth, and as the ratio eager/fp8cc and compile/fp8cc
+(above 1: fp8cc is faster)."""
 import os
 import re
 import sys

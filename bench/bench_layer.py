@@ -16,10 +16,8 @@ time, the ratios eager/fp8cc, compile/fp8cc and reduce-overhead/fp8cc
 torch._scaled_mm alone on the same fp8 operands (the GEMM, which both use),
 what fp8cc spends beyond it, and the memory floor of the quantization (read
 each bf16 element once, write each fp8 element once, at 4.2 TB/s)."""
-import json
 import os
 import statistics
-import subprocess
 import sys
 import tempfile
 
@@ -30,7 +28,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "tests", "gpu")
 from torch_layer import layer  # noqa: E402
 
 sys.path.insert(0, os.path.dirname(__file__))
-from bench_gemm import back_to_back  # noqa: E402
+from bench_gemm import back_to_back, run_fp8run  # noqa: E402
 
 SHAPES = [(16, 32, 64), (4096, 4096, 4096), (8192, 4096, 14336)]
 
@@ -77,24 +75,6 @@ def time_gemm(x, w, iters):
     return time_torch(mm, x8, wt, iters), back_to_back(lambda: mm(x8, wt), iters)
 
 
-def time_fp8run(fp8run, ptx, inputs, iters, graph, wall=False):
-    """the median of fp8run's timed runs, in microseconds (fp8run --json);
-    with wall, also a run's share of runs back to back (--wall's wall_us):
-    (median, wall)"""
-    cmd = [fp8run, ptx, "--inputs", inputs, "--iters", str(iters), "--json"]
-    if not graph:
-        cmd.append("--no-graph")
-    if wall:
-        cmd.append("--wall")
-    res = subprocess.run(cmd, capture_output=True, text=True)
-    if res.returncode != 0:
-        raise RuntimeError(f"fp8run failed: {res.stderr.strip()}")
-    timing = json.loads(res.stdout)["timing"]
-    if len(timing["runs_us"]) != iters:
-        raise RuntimeError(f"fp8run timed {len(timing['runs_us'])} runs, not {iters}")
-    return (timing["median_us"], timing["wall_us"]) if wall else timing["median_us"]
-
-
 def main():
     if len(sys.argv) < 3:
         sys.exit(__doc__)
@@ -111,8 +91,8 @@ def main():
             inputs = os.path.join(tmp, "in.safetensors")
             save_file({"input": x.cpu(), "weight": w.cpu()}, inputs)
             ptx = os.path.join(ptxdir, f"linear_{m}x{k}x{n}.ptx")
-            ours, ours_b = time_fp8run(fp8run, ptx, inputs, iters, True, wall=True)
-            ours_nograph = time_fp8run(fp8run, ptx, inputs, iters, False)
+            ours, ours_b = run_fp8run(fp8run, ptx, inputs, iters=iters, warmup=None, wall=True)
+            ours_nograph = run_fp8run(fp8run, ptx, inputs, iters=iters, warmup=None, graph=False)
         eager = time_torch(fwd, x, w, iters)
         comp = time_torch(compiled, x, w, iters)
         graph = time_torch(graphed, x, w, iters)
