@@ -2098,7 +2098,7 @@ text_of(Cg *c, LLVMValueRef f, LLVMValueRef *shared, const char **suffix, int ns
 static void
 reuse(Cg *c, uint32_t k, Seen *seen)
 {
-	static const char *suffix[] = { ".smem", ".tile", ".keep" };
+	static const char *suffix[] = { ".smem", ".tile", ".keep", ".prefetch" };
 	Kernel *kn = &c->fn->kernels[k];
 	LLVMValueRef shared[NELEM(suffix)];
 	char *text;
