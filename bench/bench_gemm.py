@@ -162,13 +162,18 @@ def sizes(name):
     return f"{s['b']} × {mkn}" if "b" in s else mkn
 
 
-def time_torch(fn, ops):
-    """the median time of fn(**ops) in microseconds, CUDA events around each run"""
+def time_torch(fn, ops, flush=None):
+    """the median time of fn(**ops) in microseconds, CUDA events around each
+    run; with flush (a tensor larger than L2), each run after zeroing it and
+    a synchronize, as fp8run --cold times its runs"""
     for _ in range(WARMUP):
         fn(**ops)
     torch.cuda.synchronize()
     times = []
     for _ in range(ITERS):
+        if flush is not None:
+            flush.zero_()
+            torch.cuda.synchronize()
         a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
         a.record()
         fn(**ops)
@@ -196,23 +201,26 @@ def back_to_back(fn, n=ITERS):
     return best
 
 
-def run_fp8run(fp8run, ptx, inputs, outputs=None, iters=ITERS, warmup=WARMUP, graph=True, wall=False):
+def run_fp8run(fp8run, ptx, inputs, outputs=None, iters=ITERS, warmup=WARMUP, graph=True, wall=False, cold=False):
     """run the program (writing outputs, where given), then time iters runs
     (graph replay, or step by step without graph; warmup None: fp8run's
     own): the median in microseconds; with wall, also a run's share of runs
-    back to back (fp8run --wall's wall_us): (median, wall)"""
+    back to back (fp8run --wall's wall_us): (median, wall); with cold, also
+    the median of runs on an emptied L2 (fp8run --cold's cold_us), last"""
     cmd = [fp8run, ptx, "--inputs", inputs, "--iters", str(iters), "--json"]
     cmd += ["-o", outputs] if outputs else []
     cmd += ["--warmup", str(warmup)] if warmup is not None else []
     cmd += [] if graph else ["--no-graph"]
     cmd += ["--wall"] if wall else []
+    cmd += ["--cold"] if cold else []
     res = subprocess.run(cmd, capture_output=True, text=True)
     if res.returncode != 0:
         raise RuntimeError(f"fp8run {ptx} failed: {res.stderr.strip()}")
     timing = json.loads(res.stdout)["timing"]
     if len(timing["runs_us"]) != iters:
         raise RuntimeError(f"fp8run timed {len(timing['runs_us'])} runs, not {iters}")
-    return (timing["median_us"], timing["wall_us"]) if wall else timing["median_us"]
+    got = (timing["median_us"],) + ((timing["wall_us"],) if wall else ()) + ((timing["cold_us"],) if cold else ())
+    return got if len(got) > 1 else got[0]
 
 
 def rel_error(got, want):

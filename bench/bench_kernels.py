@@ -20,7 +20,10 @@ back to back (100 runs and one synchronize by the host's clock, the best
 of 5: fp8run --wall's wall_us), which is what a kernel costs in a step
 where the next work is queued behind it — the events around each run add
 the GPU's start of each launch to its time (0.9–1.5 µs a graph replay,
-2026-12-04). The copy bandwidth is a device copy of 1 GiB (read + write).
+2026-12-04). And a third: a run's own on an emptied L2 (each run after a
+256 MiB memset and a synchronize: fp8run --cold, time_torch's flush), what
+a kernel costs when the work before it did not leave its inputs in L2 —
+at 4096² the runs back to back find much of their input there. The copy bandwidth is a device copy of 1 GiB (read + write).
 Each time is given as achieved TB/s on the floor bytes (kernel_ir.nbytes:
 every input element read once, every output element written once), as %
 of the copy bandwidth, and as the ratio eager/fp8cc and compile/fp8cc
@@ -117,6 +120,7 @@ def main():
     copy = copy_bandwidth()
     print(f"copy bandwidth {copy:.2f} TB/s", flush=True)
     compiled = {f: torch.compile(fn) for f, fn in FUNCS.items()}
+    flush = torch.empty(256 << 20, dtype=torch.uint8, device="cuda")   # as fp8run --cold's
     rows, failed = [], False
     for name in (n for n in CASES if re.search(os.environ.get("ONLY", ""), n)):
         form = CASES[name][0]
@@ -131,49 +135,62 @@ def main():
             save_file({k: v.cpu() for k, v in ops.items()}, inputs)
             for label, d in variants:
                 try:
-                    us, wall = run_fp8run(fp8run, os.path.join(d, f"kernel_{name}.ptx"), inputs, outputs, wall=True)
+                    us, wall, cold = run_fp8run(fp8run, os.path.join(d, f"kernel_{name}.ptx"), inputs, outputs,
+                                                wall=True, cold=True)
                 except RuntimeError as e:
                     print(f"{name} {label}: {e}", flush=True)
                     failed = True
-                    ours.append((label, None, None, None))
+                    ours.append((label, None, None, None, None))
                     continue
                 got = load_file(outputs, device="cuda")
                 # the largest of the outputs' errors (each flattened: a
                 # per-row scale is [r] in torch and [r, 1] in the program)
                 err = max(rel_error(got[n].float().reshape(-1), e.float().reshape(-1)) for n, e in zip(names, eager))
-                ours.append((label, us, err, wall))
+                ours.append((label, us, err, wall, cold))
         t_eager = time_torch(FUNCS[form], ops)
         t_comp = time_torch(compiled[form], ops)
         b_eager = back_to_back(lambda: FUNCS[form](**ops))
         b_comp = back_to_back(lambda: compiled[form](**ops))
-        rows.append((name, ours, t_eager, t_comp, b_eager, b_comp))
+        c_eager = time_torch(FUNCS[form], ops, flush)
+        c_comp = time_torch(compiled[form], ops, flush)
+        rows.append((name, ours, t_eager, t_comp, b_eager, b_comp, c_eager, c_comp))
         tb = nbytes(name) / 1e6
         ours_text = ", ".join(f"{lb} {us:.1f} us {tb / us:.2f} TB/s err {e:.1e} (back to back {w:.1f} us "
-                              f"{tb / w:.2f} TB/s)" for lb, us, e, w in ours if us)
-        print(f"{name}: {ours_text}; eager {t_eager:.1f} us {tb / t_eager:.2f} TB/s (back to back {b_eager:.1f}); "
-              f"compile {t_comp:.1f} us {tb / t_comp:.2f} TB/s (back to back {b_comp:.1f} us {tb / b_comp:.2f} TB/s)",
-              flush=True)
+                              f"{tb / w:.2f} TB/s; cold L2 {c:.1f} us)" for lb, us, e, w, c in ours if us)
+        print(f"{name}: {ours_text}; eager {t_eager:.1f} us {tb / t_eager:.2f} TB/s (back to back {b_eager:.1f}; "
+              f"cold {c_eager:.1f}); compile {t_comp:.1f} us {tb / t_comp:.2f} TB/s (back to back {b_comp:.1f} us "
+              f"{tb / b_comp:.2f} TB/s; cold {c_comp:.1f})", flush=True)
         del ops, eager
         torch.cuda.empty_cache()
     head = "| case | floor MB |" + "".join(f" {lb} µs | {lb} TB/s | {lb} % copy | eager/{lb} | compile/{lb} | {lb} error |"
                                           for lb, _ in variants) + " eager µs | eager TB/s | compile µs | compile TB/s |"
     lines = [head, "|" + " --- |" * (head.count("|") - 1)]
-    for name, ours, te, tc, _, _ in rows:
+    for name, ours, te, tc, *_ in rows:
         mb = nbytes(name) / 1e6
         cells = "".join(
             f" {us:.1f} | {mb / us:.2f} | {100 * mb / us / copy:.0f}% | {te / us:.2f} | {tc / us:.2f} | {e:.1e} |"
-            if us else " failed | | | | | |" for _, us, e, _ in ours)
+            if us else " failed | | | | | |" for _, us, e, _, _ in ours)
         lines.append(f"| {name} | {mb:.0f} |{cells} {te:.1f} | {mb / te:.2f} | {tc:.1f} | {mb / tc:.2f} |")
     # the same runs back to back
     head = "| case, back to back | floor MB |" + "".join(
         f" {lb} µs | {lb} TB/s | {lb} % copy | eager/{lb} | compile/{lb} |" for lb, _ in variants) + \
         " eager µs | compile µs | compile TB/s |"
     lines += ["", head, "|" + " --- |" * (head.count("|") - 1)]
-    for name, ours, _, _, be, bc in rows:
+    for name, ours, _, _, be, bc, _, _ in rows:
         mb = nbytes(name) / 1e6
         cells = "".join(f" {w:.1f} | {mb / w:.2f} | {100 * mb / w / copy:.0f}% | {be / w:.2f} | {bc / w:.2f} |"
-                        if us else " failed | | | | |" for _, us, _, w in ours)
+                        if us else " failed | | | | |" for _, us, _, w, _ in ours)
         lines.append(f"| {name} | {mb:.0f} |{cells} {be:.1f} | {bc:.1f} | {mb / bc:.2f} |")
+    # each run on an emptied L2
+    head = "| case, cold L2 | floor MB |" + "".join(
+        f" {lb} µs | {lb} TB/s | {lb} % copy | eager/{lb} | compile/{lb} |" for lb, _ in variants) + \
+        " eager µs | compile µs | compile TB/s |"
+    lines += ["", head, "|" + " --- |" * (head.count("|") - 1)]
+    for name, ours, _, _, _, _, ce, cc in rows:
+        mb = nbytes(name) / 1e6
+        cells = "".join(f" {c:.1f} | {mb / c:.2f} | {100 * mb / c / copy:.0f}% | {ce / c:.2f} | {cc / c:.2f} |"
+                        if us else " failed | | | | |" for _, us, _, _, c in ours)
+        lines.append(f"| {name} | {mb:.0f} |{cells} {ce:.1f} | {cc:.1f} | {mb / cc:.2f} |")
     table = "\n".join(lines) + "\n"
     print(table)
     with open(md, "a") as f:

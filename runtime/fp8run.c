@@ -1,7 +1,7 @@
 /* fp8run — run an fp8cc program on safetensors inputs.
  *
  *   fp8run PROGRAM.ptx --inputs IN.safetensors -o OUT.safetensors
- *          [--device N] [--iters N [--wall [--host-group N]]] [--warmup N] [--no-graph] [--json]
+ *          [--device N] [--iters N [--wall [--host-group N]] [--cold]] [--warmup N] [--no-graph] [--json]
  *   fp8run PROGRAM.ptx --json          (the signature only; no GPU needed)
  *
  * Loads the program with libfp8rt, binds each program input to the tensor of
@@ -37,7 +37,7 @@
 
 typedef struct {
 	const char *program, *inputs, *output;
-	int device, iters, warmup, graphs, json, check, wall, host_group;
+	int device, iters, warmup, graphs, json, check, wall, host_group, cold;
 	const char *libs[MAXLIBS]; /* --externs */
 	int nlibs;
 } Options;
@@ -66,7 +66,7 @@ static const char *const st_names[] = {
 
 static const char usage_text[] =
 	"usage: fp8run PROGRAM.ptx --inputs IN.safetensors -o OUT.safetensors\n"
-	"              [--device N] [--iters N [--wall [--host-group N]]] [--warmup N]\n"
+	"              [--device N] [--iters N [--wall [--host-group N]] [--cold]] [--warmup N]\n"
 	"              [--no-graph] [--json]\n"
 	"       fp8run PROGRAM.ptx --json\n"
 	"       fp8run PROGRAM.ptx --check\n"
@@ -86,6 +86,9 @@ static const char usage_text[] =
 	"                      time inside one call, timed --host-group calls (default\n"
 	"                      64) at a time between synchronizes (host_us); each the\n"
 	"                      best of 5 rounds\n"
+	"  --cold              with --iters, also each run's own time on an emptied L2: N\n"
+	"                      runs, each after a 256 MiB memset, timed with CUDA events\n"
+	"                      (cold_us, the median)\n"
 	"  --externs=LIB.so    a library whose fp8run_register_externs(ctx) registers the\n"
 	"                      externs the program calls (repeatable)\n"
 	"  --json              print the signature and the timings (every run) as JSON;\n"
@@ -134,7 +137,8 @@ enum {
 	OPT_CHECK,
 	OPT_EXTERNS,
 	OPT_WALL,
-	OPT_HOST_GROUP
+	OPT_HOST_GROUP,
+	OPT_COLD
 };
 
 static const struct option longopts[] = {
@@ -146,6 +150,7 @@ static const struct option longopts[] = {
 	{ "no-graph", no_argument, NULL, OPT_NO_GRAPH },
 	{ "wall", no_argument, NULL, OPT_WALL },
 	{ "host-group", required_argument, NULL, OPT_HOST_GROUP },
+	{ "cold", no_argument, NULL, OPT_COLD },
 	{ "json", no_argument, NULL, OPT_JSON },
 	{ "check", no_argument, NULL, OPT_CHECK },
 	{ "externs", required_argument, NULL, OPT_EXTERNS },
@@ -199,6 +204,7 @@ parse_args(int argc, char **argv)
 		case OPT_NO_GRAPH:   o.graphs = 0; break;
 		case OPT_WALL:       o.wall = 1; break;
 		case OPT_HOST_GROUP: o.host_group = parse_count(optarg, "--host-group", 1); break;
+		case OPT_COLD:       o.cold = 1; break;
 		case OPT_JSON:       o.json = 1; break;
 		case OPT_CHECK:      o.check = 1; break;
 		case OPT_EXTERNS:
@@ -221,6 +227,8 @@ parse_args(int argc, char **argv)
 		usage("nothing to do: give -o OUT.safetensors, --iters N or --json");
 	if (o.wall && !o.iters)
 		usage("--wall times runs: give --iters N too");
+	if (o.cold && !o.iters)
+		usage("--cold times runs: give --iters N too");
 	if (o.output && !strcmp(o.output, "-") && (o.iters || o.json))
 		usage("-o - and %s both want standard output", o.json ? "--json" : "--iters");
 	return o;
@@ -508,6 +516,41 @@ host_us(fp8rt_context *ctx, fp8rt_program *prog, int f, const FnSides *fs, int n
 	return best;
 }
 
+/* --cold: a run's own time when its inputs are not in L2, as where the
+ * work before it moved other data: n runs, each timed with CUDA events
+ * after a memset of 256 MiB (twice the largest L2, a B200's 126 MB), the
+ * median; < 0 on a failure (said). fp8rt_memset returns once the memset is
+ * done, so each run also counts the start of its launch, as the event-timed
+ * median does: the two differ by the L2's state. */
+static double
+cold_us(fp8rt_context *ctx, fp8rt_program *prog, int f, const FnSides *fs, int n)
+{
+	const size_t bytes = (size_t)256 << 20;
+	void *buf = NULL;
+	float *us = calloc((size_t)n, sizeof *us);
+	double median = -1;
+	if (!us)
+		return fail("out of memory", "host"), -1;
+	if (fp8rt_malloc(ctx, bytes, &buf) != FP8RT_OK) {
+		fail("--cold", fp8rt_last_error(ctx));
+		goto out;
+	}
+	for (int i = 0; i < n; i++)
+		if (fp8rt_memset(ctx, buf, i & 0xff, bytes) != FP8RT_OK ||
+			fp8rt_time_function(prog, f, NULL, fs->in.t, fs->in.n, fs->out.t, fs->out.n, NULL, 0, 1,
+				&us[i]) != FP8RT_OK) {
+			fail("timing", fp8rt_last_error(ctx));
+			goto out;
+		}
+	qsort(us, (size_t)n, sizeof *us, cmp_float);
+	median = n % 2 ? us[n / 2] : (us[n / 2 - 1] + us[n / 2]) / 2;
+out:
+	if (buf)
+		fp8rt_free(ctx, buf);
+	free(us);
+	return median;
+}
+
 /* One function's timings: median and minimum (and with --wall the host's
  * clock a run), and with --json the object *timing (name: the function's,
  * or NULL for a program of one). */
@@ -532,7 +575,8 @@ time_function(fp8rt_context *ctx, fp8rt_program *prog, int f, const FnSides *fs,
 	*min = sorted[0];
 	double wall = o->wall ? wall_us(ctx, prog, f, fs, n) : 0;
 	double host = o->wall && wall >= 0 ? host_us(ctx, prog, f, fs, n, o->host_group) : 0;
-	if (wall < 0 || host < 0) {
+	double cold = o->cold && wall >= 0 && host >= 0 ? cold_us(ctx, prog, f, fs, n) : 0;
+	if (wall < 0 || host < 0 || cold < 0) {
 		free(us), free(sorted);
 		return 1;
 	}
@@ -549,6 +593,8 @@ time_function(fp8rt_context *ctx, fp8rt_program *prog, int f, const FnSides *fs,
 			json_object_set_new(*timing, "wall_us", us_json((float)wall));
 			json_object_set_new(*timing, "host_us", us_json((float)host));
 		}
+		if (*timing && o->cold)
+			json_object_set_new(*timing, "cold_us", us_json((float)cold));
 	} else {
 		printf("fp8run: %s%s%s: %d runs (graphs %s): median %.2f us, min %.2f us\n", o->program,
 			name ? ": " : "", name ? name : "", n, o->graphs ? "on" : "off", *median, *min);
@@ -556,6 +602,9 @@ time_function(fp8rt_context *ctx, fp8rt_program *prog, int f, const FnSides *fs,
 			printf("fp8run: %s%s%s: %.2f us a run by the host's clock, back to back; %.2f us of the "
 			       "host's in each call\n",
 				o->program, name ? ": " : "", name ? name : "", wall, host);
+		if (o->cold)
+			printf("fp8run: %s%s%s: %.2f us a run on an emptied L2 (median)\n", o->program,
+				name ? ": " : "", name ? name : "", cold);
 	}
 	free(us);
 	free(sorted);

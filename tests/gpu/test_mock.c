@@ -660,10 +660,11 @@ Test(mock, fp8run_end_to_end)
 	json_t *fn = json_array_get(json_object_get(json_object_get(j, "signature"), "functions"), 0);
 	cr_assert_eq(json_array_size(json_object_get(fn, "inputs")), 6);
 	json_decref(j);
-	/* --wall: the host's clock, back to back and inside a call */
+	/* --wall: the host's clock, back to back and inside a call; --cold:
+	 * runs after a memset of 256 MiB */
 	snprintf(cmd, sizeof cmd,
-		"FP8RT_LIBCUDA='%s' '%s' %s/p.ptx --inputs %s/in.safetensors --iters 20 --wall --json", MOCKCUDA_PATH,
-		FP8RUN_PATH, dir, dir);
+		"FP8RT_LIBCUDA='%s' '%s' %s/p.ptx --inputs %s/in.safetensors --iters 20 --wall --cold --json",
+		MOCKCUDA_PATH, FP8RUN_PATH, dir, dir);
 	cr_assert_eq(sh(cmd, out, sizeof out), 0, "%s\n%s", cmd, out);
 	j = json_loads(out, JSON_REJECT_DUPLICATES, &je);
 	cr_assert(j, "not JSON (%s): %s", je.text, out);
@@ -672,6 +673,9 @@ Test(mock, fp8run_end_to_end)
 	double host = json_number_value(json_object_get(timing, "host_us"));
 	cr_assert(json_is_number(json_object_get(timing, "wall_us")) && wall > 0, "%s", out);
 	cr_assert(json_is_number(json_object_get(timing, "host_us")) && host > 0, "%s", out);
+	cr_assert(json_is_number(json_object_get(timing, "cold_us")) &&
+			json_number_value(json_object_get(timing, "cold_us")) > 0,
+		"%s", out);
 	json_decref(j);
 	/* wrong dtype of an input */
 	snprintf(ts[0].dtype, sizeof ts[0].dtype, "I32");

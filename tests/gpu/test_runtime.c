@@ -186,6 +186,7 @@ Test(fp8run, usage_errors_exit_2)
 		{ "p.ptx --json -o -", "-o - and --json both want standard output" },
 		{ "p.ptx", "nothing to do" },
 		{ "p.ptx --json --wall", "--wall times runs: give --iters N too" },
+		{ "p.ptx --json --cold", "--cold times runs: give --iters N too" },
 	};
 	char out[4096];
 	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
