@@ -20,10 +20,11 @@ back to back (100 runs and one synchronize by the host's clock, the best
 of 5: fp8run --wall's wall_us), which is what a kernel costs in a step
 where the next work is queued behind it — the events around each run add
 the GPU's start of each launch to its time (0.9–1.5 µs a graph replay,
-2026-12-04). And a third: a run's own on an emptied L2 (each run after a
-256 MiB memset and a synchronize: fp8run --cold, time_torch's flush), what
-a kernel costs when the work before it did not leave its inputs in L2 —
-at 4096² the runs back to back find much of their input there. The copy bandwidth is a device copy of 1 GiB (read + write).
+2026-12-04). And a third: a run's own on an emptied L2 (fp8run --cold:
+each run after a 256 MiB memset, event-timed; torch: each run right after
+zeroing 1 GiB, whose GPU time hides torch's host time before the run),
+what a kernel costs when the work before it did not leave its inputs in
+L2 — at 4096² the runs back to back find much of their input there. The copy bandwidth is a device copy of 1 GiB (read + write).
 Each time is given as achieved TB/s on the floor bytes (kernel_ir.nbytes:
 every input element read once, every output element written once), as %
 of the copy bandwidth, and as the ratio eager/fp8cc and compile/fp8cc
@@ -120,7 +121,7 @@ def main():
     copy = copy_bandwidth()
     print(f"copy bandwidth {copy:.2f} TB/s", flush=True)
     compiled = {f: torch.compile(fn) for f, fn in FUNCS.items()}
-    flush = torch.empty(256 << 20, dtype=torch.uint8, device="cuda")   # as fp8run --cold's
+    flush = torch.empty(1 << 30, dtype=torch.uint8, device="cuda")   # time_torch's cold runs
     rows, failed = [], False
     for name in (n for n in CASES if re.search(os.environ.get("ONLY", ""), n)):
         form = CASES[name][0]
