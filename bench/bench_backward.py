@@ -10,11 +10,13 @@ The step (torchao Float8Linear, tensor-wise dynamic scaling): grad_output
 grad_input = grad_output · weight and grad_weight = grad_outputᵀ · input,
 whose fp8 operands must be column-major or transposed: PyTorch makes those
 copies with .t().contiguous(); fp8cc's one kernel writes them directly.
-PTXDIR holds backward_MxKxN.ptx (tests/gpu/prepare.sh). Each time twice:
-the median of runs each between CUDA events, and a run's share of runs
+PTXDIR holds backward_MxKxN.ptx (tests/gpu/prepare.sh). Each time three
+ways: the median of runs each between CUDA events, a run's share of runs
 back to back (bench_gemm.back_to_back; fp8run --wall), where the host's
 time before each launch (torch.compile's guards and wrappers) is hidden
-behind the GPU's work."""
+behind the GPU's work, and the median of runs on an emptied L2 (fp8run
+--cold; torch's each right after zeroing 1 GiB, which also hides its host
+time: the GPU's time alone)."""
 import os
 import sys
 import tempfile
@@ -46,7 +48,7 @@ def backward(go, x, w):
     return gi, gw
 
 
-def gemms_alone(go, x, w, iters):
+def gemms_alone(go, x, w, iters, flush):
     g8, sg = quantize(go, 57344.0, torch.float8_e5m2)
     w8, sw = quantize(w, 448.0, torch.float8_e4m3fn)
     x8, sx = quantize(x, 448.0, torch.float8_e4m3fn)
@@ -56,7 +58,8 @@ def gemms_alone(go, x, w, iters):
     def run(p, q):
         torch._scaled_mm(g8, wt, scale_a=a, scale_b=b, out_dtype=torch.bfloat16)
         torch._scaled_mm(gt, xt, scale_a=a, scale_b=c, out_dtype=torch.bfloat16)
-    return time_torch(run, None, None, iters), back_to_back(lambda: run(None, None), iters)
+    return (time_torch(run, None, None, iters), back_to_back(lambda: run(None, None), iters),
+            time_torch(run, None, None, iters, flush))
 
 
 def main():
@@ -65,6 +68,7 @@ def main():
     fp8run, ptxdir = sys.argv[1], sys.argv[2]
     compiled = torch.compile(backward)
     rows = []
+    flush = torch.empty(1 << 30, dtype=torch.uint8, device="cuda")   # cold L2 (bench_layer.time_torch)
     for m, k, n in SHAPES:
         torch.manual_seed(0)
         go = torch.randn(m, n, device="cuda", dtype=torch.bfloat16)
@@ -74,7 +78,7 @@ def main():
             inputs = os.path.join(tmp, "in.safetensors")
             save_file({"grad_output": go.cpu(), "input": x.cpu(), "weight": w.cpu()}, inputs)
             ptx, got = os.path.join(ptxdir, f"backward_{m}x{k}x{n}.ptx"), os.path.join(tmp, "out.safetensors")
-            ours, ours_b = run_fp8run(fp8run, ptx, inputs, got, iters=50, warmup=None, wall=True)
+            ours, ours_b, ours_c = run_fp8run(fp8run, ptx, inputs, got, iters=50, warmup=None, wall=True, cold=True)
             # the results against eager's (fp8 GEMMs: cuBLASLt's and torch's
             # sum in their own orders, so not bit for bit)
             got = load_file(got, device="cuda")
@@ -84,18 +88,22 @@ def main():
         comp = time_torch(lambda a, b: compiled(go, x, w), None, None, 50)
         eager_b = back_to_back(lambda: backward(go, x, w), 50)
         comp_b = back_to_back(lambda: compiled(go, x, w), 50)
-        gemm, gemm_b = gemms_alone(go, x, w, 50)
-        rows.append((m, k, n, (ours, ours_b), (eager, eager_b), (comp, comp_b), (gemm, gemm_b), err))
+        eager_c = time_torch(lambda a, b: backward(go, x, w), None, None, 50, flush)
+        comp_c = time_torch(lambda a, b: compiled(go, x, w), None, None, 50, flush)
+        gemm, gemm_b, gemm_c = gemms_alone(go, x, w, 50, flush)
+        rows.append((m, k, n, (ours, ours_b, ours_c), (eager, eager_b, eager_c), (comp, comp_b, comp_c),
+                     (gemm, gemm_b, gemm_c), err))
         print(f"backward {m}x{k}x{n}: fp8cc {ours:.1f} us (error {err:.1e}), eager {eager:.1f} us, "
               f"compile {comp:.1f} us, the two GEMMs alone {gemm:.1f} us; back to back: fp8cc {ours_b:.1f} us, "
-              f"eager {eager_b:.1f} us, compile {comp_b:.1f} us, GEMMs {gemm_b:.1f} us", flush=True)
+              f"eager {eager_b:.1f} us, compile {comp_b:.1f} us, GEMMs {gemm_b:.1f} us; cold L2: fp8cc {ours_c:.1f} us, "
+              f"eager {eager_c:.1f} us, compile {comp_c:.1f} us, GEMMs {gemm_c:.1f} us", flush=True)
     lines = ["| M×K×N | timing | fp8cc µs | eager µs | torch.compile µs | eager / fp8cc | compile / fp8cc "
              "| GEMMs alone µs | fp8cc − GEMMs µs | quantize floor µs | error |",
              "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
     for m, k, n, o2, e2, c2, g2, r in rows:
         # read three bf16 tensors once; write go8, go8ᵀ, w8, x8 once (1 byte each)
         floor = (2 * (m * n + m * k + n * k) + 2 * m * n + m * k + n * k) / 4.2e12 * 1e6
-        for i, how in enumerate(("a run", "back to back")):
+        for i, how in enumerate(("a run", "back to back", "cold L2")):
             o, e, c, g = o2[i], e2[i], c2[i], g2[i]
             lines.append(f"| {m}×{k}×{n} | {how} | {o:.1f} | {e:.1f} | {c:.1f} | {e / o:.2f} | {c / o:.2f} "
                          f"| {g:.1f} | {o - g:.1f} | {floor:.1f} | {r:.1e} |")
