@@ -219,7 +219,10 @@ plan_prefetch(Cg *c, const Rows *rs, Prefetch *pf)
 		pf->in[pf->n++] = u;
 	}
 	pf->step = bytes * BE_BLOCK;
-	if (!pf->n || 2 * rs->nch * pf->step > BE_STATIC_SMEM - BE_REDUCE_SMEM) {
+	/* each buffer within what a block may keep across a grid barrier
+	 * (be_keep_bytes): 16 KB on sm_90 and sm_100, less on sm_89, whose SM
+	 * has 100 KB for six blocks */
+	if (!pf->n || rs->nch * pf->step > c->keep) {
 		for (int i = 0; i < pf->n; i++)
 			c->keep_off[pf->in[i]] = -1;
 		pf->n = 0;
