@@ -119,7 +119,7 @@ if grep -q '^FAILED ' "$out/check.log"; then
 fi
 tail -1 "$out/check.log" | grep -q 'comparison(s) failed' || bad "check.py --batch (see check.log)"
 
-step "the kernel benchmark's programs against PyTorch eager (large tensors)"
+step "the benchmarks' kernels, layers and backward steps against PyTorch eager (large tensors)"
 python3 tests/gpu/torch_kernels.py $fp8run "$dir/bench" > "$out/torch_kernels.log" 2>&1 ||
 	{ grep -v '^ok' "$out/torch_kernels.log" | head -20; bad "torch_kernels.py (see torch_kernels.log)"; }
 tail -1 "$out/torch_kernels.log"
