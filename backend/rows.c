@@ -328,12 +328,12 @@ cg_rows_kernel(Cg *c, const Rows *rs)
 	}
 	row = cg_loop_begin(c, &l, first, cg_ic(c, rs->R), stride);
 	if (pf.n) { /* the next row's copies out, this row's in */
-		LLVMValueRef one = LLVMConstInt(c->i32, 1, 0);
+		LLVMValueRef one = LLVMConstInt(c->i32, 1, 0), next;
 
 		cur = LLVMBuildLoad2(c->b, c->ity, par, "");
-		LLVMBuildStore(c->b, LLVMBuildXor(c->b, cur, cg_ic(c, 1), ""), par);
-		prefetch_row(
-			c, rs, &pf, LLVMBuildAdd(c->b, row, stride, ""), LLVMBuildXor(c->b, cur, cg_ic(c, 1), ""), col);
+		next = LLVMBuildXor(c->b, cur, cg_ic(c, 1), "");
+		LLVMBuildStore(c->b, next, par);
+		prefetch_row(c, rs, &pf, LLVMBuildAdd(c->b, row, stride, ""), next, col);
 		be_call(c, "llvm.nvvm.cp.async.wait.group", NULL, 0, &one, 1);
 	}
 	/* the row's coordinates; a dim of one is the constant 0 that

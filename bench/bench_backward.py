@@ -25,7 +25,7 @@ import torch
 from safetensors.torch import load_file, save_file
 
 sys.path.insert(0, os.path.dirname(__file__))
-from bench_gemm import back_to_back, rel_error, run_fp8run  # noqa: E402
+from bench_gemm import back_to_back, l2_flush, rel_error, run_fp8run  # noqa: E402
 from bench_layer import time_torch  # noqa: E402
 
 SHAPES = [(4096, 4096, 4096), (8192, 4096, 4096)]
@@ -68,7 +68,7 @@ def main():
     fp8run, ptxdir = sys.argv[1], sys.argv[2]
     compiled = torch.compile(backward)
     rows = []
-    flush = torch.empty(1 << 30, dtype=torch.uint8, device="cuda")   # cold L2 (bench_layer.time_torch)
+    flush = l2_flush()
     for m, k, n in SHAPES:
         torch.manual_seed(0)
         go = torch.randn(m, n, device="cuda", dtype=torch.bfloat16)

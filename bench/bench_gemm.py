@@ -162,17 +162,23 @@ def sizes(name):
     return f"{s['b']} × {mkn}" if "b" in s else mkn
 
 
-def time_torch(fn, ops, flush=None):
-    """the median time of fn(**ops) in microseconds, CUDA events around each
-    run; with flush (a tensor larger than L2), each run right after zeroing
-    it: L2 emptied, and the GPU's time zeroing it (about 250 µs for 1 GiB)
-    hides the host's time before the run, where fp8run --cold's runs count
-    the start of their launch (torch's figure is the kinder)"""
-    for _ in range(WARMUP):
+def l2_flush():
+    """a buffer for time_torch's cold runs: 1 GiB, more than any GPU's L2"""
+    return torch.empty(1 << 30, dtype=torch.uint8, device="cuda")
+
+
+def time_torch(fn, ops, flush=None, iters=ITERS, warmup=WARMUP):
+    """the median time of fn(**ops) in microseconds over iters runs after
+    warmup, CUDA events around each run; with flush (l2_flush), each run
+    right after zeroing it: L2 emptied, and the GPU's time zeroing it (about
+    250 µs for 1 GiB) hides the host's time before the run, where fp8run
+    --cold's runs count the start of their launch (torch's figure is the
+    kinder)"""
+    for _ in range(warmup):
         fn(**ops)
     torch.cuda.synchronize()
     times = []
-    for _ in range(ITERS):
+    for _ in range(iters):
         if flush is not None:
             flush.zero_()
         a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)

@@ -40,7 +40,7 @@ from safetensors.torch import load_file, save_file
 
 sys.path.insert(0, os.path.dirname(__file__))
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "tests", "gpu"))
-from bench_gemm import back_to_back, rel_error, run_fp8run, time_torch  # noqa: E402
+from bench_gemm import back_to_back, l2_flush, rel_error, run_fp8run, time_torch  # noqa: E402
 from kernel_ir import CASES, nbytes  # noqa: E402
 
 
@@ -137,7 +137,7 @@ def main():
     copy = copy_bandwidth()
     print(f"copy bandwidth {copy:.2f} TB/s", flush=True)
     compiled = {f: torch.compile(fn) for f, fn in FUNCS.items()}
-    flush = torch.empty(1 << 30, dtype=torch.uint8, device="cuda")   # time_torch's cold runs
+    flush = l2_flush()
     rows, failed = [], False
     for name in (n for n in CASES if re.search(os.environ.get("ONLY", ""), n)):
         form = CASES[name][0]

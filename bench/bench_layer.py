@@ -19,7 +19,6 @@ torch._scaled_mm alone on the same fp8 operands (the GEMM, which both use),
 what fp8cc spends beyond it, and the memory floor of the quantization (read
 each bf16 element once, write each fp8 element once, at 4.2 TB/s)."""
 import os
-import statistics
 import sys
 import tempfile
 
@@ -30,7 +29,8 @@ sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "tests", "gpu")
 from torch_layer import layer  # noqa: E402
 
 sys.path.insert(0, os.path.dirname(__file__))
-from bench_gemm import back_to_back, run_fp8run  # noqa: E402
+import bench_gemm  # noqa: E402
+from bench_gemm import back_to_back, l2_flush, run_fp8run  # noqa: E402
 
 SHAPES = [(16, 32, 64), (4096, 4096, 4096), (8192, 4096, 14336)]
 
@@ -49,22 +49,9 @@ def cuda_graph_step(compiled):
 
 
 def time_torch(fn, x, w, iters, flush=None):
-    """the median of iters runs of fn(x, w), CUDA events around each; with
-    flush, each run right after zeroing it (bench_gemm.time_torch)"""
-    for _ in range(5):
-        fn(x, w)
-    torch.cuda.synchronize()
-    times = []
-    for _ in range(iters):
-        if flush is not None:
-            flush.zero_()
-        a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        a.record()
-        fn(x, w)
-        b.record()
-        torch.cuda.synchronize()
-        times.append(a.elapsed_time(b) * 1000)
-    return statistics.median(times)
+    """the median of iters runs of fn(x, w) after 5, CUDA events around
+    each; with flush, each run right after zeroing it (bench_gemm.time_torch)"""
+    return bench_gemm.time_torch(lambda: fn(x, w), {}, flush, iters, warmup=5)
 
 
 def time_gemm(x, w, iters, flush):
@@ -88,7 +75,7 @@ def main():
     compiled = torch.compile(fwd)
     graphed = cuda_graph_step(torch.compile(fwd, mode="reduce-overhead"))
     rows, back, cold = [], [], []
-    flush = torch.empty(1 << 30, dtype=torch.uint8, device="cuda")
+    flush = l2_flush()
     for m, k, n in SHAPES:
         torch.manual_seed(0)
         x = torch.randn(m, k, device="cuda", dtype=torch.bfloat16)

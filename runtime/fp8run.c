@@ -449,6 +449,14 @@ cmp_float(const void *a, const void *b)
 	return (x > y) - (x < y);
 }
 
+/* the median of v[0..n-1], which it sorts */
+static float
+median_of(float *v, int n)
+{
+	qsort(v, (size_t)n, sizeof *v, cmp_float);
+	return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
 /* microseconds, to 0.01 */
 static json_t *
 us_json(float us)
@@ -542,8 +550,7 @@ cold_us(fp8rt_context *ctx, fp8rt_program *prog, int f, const FnSides *fs, int n
 			fail("timing", fp8rt_last_error(ctx));
 			goto out;
 		}
-	qsort(us, (size_t)n, sizeof *us, cmp_float);
-	median = n % 2 ? us[n / 2] : (us[n / 2 - 1] + us[n / 2]) / 2;
+	median = median_of(us, n);
 out:
 	if (buf)
 		fp8rt_free(ctx, buf);
@@ -570,8 +577,7 @@ time_function(fp8rt_context *ctx, fp8rt_program *prog, int f, const FnSides *fs,
 		return fail("timing", fp8rt_last_error(NULL));
 	}
 	memcpy(sorted, us, (size_t)n * sizeof *us);
-	qsort(sorted, (size_t)n, sizeof *sorted, cmp_float);
-	*median = n % 2 ? sorted[n / 2] : (sorted[n / 2 - 1] + sorted[n / 2]) / 2;
+	*median = median_of(sorted, n);
 	*min = sorted[0];
 	double wall = o->wall ? wall_us(ctx, prog, f, fs, n) : 0;
 	double host = o->wall && wall >= 0 ? host_us(ctx, prog, f, fs, n, o->host_group) : 0;

@@ -50,16 +50,10 @@ def main():
         ops = operands(name)
         want = FUNCS[form](**ops)
         want = dict(zip(OUTPUTS.get(form, ("y",)), want if isinstance(want, tuple) else (want,)))
-        with tempfile.TemporaryDirectory() as tmp:
-            inputs, outputs = os.path.join(tmp, "in.safetensors"), os.path.join(tmp, "out.safetensors")
-            save_file({k: v.cpu() for k, v in ops.items()}, inputs)
-            res = subprocess.run([fp8run, os.path.join(ptxdir, f"kernel_{name}.ptx"), "--inputs", inputs,
-                                  "-o", outputs], capture_output=True, text=True)
-            if res.returncode:
-                print(f"FAILED {name}: fp8run: {res.stderr.strip()}")
-                fails += 1
-                continue
-            got = load_file(outputs, device="cuda")
+        got = run_program(fp8run, os.path.join(ptxdir, f"kernel_{name}.ptx"), ops)
+        if got is None:
+            fails += 1
+            continue
         for out, w in want.items():
             g = got[out].reshape(w.shape)
             if form.startswith("quant"):
