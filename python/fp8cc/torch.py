@@ -345,6 +345,22 @@ def apex_cross_entropy_backward(call):
     _cross_entropy_grad(call, _bind(call, _CEG))
 
 
+@_on_stream
+def unsloth_apply_rope_backward(call):
+    """Unsloth's RoPE backward (the Triton kernel of Thunder's zero_to_thunder
+    notebook) in torch: dY (batch, heads, seq, head_dim) rotated back by the
+    first head_dim / 2 columns of cos and sin rows 0 to seq - 1 (the kernel's
+    row % seq_len), dx1 = dy1·c + dy2·s and dx2 = dy2·c − dy1·s, in f32 and
+    rounded once; BLOCK_SIZE and num_warps are the kernel's launch shape"""
+    a = _bind(call, [("BLOCK_SIZE", _REQUIRED), ("num_warps", _REQUIRED), ("cos", _REQUIRED), ("sin", _REQUIRED),
+                     ("dY", _REQUIRED)])
+    dy = _t(a["dY"])
+    seq, half = dy.shape[-2], dy.shape[-1] // 2
+    c, s = (_t(a[n])[:seq, :half].float() for n in ("cos", "sin"))
+    d1, d2 = dy[..., :half].float(), dy[..., half:].float()
+    _put(call.outputs[0], torch.cat((d1 * c + d2 * s, d2 * c - d1 * s), dim=-1).to(dy.dtype))
+
+
 EXTERNS = {
     "sdpafx_grad_forward_scaled_dot_product_efficient_attention": flash_forward,
     "sdpafx_scaled_dot_product_efficient_attention_backward": flash_backward,
@@ -354,6 +370,7 @@ EXTERNS = {
     "apex_cross_entropy_backward": apex_cross_entropy_backward,
     "apex_xentropy_forward": apex_xentropy_forward,
     "apex_xentropy_backward": apex_cross_entropy_backward,
+    "unsloth_apply_rope_backward": unsloth_apply_rope_backward,
 }
 
 

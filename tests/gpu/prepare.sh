@@ -81,10 +81,16 @@ for t in before after; do
 done
 # programs with externs, for the applications' step of run.sh: the C
 # example's (examples/c/extern.c) and the real trace 10, apex cross entropy
-# (test_python.py runs it with fp8cc.torch's externs)
+# (test_python.py runs it and the next two with fp8cc.torch's externs)
 mkdir -p "$out/extra"
 "$fp8cc" examples/extern_gram.trace -o "$out/extra/gram.ptx" 2>/dev/null
 "$fp8cc" tests/real/10_apex_cross_entropy_fwdbwd.trace -o "$out/extra/real_10.ptx" 2>/dev/null
+# the real traces 08 (apex xentropy, forward and backward) and 15 (unsloth's
+# RoPE backward, with its signature): fp8cc.torch's externs
+"$fp8cc" tests/real/08_apex_xentropy_fwd_bwd.trace -o "$out/extra/real_08.ptx" 2>/dev/null
+python3 tests/real/signature.py "$out/extra/real_15.sig" $(grep '^15_' tests/real/signatures.txt | cut -d' ' -f2-)
+"$fp8cc" tests/real/15_unsloth_rope_backward.trace --signature "$out/extra/real_15.sig" \
+	-o "$out/extra/real_15.ptx" 2>/dev/null
 # the offloading MLP's forward and backward as one program, and the Llama-2
 # forward with its signature (test_python.py)
 "$fp8cc" tests/real/18_mlp_cpu_offload_aug_fwd.trace tests/real/19_mlp_cpu_offload_backward.trace \

@@ -208,6 +208,45 @@ def cross_entropy(d):
           f"(relative Frobenius {err:.1e})")
 
 
+def xentropy(d):
+    """real trace 08: apex's xentropy forward and backward as two externs
+    around a kernel (the ones the backward starts from): the gradient of
+    the per-row losses summed, softmax minus one-hot"""
+    f = ft.load(f"{d}/extra/real_08.ptx")[0]
+    torch.manual_seed(3)
+    logits = torch.randn(f.inputs[0].shape, device="cuda") * 4
+    labels = torch.randint(0, logits.shape[1], f.inputs[1].shape, device="cuda")
+    grad, = f(logits, labels)
+    x = logits.clone().requires_grad_()
+    F.cross_entropy(x, labels, reduction="none").sum().backward()
+    err = rel(grad, x.grad)
+    check(err <= 1e-5, f"real trace 08 with torch's externs: the gradient matches torch autograd "
+          f"(relative Frobenius {err:.1e})")
+
+
+def rope_backward(d):
+    """real trace 15: unsloth's RoPE backward, fp8cc.torch's version of it,
+    against torch autograd through the forward it inverts (litgpt's
+    apply_rope, whose cos and sin rows are the kernel's half row twice)"""
+    f = ft.load(f"{d}/extra/real_15.ptx")[0]
+    shapes = {i.name: i.shape for i in f.inputs}
+    torch.manual_seed(4)
+    g = torch.randn(shapes["t4"], device="cuda", dtype=torch.bfloat16)
+    angle = torch.rand(shapes["t1"], device="cuda") * 6.283
+    cos, sin = torch.cos(angle).bfloat16(), torch.sin(angle).bfloat16()
+    args = {"t4": g, "t1": cos, "t2": sin}
+    dx, = f(*(args[i.name] for i in f.inputs))
+    x = torch.randn(g.shape, device="cuda", dtype=torch.bfloat16, requires_grad=True)
+    half = g.shape[-1] // 2
+    cf, sf = torch.cat((cos, cos), -1), torch.cat((sin, sin), -1)
+    rotated = torch.cat((-x[..., half:], x[..., :half]), dim=-1)
+    ((x * cf) + (rotated * sf)).backward(g)
+    err = rel(dx, x.grad)
+    # bf16: torch autograd rounds each product and the sum, fp8cc.torch once
+    check(err <= 1e-2, f"real trace 15 (unsloth's RoPE backward, an extern) with fp8cc.torch's version: "
+          f"the gradient matches torch autograd of the forward (relative Frobenius {err:.1e})")
+
+
 def rel(a, b):
     return ((a.double() - b.double()).norm() / b.double().norm().clamp_min(1e-30)).item()
 
@@ -300,6 +339,8 @@ def main():
     d, fp8run = sys.argv[1], sys.argv[2]
     seed_layer(d, fp8run)
     cross_entropy(d)
+    xentropy(d)
+    rope_backward(d)
     offload_pair(d)
     llama_forward(d)
     sys.exit(1 if fails else 0)
