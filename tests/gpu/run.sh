@@ -43,6 +43,7 @@ if [ "$bench" = --bench-only ]; then
 	python3 bench/bench_backward.py $fp8run "$dir/bench" "$out/bench.md" || bad "backward benchmark"
 	python3 bench/bench_gemm.py $fp8run "$dir/bench" "$out/bench.md" || bad "GEMM benchmark"
 	python3 bench/bench_kernels.py $fp8run "$out/bench.md" fp8cc="$dir/bench" || bad "kernel benchmark"
+	python3 bench/bench_overlap.py "$out/bench.md" || bad "overlap benchmark"
 	exit $((fails > 0))
 fi
 
@@ -146,6 +147,8 @@ if [ "$bench" = --bench ]; then
 	python3 bench/bench_gemm.py $fp8run "$dir/bench" "$out/bench.md" || bad "GEMM benchmark"
 	step "benchmark: memory-bound kernels"
 	python3 bench/bench_kernels.py $fp8run "$out/bench.md" fp8cc="$dir/bench" || bad "kernel benchmark"
+	step "benchmark: a GEMM and memory-bound work at once"
+	python3 bench/bench_overlap.py "$out/bench.md" || bad "overlap benchmark"
 fi
 
 step "result"
