@@ -80,6 +80,7 @@ release_resources(fp8rt_context *ctx, fp8rt_status st)
 	while (ctx->programs)
 		st = rt_program_free(ctx->programs, st);
 	st = rt_lt_free(ctx, st);
+	st = rt_comm_free(ctx, st);
 	if (ctx->capture)
 		RELEASE(drv.cuStreamDestroy(ctx->capture));
 	ctx->capture = NULL;

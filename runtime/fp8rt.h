@@ -45,7 +45,7 @@ extern "C" {
  * library's SONAME is libfp8rt.so.MAJOR: within one MAJOR version entries
  * are only added, never changed (runtime/README.md, "ABI"). */
 #define FP8RT_VERSION_MAJOR 0
-#define FP8RT_VERSION_MINOR 7
+#define FP8RT_VERSION_MINOR 8
 #define FP8RT_VERSION_PATCH 0
 #define FP8RT_VERSION       (FP8RT_VERSION_MAJOR * 10000 + FP8RT_VERSION_MINOR * 100 + FP8RT_VERSION_PATCH)
 
@@ -62,6 +62,7 @@ typedef enum fp8rt_status {
 	FP8RT_UNSUPPORTED,      /* valid, but not on this device / library (e.g. e5m2 x e5m2 GEMM) */
 	FP8RT_OUT_OF_MEMORY,    /* host or device allocation failed */
 	FP8RT_IO_ERROR,         /* a file could not be read */
+	FP8RT_NCCL_ERROR,       /* NCCL could not be loaded, or a collective or communicator call failed */
 } fp8rt_status;
 
 /* Element types. The plan spells them b8 u8 i8 i16 i32 i64 f16 bf16 f32 f64
@@ -494,6 +495,28 @@ enum { FP8RT_EXTERN_NO_GRAPH = 1 };
  * them. flags: 0 or FP8RT_EXTERN_NO_GRAPH. */
 FP8RT_API fp8rt_status fp8rt_register_extern(
 	fp8rt_context *ctx, const char *name, fp8rt_extern_fn fn, void *user, unsigned flags);
+
+/* ---- collectives (NCCL, loaded at run time: libnccl.so.2 or FP8RT_NCCL) ----
+ *
+ * A program whose plan has collectives (all-gather, reduce-scatter,
+ * all-reduce: Thunder's FSDP and DDP) loads only into a context with a
+ * communicator of as many ranks as the program was compiled for; every rank
+ * runs the same program on its own shard. The collectives run on a stream
+ * of the context's, beside the caller's work until their waits. */
+#define FP8RT_NCCL_ID_BYTES 128
+
+/* A new NCCL unique id (NCCL_UNIQUE_ID_BYTES bytes into id), made on one
+ * rank and handed to every rank's fp8rt_context_init_comm. */
+FP8RT_API fp8rt_status fp8rt_nccl_unique_id(fp8rt_context *ctx, void *id);
+/* Make the context's communicator: rank `rank` of `nranks`, all of which
+ * call this with the same id (it returns once they all have). Destroyed
+ * with the context. */
+FP8RT_API fp8rt_status fp8rt_context_init_comm(fp8rt_context *ctx, const void *id, int nranks, int rank);
+/* Use the application's communicator (an ncclComm_t on this context's
+ * device), which it destroys after the context. */
+FP8RT_API fp8rt_status fp8rt_context_set_comm(fp8rt_context *ctx, void *comm);
+/* The communicator's size and this context's rank in it. */
+FP8RT_API fp8rt_status fp8rt_context_comm(fp8rt_context *ctx, int *nranks, int *rank);
 
 #ifdef __cplusplus
 }

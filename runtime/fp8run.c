@@ -27,6 +27,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "dims.h"
 #include "fp8rt.h"
@@ -38,6 +39,8 @@
 typedef struct {
 	const char *program, *inputs, *output;
 	int device, iters, warmup, graphs, json, check, wall, host_group, cold;
+	int ranks, rank;           /* --ranks, --rank: a communicator for collectives (ranks 0: none) */
+	const char *nccl_id;       /* --nccl-id: where rank 0 leaves the id the others read */
 	const char *libs[MAXLIBS]; /* --externs */
 	int nlibs;
 } Options;
@@ -67,7 +70,7 @@ static const char *const st_names[] = {
 static const char usage_text[] =
 	"usage: fp8run PROGRAM.ptx --inputs IN.safetensors -o OUT.safetensors\n"
 	"              [--device N] [--iters N [--wall [--host-group N]] [--cold]] [--warmup N]\n"
-	"              [--no-graph] [--json]\n"
+	"              [--no-graph] [--json] [--ranks N --rank R [--nccl-id FILE]]\n"
 	"       fp8run PROGRAM.ptx --json\n"
 	"       fp8run PROGRAM.ptx --check\n"
 	"\n"
@@ -89,6 +92,11 @@ static const char usage_text[] =
 	"  --cold              with --iters, also each run's own time on an emptied L2: N\n"
 	"                      runs, each after a 256 MiB memset, timed with CUDA events\n"
 	"                      (cold_us, the median)\n"
+	"  --ranks=N           run a program with collectives as one of N ranks (NCCL):\n"
+	"  --rank=R            this process's rank; every rank runs the same program on\n"
+	"                      its own inputs\n"
+	"  --nccl-id=FILE      rank 0 writes the communicator's id there, the others wait\n"
+	"                      for it (not needed for --ranks 1)\n"
 	"  --externs=LIB.so    a library whose fp8run_register_externs(ctx) registers the\n"
 	"                      externs the program calls (repeatable)\n"
 	"  --json              print the signature and the timings (every run) as JSON;\n"
@@ -138,7 +146,10 @@ enum {
 	OPT_EXTERNS,
 	OPT_WALL,
 	OPT_HOST_GROUP,
-	OPT_COLD
+	OPT_COLD,
+	OPT_RANKS,
+	OPT_RANK,
+	OPT_NCCL_ID
 };
 
 static const struct option longopts[] = {
@@ -151,6 +162,9 @@ static const struct option longopts[] = {
 	{ "wall", no_argument, NULL, OPT_WALL },
 	{ "host-group", required_argument, NULL, OPT_HOST_GROUP },
 	{ "cold", no_argument, NULL, OPT_COLD },
+	{ "ranks", required_argument, NULL, OPT_RANKS },
+	{ "rank", required_argument, NULL, OPT_RANK },
+	{ "nccl-id", required_argument, NULL, OPT_NCCL_ID },
 	{ "json", no_argument, NULL, OPT_JSON },
 	{ "check", no_argument, NULL, OPT_CHECK },
 	{ "externs", required_argument, NULL, OPT_EXTERNS },
@@ -205,6 +219,9 @@ parse_args(int argc, char **argv)
 		case OPT_WALL:       o.wall = 1; break;
 		case OPT_HOST_GROUP: o.host_group = parse_count(optarg, "--host-group", 1); break;
 		case OPT_COLD:       o.cold = 1; break;
+		case OPT_RANKS:      o.ranks = parse_count(optarg, "--ranks", 1); break;
+		case OPT_RANK:       o.rank = parse_count(optarg, "--rank", 0); break;
+		case OPT_NCCL_ID:    o.nccl_id = optarg; break;
 		case OPT_JSON:       o.json = 1; break;
 		case OPT_CHECK:      o.check = 1; break;
 		case OPT_EXTERNS:
@@ -229,6 +246,10 @@ parse_args(int argc, char **argv)
 		usage("--wall times runs: give --iters N too");
 	if (o.cold && !o.iters)
 		usage("--cold times runs: give --iters N too");
+	if (o.rank && o.rank >= o.ranks)
+		usage("--rank %d wants --ranks above it", o.rank);
+	if (o.ranks > 1 && !o.nccl_id)
+		usage("--ranks %d: give --nccl-id FILE, where rank 0 leaves the communicator's id", o.ranks);
 	if (o.output && !strcmp(o.output, "-") && (o.iters || o.json))
 		usage("-o - and %s both want standard output", o.json ? "--json" : "--iters");
 	return o;
@@ -747,6 +768,42 @@ load_externs(fp8rt_context *ctx, const char *path)
 	return 0;
 }
 
+/* The communicator of --ranks: rank 0 makes the id and leaves it in
+ * --nccl-id (written aside, then renamed, so no rank reads half of it);
+ * the others wait up to two minutes for it. */
+static int
+join_comm(fp8rt_context *ctx, const Options *o)
+{
+	unsigned char id[FP8RT_NCCL_ID_BYTES];
+	char tmp[4096];
+	FILE *f;
+	if (o->rank == 0) {
+		if (fp8rt_nccl_unique_id(ctx, id) != FP8RT_OK)
+			return fail("--ranks", fp8rt_last_error(ctx));
+		if (o->nccl_id) {
+			snprintf(tmp, sizeof tmp, "%s.%d", o->nccl_id, (int)getpid());
+			if (!(f = fopen(tmp, "wb")) || fwrite(id, 1, sizeof id, f) != sizeof id || fclose(f) != 0 ||
+				rename(tmp, o->nccl_id) != 0)
+				return fail("--nccl-id", strerror(errno));
+		}
+	} else {
+		for (int tries = 0;; tries++) {
+			if ((f = fopen(o->nccl_id, "rb"))) {
+				size_t n = fread(id, 1, sizeof id, f);
+				fclose(f);
+				if (n == sizeof id)
+					break;
+			}
+			if (tries == 1200)
+				return fail("--nccl-id", "rank 0 left no id there in two minutes");
+			nanosleep(&(struct timespec){ 0, 100000000 }, NULL);
+		}
+	}
+	if (fp8rt_context_init_comm(ctx, id, o->ranks, o->rank) != FP8RT_OK)
+		return fail("--ranks", fp8rt_last_error(ctx));
+	return 0;
+}
+
 int
 main(int argc, char **argv)
 {
@@ -763,6 +820,10 @@ main(int argc, char **argv)
 		return fail("no CUDA driver/device", fp8rt_last_error(NULL));
 	if (st != FP8RT_OK)
 		return fail("creating the context", fp8rt_last_error(NULL));
+	if (o.ranks && join_comm(ctx, &o)) {
+		fp8rt_context_destroy(ctx);
+		return 1;
+	}
 	for (int i = 0; i < o.nlibs; i++)
 		if (load_externs(ctx, o.libs[i])) {
 			fp8rt_context_destroy(ctx);

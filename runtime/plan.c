@@ -1159,6 +1159,66 @@ parse_copy(Parser *p, const Str *w, int nw, RtStep *step)
 	return FP8RT_OK;
 }
 
+/* collective KIND in=R out=R count=N dtype=T [op=OP] ranks=N id=N */
+static fp8rt_status
+parse_collective(Parser *p, const Str *w, int nw, RtStep *step)
+{
+	static const char *const keys[] = { "in", "out", "count", "dtype", "op", "ranks", "id" };
+	static const char *const kinds[] = { "all_gather", "reduce_scatter", "all_reduce" };
+	static const char *const ops[] = { "sum", "avg", "prod", "min", "max" };
+	Str val[7] = { { 0 } };
+	RtCollective *c = &step->u.coll;
+	int64_t v;
+	fp8rt_status st;
+	step->kind = STEP_COLLECTIVE;
+	c->kind = (RtCollKind)-1;
+	for (int k = 0; nw >= 2 && k < 3; k++)
+		if (eq(w[1], kinds[k]))
+			c->kind = (RtCollKind)k;
+	if ((int)c->kind < 0)
+		return fail(p, "'collective' wants its kind first (all_gather, reduce_scatter or all_reduce)");
+	if ((st = parse_keys(p, w, nw, 2, keys, 7, c->kind == RT_ALL_GATHER ? 0x6Fu : 0x7Fu, val, NULL, NULL)) ||
+		(st = parse_ref(p, val[0], &c->in)) || (st = parse_ref(p, val[1], &c->out)) ||
+		(st = parse_int(p, val[2], 0, INT64_MAX / 4, "count", &c->count)) ||
+		(st = parse_dtype_val(p, val[3], "dtype", &c->dtype)) ||
+		(st = parse_int(p, val[5], 0, 1 << 20, "ranks", &v)))
+		return st;
+	c->ranks = (int)v;
+	if ((st = parse_int(p, val[6], 0, INT32_MAX, "id", &v)))
+		return st;
+	c->id = (int)v;
+	if (c->kind == RT_ALL_GATHER && val[4].p)
+		return fail(p, "an all_gather has no op=");
+	c->op = RT_RED_SUM;
+	if (c->kind != RT_ALL_GATHER) {
+		int k = 0;
+		while (k < 5 && !eq(val[4], ops[k]))
+			k++;
+		if (k == 5)
+			return fail(p, "op: '%.*s' is none of sum, avg, prod, min, max", W(val[4]));
+		c->op = (RtRedOp)k;
+	}
+	if (c->ranks == 0 && c->kind != RT_ALL_REDUCE)
+		return fail(p, "ranks=0 (any number) is for all_reduce alone");
+	return FP8RT_OK;
+}
+
+/* wait id=N */
+static fp8rt_status
+parse_wait(Parser *p, const Str *w, int nw, RtStep *step)
+{
+	static const char *const keys[] = { "id" };
+	Str val[1] = { { 0 } };
+	int64_t v;
+	fp8rt_status st;
+	step->kind = STEP_WAIT;
+	if ((st = parse_keys(p, w, nw, 1, keys, 1, 1u, val, NULL, NULL)) ||
+		(st = parse_int(p, val[0], 0, INT32_MAX, "id", &v)))
+		return st;
+	step->u.wait = (int)v;
+	return FP8RT_OK;
+}
+
 /* ---- whole-plan checks --------------------------------------------------- */
 
 const RtType *
@@ -1211,6 +1271,8 @@ out_refs(const RtStep *s, int out)
 		for (int i = 0; i < s->u.call.nouts; i++)
 			n += is_out(s->u.call.outs[i], out);
 		return n;
+	case STEP_COLLECTIVE: return is_out(s->u.coll.in, out) + is_out(s->u.coll.out, out);
+	case STEP_WAIT:       return 0;
 	}
 	return n;
 }
@@ -1438,6 +1500,11 @@ step_state(Parser *p, int f, const RtStep *s, unsigned char *named, unsigned cha
 		for (int j = 0; j < c->nins && !st; j++)
 			st = state_ref(p, f, c->ins[j], 0, named, read);
 		return st;
+	case STEP_COLLECTIVE:
+		if ((st = state_ref(p, f, s->u.coll.out, 1, named, read)))
+			return st;
+		return state_ref(p, f, s->u.coll.in, 0, named, read);
+	case STEP_WAIT: return FP8RT_OK;
 	}
 	return FP8RT_OK;
 }
@@ -1468,10 +1535,46 @@ check_state(Parser *p, int f)
 	return FP8RT_OK;
 }
 
+/* a collective's tensors hold what it reads and writes, of its dtype; a
+ * reduction's dtype is one NCCL reduces; its id is the next */
+static fp8rt_status
+check_collective(Parser *p, const RtCollective *c)
+{
+	char rs[24];
+	int64_t r = c->ranks ? c->ranks : 1, size = (int64_t)rt_dtype_size(c->dtype);
+	int64_t in = c->kind == RT_REDUCE_SCATTER ? c->count * r : c->count;
+	int64_t out = c->kind == RT_ALL_GATHER ? c->count * r : c->count;
+	if (c->id != p->fn->ncoll)
+		return fail(p, "collective id=%d: the function's collective %d is next", c->id, p->fn->ncoll);
+	p->fn->ncoll++;
+	if (c->out.kind == REF_IN)
+		return fail(p, "collective out=%s writes a program input", rt_ref_str(c->out, rs, sizeof rs));
+	if (c->kind != RT_ALL_GATHER &&
+		(c->dtype == FP8RT_F8E4M3FN || c->dtype == FP8RT_F8E5M2 || c->dtype == FP8RT_BOOL ||
+			c->dtype == FP8RT_I16))
+		return fail(p, "a collective reduces no %s (NCCL reduces u8 i8 i32 i64 f16 bf16 f32 f64)",
+			rt_dtype_name(c->dtype));
+	for (int k = 0; k < 2; k++) {
+		RtRef ref = k ? c->out : c->in;
+		const RtType *t = rt_plan_ref_type(p->plan, p->fn, ref);
+		int64_t want = (k ? out : in) * size;
+		if (t->dtype != c->dtype)
+			return fail(p, "collective %s=%s is %s, not dtype=%s", k ? "out" : "in",
+				rt_ref_str(ref, rs, sizeof rs), rt_dtype_name(t->dtype), rt_dtype_name(c->dtype));
+		if (rt_plan_ref_bytes(p->plan, p->fn, ref) < want)
+			return fail(p, "collective %s=%s holds %lld bytes, not the %lld it %s", k ? "out" : "in",
+				rt_ref_str(ref, rs, sizeof rs), (long long)rt_plan_ref_bytes(p->plan, p->fn, ref),
+				(long long)want, k ? "writes" : "reads");
+	}
+	return FP8RT_OK;
+}
+
 static fp8rt_status
 check_steps(Parser *p)
 {
-	const RtFunc *fn = p->fn;
+	RtFunc *fn = p->fn;
+	int nwait = 0;
+	fn->ncoll = 0;
 	for (int i = 0; i < fn->nstep; i++) {
 		fp8rt_status st = FP8RT_OK;
 		p->line = fn->step[i].line;
@@ -1481,8 +1584,25 @@ check_steps(Parser *p)
 			st = check_copy(p, &fn->step[i].u.copy);
 		else if (fn->step[i].kind == STEP_CALL)
 			st = check_call(p, &fn->step[i].u.call);
+		else if (fn->step[i].kind == STEP_COLLECTIVE)
+			st = check_collective(p, &fn->step[i].u.coll);
+		else if (fn->step[i].kind == STEP_WAIT) {
+			int id = fn->step[i].u.wait;
+			if (id >= fn->ncoll)
+				return fail(p, "wait id=%d: no collective %d before it", id, id);
+			for (int j = 0; j < i; j++)
+				if (fn->step[j].kind == STEP_WAIT && fn->step[j].u.wait == id)
+					return fail(p, "wait id=%d: collective %d was waited for on line %d", id, id,
+						fn->step[j].line);
+			nwait++;
+		}
 		if (st)
 			return st;
+	}
+	if (nwait != fn->ncoll) {
+		p->line = fn->line;
+		return fail(p, "function %s: %d collectives but %d waits (each is waited for once)", fn->name,
+			fn->ncoll, nwait);
 	}
 	return FP8RT_OK;
 }
@@ -1546,11 +1666,13 @@ typedef enum {
 	L_GEMM,
 	L_COPY,
 	L_CALL,
+	L_COLLECTIVE,
+	L_WAIT,
 	L_NKINDS
 } LineKind;
 
 static const char *const line_kinds[L_NKINDS] = { "target", "state", "function", "input", "output", "workspace",
-	"buffer", "launch", "gemm", "copy", "call" };
+	"buffer", "launch", "gemm", "copy", "call", "collective", "wait" };
 
 /* Which kind a line is; -1 for a blank or comment line. */
 static fp8rt_status
@@ -1571,10 +1693,13 @@ line_kind(Parser *p, const Line *ln, Str *w, int *nw, int *kind)
 			p->plan->version < 2
 				? "unknown plan line '%.*s' (target input output workspace buffer launch gemm copy)"
 				: "unknown plan line '%.*s' (target state function input output workspace buffer "
-				  "launch gemm copy call)",
+				  "launch gemm copy call collective wait)",
 			W(w[0]));
 	if ((*kind == L_CALL || (*kind <= L_FUNCTION && *kind != L_TARGET)) && p->plan->version < 2)
 		return fail(p, "'%s' lines need plan version 2 (this plan is version 1)", line_kinds[*kind]);
+	if ((*kind == L_COLLECTIVE || *kind == L_WAIT) && p->plan->version < 5)
+		return fail(p, "'%s' lines need plan version 5 (this plan is version %d)", line_kinds[*kind],
+			p->plan->version);
 	return FP8RT_OK;
 }
 
@@ -1666,17 +1791,19 @@ parse_line(Parser *p, const Str *w, int nw, int kind)
 {
 	RtFunc *fn = p->fn;
 	switch (kind) {
-	case L_TARGET:    return parse_target(p, w, nw);
-	case L_STATE:     return parse_state(p, w, nw);
-	case L_INPUT:     return parse_port(p, w, nw, fn->in, &p->nin, "input");
-	case L_OUTPUT:    return parse_port(p, w, nw, fn->out, &p->nout, "output");
-	case L_WORKSPACE: return parse_workspace(p, w, nw);
-	case L_BUFFER:    return parse_buffer(p, w, nw);
-	case L_LAUNCH:    return parse_launch(p, w, nw, &fn->step[p->nstep]);
-	case L_GEMM:      return parse_gemm(p, w, nw, &fn->step[p->nstep]);
-	case L_COPY:      return parse_copy(p, w, nw, &fn->step[p->nstep]);
-	case L_CALL:      return parse_call(p, w, nw, &fn->step[p->nstep]);
-	default:          return FP8RT_OK;
+	case L_TARGET:     return parse_target(p, w, nw);
+	case L_STATE:      return parse_state(p, w, nw);
+	case L_INPUT:      return parse_port(p, w, nw, fn->in, &p->nin, "input");
+	case L_OUTPUT:     return parse_port(p, w, nw, fn->out, &p->nout, "output");
+	case L_WORKSPACE:  return parse_workspace(p, w, nw);
+	case L_BUFFER:     return parse_buffer(p, w, nw);
+	case L_LAUNCH:     return parse_launch(p, w, nw, &fn->step[p->nstep]);
+	case L_GEMM:       return parse_gemm(p, w, nw, &fn->step[p->nstep]);
+	case L_COPY:       return parse_copy(p, w, nw, &fn->step[p->nstep]);
+	case L_CALL:       return parse_call(p, w, nw, &fn->step[p->nstep]);
+	case L_COLLECTIVE: return parse_collective(p, w, nw, &fn->step[p->nstep]);
+	case L_WAIT:       return parse_wait(p, w, nw, &fn->step[p->nstep]);
+	default:           return FP8RT_OK;
 	}
 }
 

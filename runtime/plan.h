@@ -16,7 +16,7 @@
 #include "fp8rt.h"
 
 #define RT_PLAN_VERSION_MIN 1 /* the plan versions this parser reads */
-#define RT_PLAN_VERSION_MAX 4
+#define RT_PLAN_VERSION_MAX 5
 
 typedef struct RtArena RtArena;
 
@@ -53,7 +53,7 @@ typedef struct {
 	int line;
 } RtBuffer;
 
-typedef enum { STEP_LAUNCH, STEP_GEMM, STEP_COPY, STEP_CALL } RtStepKind;
+typedef enum { STEP_LAUNCH, STEP_GEMM, STEP_COPY, STEP_CALL, STEP_COLLECTIVE, STEP_WAIT } RtStepKind;
 
 /* launch KERNEL grid=G block=B smem=S coop=C [per_sm=N] args=R,R,... */
 typedef struct {
@@ -104,6 +104,24 @@ typedef struct {
 	fp8rt_arg *args; /* decoded: strings and names in the arena */
 } RtCall;
 
+/* collective KIND in=R out=R count=N dtype=T [op=OP] ranks=N id=N   (version 5)
+ * KIND all_gather (count: each rank's elements; out holds ranks times as
+ * many), reduce_scatter (count: out's; in holds ranks times as many) or
+ * all_reduce (count: both's; op and ranks=0, any number, there); op sum,
+ * avg, prod, min or max. id: the function's collectives in order, 0 first. */
+typedef enum { RT_ALL_GATHER, RT_REDUCE_SCATTER, RT_ALL_REDUCE } RtCollKind;
+typedef enum { RT_RED_SUM, RT_RED_AVG, RT_RED_PROD, RT_RED_MIN, RT_RED_MAX } RtRedOp;
+
+typedef struct {
+	RtCollKind kind;
+	RtRef in, out;
+	int64_t count;
+	fp8rt_dtype dtype;
+	RtRedOp op;
+	int ranks; /* 0: any (all_reduce) */
+	int id;
+} RtCollective;
+
 typedef struct {
 	RtStepKind kind;
 	int line;
@@ -112,6 +130,8 @@ typedef struct {
 		RtGemm gemm;
 		RtCopy copy;
 		RtCall call;
+		RtCollective coll;
+		int wait; /* wait id=N: the collective's id */
 	} u;
 } RtStep;
 
@@ -127,6 +147,7 @@ typedef struct {
 	int64_t workspace;
 	int nreads;
 	int *reads; /* the state slots it reads that another function writes */
+	int ncoll;  /* collectives (ids 0 .. ncoll-1), each waited for once, later */
 } RtFunc;
 
 typedef struct {

@@ -49,7 +49,8 @@ typedef struct {
 	int ws_caller;     /* ws is the caller's (fp8rt_function_set_workspace) */
 	Launch *launch;    /* per step (unused for gemm and copy) */
 	Call *calls;       /* per step (used for call) */
-	int nograph;       /* it calls an extern that cannot be captured */
+	int nograph;       /* it calls an extern that cannot be captured, or runs collectives */
+	CUevent *ev;       /* per collective: ready (2 id), done (2 id + 1) */
 	CUdeviceptr *ptrs; /* this run's inputs, outputs, then the state's base */
 	Graph graph[RT_GRAPHS];
 	uint64_t clock;
@@ -415,6 +416,10 @@ rt_program_free(fp8rt_program *p, fp8rt_status st)
 		free(fn->calls);
 		free(fn->launch);
 		free(fn->ptrs);
+		for (int i = 0; fn->ev && i < 2 * fn->f->ncoll; i++)
+			if (fn->ev[i])
+				RELEASE(drv.cuEventDestroy(fn->ev[i]));
+		free(fn->ev);
 	}
 	if (p->module)
 		RELEASE(drv.cuModuleUnload(p->module));
@@ -492,6 +497,40 @@ resolve_externs(fp8rt_program *p)
 	return FP8RT_OK;
 }
 
+/* A program with collectives wants the context's communicator, of the
+ * ranks it was compiled for, and two events a collective. Its functions
+ * run step by step, not as graphs (docs/design.md, "Collectives"). */
+static fp8rt_status
+resolve_collectives(fp8rt_program *p)
+{
+	fp8rt_context *ctx = p->ctx;
+	fp8rt_status st = FP8RT_OK;
+	for (int f = 0; f < p->plan.nfunc; f++) {
+		Fn *fn = &p->fn[f];
+		if (fn->f->ncoll == 0)
+			continue;
+		if (!ctx->comm)
+			return rt_err(ctx, FP8RT_UNSUPPORTED,
+				"%s: function %s runs collectives, and the context has no communicator "
+				"(fp8rt_context_init_comm or fp8rt_context_set_comm before loading)",
+				p->name, fn->f->name);
+		for (int i = 0; i < fn->f->nstep; i++) {
+			const RtStep *s = &fn->f->step[i];
+			if (s->kind == STEP_COLLECTIVE && s->u.coll.ranks && s->u.coll.ranks != ctx->nranks)
+				return rt_err(ctx, FP8RT_INVALID_ARGUMENT,
+					"%s:%d: the collective is over %d ranks; the context's communicator has %d",
+					p->name, s->line, s->u.coll.ranks, ctx->nranks);
+		}
+		fn->nograph = 1;
+		if (!(fn->ev = calloc(2 * (size_t)fn->f->ncoll, sizeof *fn->ev)))
+			return rt_err(ctx, FP8RT_OUT_OF_MEMORY, "%s: out of host memory", p->name);
+		for (int i = 0; i < 2 * fn->f->ncoll; i++)
+			CHECK(drv.cuEventCreate(&fn->ev[i], CU_EVENT_DISABLE_TIMING));
+	}
+fail:
+	return st;
+}
+
 static int
 has_gemm(const RtPlan *pl)
 {
@@ -511,6 +550,8 @@ load(fp8rt_program *p, const char *text)
 		st = alloc_host(p);
 	if (st == FP8RT_OK)
 		st = resolve_externs(p);
+	if (st == FP8RT_OK)
+		st = resolve_collectives(p);
 	if (st == FP8RT_OK)
 		st = jit(p, text);
 	if (st == FP8RT_OK)
@@ -1224,7 +1265,7 @@ enqueue_call(fp8rt_program *p, const Fn *fn, const RtStep *s, const Call *cl, CU
 	fp8rt_status st = cl->ext.fn(cl->ext.user, &call, msg, sizeof msg);
 	if (st == FP8RT_OK)
 		return FP8RT_OK;
-	if ((unsigned)st >= (unsigned)FP8RT_IO_ERROR + 1)
+	if ((unsigned)st > (unsigned)FP8RT_NCCL_ERROR)
 		st = FP8RT_INVALID_ARGUMENT; /* not a status: the extern's fault, said so */
 	return rt_err(p->ctx, st, "%s:%d: call %s: the extern failed (%s): %s", p->name, s->line, c->name,
 		fp8rt_status_name(st), msg[0] ? msg : "it gave no message");
@@ -1252,10 +1293,19 @@ enqueue_step(fp8rt_program *p, const Fn *fn, int i, CUstream stream)
 			CHECK(drv.cuMemcpyDtoDAsync(dst, src, (size_t)s->u.copy.bytes, stream));
 		return FP8RT_OK;
 	}
-	case STEP_CALL: return enqueue_call(p, fn, s, &fn->calls[i], stream);
+	case STEP_CALL:       return enqueue_call(p, fn, s, &fn->calls[i], stream);
+	case STEP_COLLECTIVE: {
+		const RtCollective *c = &s->u.coll;
+		if ((st = rt_collective(ctx, c, ref_ptr(p, fn, c->in), ref_ptr(p, fn, c->out), fn->ev[2 * c->id],
+			     fn->ev[2 * c->id + 1], stream)) != FP8RT_OK)
+			rt_err(ctx, st, "%s:%d: collective: %s", p->name, s->line, fp8rt_last_error(ctx));
+		return st;
+	}
+	case STEP_WAIT: CHECK(drv.cuStreamWaitEvent(stream, fn->ev[2 * s->u.wait + 1], 0)); return FP8RT_OK;
 	}
 fail:
-	return rt_err(ctx, st, "%s:%d: copy: %s", p->name, s->line, fp8rt_last_error(ctx));
+	return rt_err(ctx, st, "%s:%d: %s: %s", p->name, s->line, s->kind == STEP_WAIT ? "wait" : "copy",
+		fp8rt_last_error(ctx));
 }
 
 static fp8rt_status

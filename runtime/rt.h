@@ -38,7 +38,7 @@
 	X(cuLaunchCooperativeKernel) X(cuStreamCreate) X(cuStreamDestroy) X(cuStreamSynchronize) \
 	X(cuStreamIsCapturing) X(cuStreamBeginCapture) X(cuStreamEndCapture) X(cuGraphInstantiate) \
 	X(cuGraphLaunch) X(cuGraphDestroy) X(cuGraphExecDestroy) X(cuEventCreate) X(cuEventRecord) \
-	X(cuEventSynchronize) X(cuEventElapsedTime) X(cuEventDestroy)
+	X(cuEventSynchronize) X(cuEventElapsedTime) X(cuEventDestroy) X(cuStreamWaitEvent)
 // clang-format on
 
 /* cuFuncGetParamCount: driver 13.2+, newer than the CUDA 13.0 headers */
@@ -85,6 +85,10 @@ struct fp8rt_context {
 	fp8rt_program *programs; /* loaded programs, freed with the context */
 	RtExtern *externs;       /* registered externs */
 	int nexterns, capexterns;
+	void *comm;           /* an ncclComm_t (nccl.c), or NULL */
+	int comm_owned;       /* made by fp8rt_context_init_comm: destroyed with the context */
+	int nranks, rank;     /* the communicator's */
+	CUstream comm_stream; /* where collectives run */
 	char err[RT_ERRLEN];
 };
 
@@ -160,6 +164,15 @@ fp8rt_status rt_gemm_check(fp8rt_context *ctx, const RtGemmCall *g, const char *
 fp8rt_status rt_gemm_prepare(fp8rt_context *ctx, const RtGemmCall *g);
 /* Enqueue it on stream (prepares first if needed). */
 fp8rt_status rt_gemm_enqueue(fp8rt_context *ctx, const RtGemmCall *g, CUstream stream);
+
+/* ---- nccl.c ----------------------------------------------------------------- */
+
+/* Release the communicator (when the context made it) and its stream. */
+fp8rt_status rt_comm_free(fp8rt_context *ctx, fp8rt_status st);
+/* Enqueue collective c: after the work on stream so far (event ready), on
+ * the context's collective stream, then event done. */
+fp8rt_status rt_collective(fp8rt_context *ctx, const RtCollective *c, CUdeviceptr in, CUdeviceptr out, CUevent ready,
+	CUevent done, CUstream stream);
 
 /* ---- program.c ------------------------------------------------------------ */
 

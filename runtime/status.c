@@ -86,6 +86,7 @@ fp8rt_status_name(fp8rt_status s)
 		[FP8RT_UNSUPPORTED] = "FP8RT_UNSUPPORTED",
 		[FP8RT_OUT_OF_MEMORY] = "FP8RT_OUT_OF_MEMORY",
 		[FP8RT_IO_ERROR] = "FP8RT_IO_ERROR",
+		[FP8RT_NCCL_ERROR] = "FP8RT_NCCL_ERROR",
 	};
 	return (unsigned)s < sizeof names / sizeof names[0] ? names[s] : "FP8RT_?";
 }

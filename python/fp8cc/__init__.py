@@ -380,6 +380,35 @@ class Context(_Closing):
     def synchronize(self, stream=None):
         _check(_lib.fp8rt_synchronize(self._ctx, _stream(stream)), self._ctx)
 
+    def nccl_unique_id(self):
+        """A new NCCL unique id (bytes), made on one rank and handed to every
+        rank's init_comm (NCCL is loaded then: libnccl.so.2, or FP8RT_NCCL)."""
+        buf = ctypes.create_string_buffer(N.NCCL_ID_BYTES)
+        _check(_lib.fp8rt_nccl_unique_id(self._ctx, buf), self._ctx)
+        return buf.raw
+
+    def init_comm(self, unique_id, nranks, rank):
+        """This context's communicator for programs with collectives: rank
+        `rank` of `nranks`, every rank with the same unique_id (returns once
+        all have joined); destroyed with the context."""
+        if not isinstance(unique_id, (bytes, bytearray)) or len(unique_id) != N.NCCL_ID_BYTES:
+            raise ValueError(f"init_comm: unique_id must be the {N.NCCL_ID_BYTES} bytes of nccl_unique_id()")
+        buf = ctypes.create_string_buffer(bytes(unique_id), N.NCCL_ID_BYTES)
+        _check(_lib.fp8rt_context_init_comm(self._ctx, buf, nranks, rank), self._ctx)
+
+    def set_comm(self, comm):
+        """The application's NCCL communicator (an ncclComm_t as an int), which
+        it destroys after this context."""
+        _check(_lib.fp8rt_context_set_comm(self._ctx, comm), self._ctx)
+
+    @property
+    def comm(self):
+        """(nranks, rank) of the context's communicator; None without one."""
+        n, r = ctypes.c_int(), ctypes.c_int()
+        if _lib.fp8rt_context_comm(self._ctx, ctypes.byref(n), ctypes.byref(r)):
+            return None
+        return n.value, r.value
+
     def empty(self, dtype, shape):
         """A DeviceArray of dtype and shape (contents undefined)."""
         return DeviceArray(self, dtype, shape)

@@ -9,7 +9,7 @@ MAX_RANK = 8
 
 # fp8rt_status
 OK, INVALID_ARGUMENT, NO_DEVICE, NO_DRIVER, CUDA_ERROR, CUBLAS_ERROR, BAD_PROGRAM, UNSUPPORTED, \
-    OUT_OF_MEMORY, IO_ERROR = range(10)
+    OUT_OF_MEMORY, IO_ERROR, NCCL_ERROR = range(11)
 
 # fp8rt_dtype, by the plan's spelling
 DTYPES = ["none", "b8", "u8", "i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64", "f8e4m3fn", "f8e5m2"]
@@ -87,7 +87,13 @@ _SIG = {
     "fp8rt_prepared_destroy": (_I, [_P]),
     "fp8rt_time_function": (_I, [_P, _I, _P, _P, _I, _P, _I, _P, _I, _I, ctypes.POINTER(ctypes.c_float)]),
     "fp8rt_register_extern": (_I, [_P, ctypes.c_char_p, EXTERN_FN, _P, ctypes.c_uint]),
+    "fp8rt_nccl_unique_id": (_I, [_P, _P]),
+    "fp8rt_context_init_comm": (_I, [_P, _P, _I, _I]),
+    "fp8rt_context_set_comm": (_I, [_P, _P]),
+    "fp8rt_context_comm": (_I, [_P, ctypes.POINTER(_I), ctypes.POINTER(_I)]),
 }
+
+NCCL_ID_BYTES = 128
 
 
 def _candidates():

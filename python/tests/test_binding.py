@@ -67,6 +67,17 @@ COPIES = """// fp8cc-plan 2
 // end-plan
 """ + PTX
 
+# y = all_gather(x) over one rank
+GATHER = """// fp8cc-plan 5
+// target sm_90
+// function main
+// input 0 x f32[8]
+// output 0 y f32[8]
+// collective all_gather in=in:0 out=out:0 count=8 dtype=f32 ranks=1 id=0
+// wait id=0
+// end-plan
+""" + PTX
+
 ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..")
 
 
@@ -154,6 +165,27 @@ class Binding(unittest.TestCase):
         prog(x, out=(y2, z2))   # the same pointers: replayed, the extern is not called again
         self.assertEqual(len(calls), 2)
         self.assertEqual(values(y2), values(y))
+
+    def test_collectives_on_a_communicator(self):
+        """a program with an all-gather: refused without a communicator, run
+        with one of one rank (the mock NCCL: the gather is a copy)"""
+        if not os.environ.get("FP8RT_NCCL"):
+            self.skipTest("FP8RT_NCCL (the mock NCCL) is not set")
+        text = GATHER.encode()
+        with self.assertRaises(fp8cc.Error) as e:
+            fp8cc.load(text, context=self.ctx)
+        self.assertEqual(e.exception.status, "FP8RT_UNSUPPORTED")
+        self.assertIn("has no communicator", str(e.exception))
+        self.assertIsNone(self.ctx.comm)
+        with self.assertRaises(ValueError):
+            self.ctx.init_comm(b"short", 1, 0)
+        self.ctx.init_comm(self.ctx.nccl_unique_id(), 1, 0)
+        self.assertEqual(self.ctx.comm, (1, 0))
+        prog = fp8cc.load(text, context=self.ctx)
+        x = array(self.ctx, [float(i) for i in range(8)], (8,))
+        y, = prog(x)
+        self.assertEqual(values(y), [float(i) for i in range(8)])
+        prog.close()
 
     def test_outputs_that_are_inputs(self):
         prog = fp8cc.load(AFFINE.encode(), context=self.ctx,

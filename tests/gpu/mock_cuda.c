@@ -779,6 +779,15 @@ cuEventRecord(CUevent e, CUstream s)
 	return CUDA_SUCCESS;
 }
 
+/* streams run their work as it is enqueued: nothing to wait for */
+API CUresult CUDAAPI
+cuStreamWaitEvent(CUstream s, CUevent e, unsigned int flags)
+{
+	(void)s, (void)e, (void)flags;
+	FAULT();
+	return CUDA_SUCCESS;
+}
+
 API CUresult CUDAAPI
 cuEventSynchronize(CUevent e)
 {

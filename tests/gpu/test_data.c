@@ -91,6 +91,28 @@ const char test_extern_plan[] =
 	"dims=(1,(2,3)),dt=torch.float32,flag=True,none=None,edge=-inf\n"
 	"// end-plan\n";
 
+/* all_gather(2x), reduce_scatter(x) then 2 that, all_reduce(x), over one rank */
+const char test_coll_plan[] =
+	"// fp8cc-plan 5\n"
+	"// target sm_90\n"
+	"// function main\n"
+	"// input 0 x f32[1024]\n"
+	"// output 0 g f32[1024]\n"
+	"// output 1 r f32[1024]\n"
+	"// output 2 s f32[1024]\n"
+	"// workspace 8192\n"
+	"// buffer 0 f32[1024] offset=0 bytes=4096\n"
+	"// buffer 1 f32[1024] offset=4096 bytes=4096\n"
+	"// launch k0 grid=0 block=256 smem=0 coop=0 args=in:0,buf:0\n"
+	"// collective all_gather in=buf:0 out=out:0 count=1024 dtype=f32 ranks=1 id=0\n"
+	"// collective reduce_scatter in=in:0 out=buf:1 count=1024 dtype=f32 op=sum ranks=1 id=1\n"
+	"// wait id=1\n"
+	"// launch k0 grid=0 block=256 smem=0 coop=0 args=buf:1,out:1\n"
+	"// collective all_reduce in=in:0 out=out:2 count=1024 dtype=f32 op=avg ranks=0 id=2\n"
+	"// wait id=0\n"
+	"// wait id=2\n"
+	"// end-plan\n";
+
 /* The PTX after "// end-plan". */
 const char test_kernels_ptx[] = "\n"
 				".version 8.0\n"
@@ -247,6 +269,14 @@ test_replace(const char *s, const char *old, const char *with)
 	r = append(r, &n, at + strlen(old), "");
 	free(head);
 	return r;
+}
+
+char *
+test_coll_ptx(void)
+{
+	char *ext = test_extern_ptx(), *ptx = test_replace(ext, test_extern_plan, test_coll_plan);
+	free(ext);
+	return ptx;
 }
 
 char *

@@ -27,5 +27,8 @@ char *test_extern_ptx(void);
 int test_write_program(const char *path);
 /* s with the first `old` replaced by `with` (which must be there). malloc'd. */
 char *test_replace(const char *s, const char *old, const char *with);
+/* a program of collectives (all three kinds) and k0 launches, plan version 5 */
+extern const char test_coll_plan[];
+char *test_coll_ptx(void);
 
 #endif

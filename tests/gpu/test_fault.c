@@ -325,6 +325,36 @@ s_step_program(World *w)
 	return st ? st : st2 ? st2 : st3;
 }
 
+/* a program with collectives of all three kinds on a communicator of one
+ * rank of the fake NCCL (made by the first such step), into outputs of
+ * its own */
+static fp8rt_status
+s_collectives(World *w)
+{
+	fp8rt_program *q = NULL;
+	unsigned char id[FP8RT_NCCL_ID_BYTES];
+	void *buf = NULL;
+	int n, r;
+	fp8rt_status st = FP8RT_OK;
+	if (fp8rt_context_comm(w->ctx, &n, &r) != FP8RT_OK &&
+		((st = fp8rt_nccl_unique_id(w->ctx, id)) != FP8RT_OK ||
+			(st = fp8rt_context_init_comm(w->ctx, id, 1, 0)) != FP8RT_OK))
+		return st;
+	char *ptx = test_coll_ptx();
+	st = fp8rt_program_load_data(w->ctx, ptx, strlen(ptx), "coll.ptx", &q);
+	free(ptx);
+	if (st != FP8RT_OK)
+		return st;
+	if ((st = fp8rt_malloc(w->ctx, 3 * N * 4, &buf)) == FP8RT_OK) {
+		fp8rt_tensor out[3];
+		for (int i = 0; i < 3; i++)
+			out[i] = fp8rt_tensor_dense((float *)buf + i * N, FP8RT_F32, 1, (int64_t[]){ N });
+		st = fp8rt_run(q, &w->t[0], 1, out, 3, NULL);
+	}
+	fp8rt_status st2 = fp8rt_free(w->ctx, buf), st3 = fp8rt_program_destroy(q);
+	return st ? st : st2 ? st2 : st3;
+}
+
 /* a kernel with more dynamic shared memory than its default limit */
 static fp8rt_status
 s_smem_program(World *w)
@@ -390,6 +420,7 @@ static const Step steps[] = {
 	{ "first run (capture)", s_run, 0 },
 	{ "scaled_mm", s_scaled_mm, 0 },
 	{ "training step", s_step_program, 0 },
+	{ "collectives", s_collectives, 0 },
 	{ "check", s_check, 0 },
 	{ "clear", s_clear, 0 },
 	{ "second run (replay)", s_run, 0 },
@@ -489,6 +520,7 @@ load_programs(void)
 	smem_ptx = test_replace(a, "// launch k0 grid=0", "// # launch k0 grid=0"); /* drop k0 */
 	free(a);
 	setenv("FP8RT_LIBCUDA", MOCKCUDA_PATH, 1);
+	setenv("FP8RT_NCCL", MOCKNCCL_PATH, 1);
 }
 
 /* ---- every call the runtime makes --------------------------------------- */

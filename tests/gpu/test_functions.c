@@ -1130,3 +1130,107 @@ Test(externs, not_capturable)
 	CHECK_OK(fp8rt_context_destroy(ctx), NULL);
 	free(ptx);
 }
+
+/* ---- collectives, on the fake NCCL (one rank: each collective a copy) ---- */
+
+static char *
+coll_ptx(const char *from, const char *to)
+{
+	char *ptx = test_coll_ptx();
+	if (from) {
+		char *p = test_replace(ptx, from, to);
+		free(ptx);
+		ptx = p;
+	}
+	return ptx;
+}
+
+static int (*nccl_fn(const char *name))(void)
+{
+	void *lib = dlopen(MOCKNCCL_PATH, RTLD_NOW | RTLD_LOCAL);
+	cr_assert(lib, "%s", dlerror());
+	return (int (*)(void))(uintptr_t)dlsym(lib, name);
+}
+
+static void
+load_coll(fp8rt_context *ctx, const char *from, const char *to, fp8rt_status want, const char *msg)
+{
+	fp8rt_program *p = NULL;
+	char *ptx = coll_ptx(from, to);
+	ASSERT_FAILS(fp8rt_program_load_data(ctx, ptx, strlen(ptx), "coll.ptx", &p), want, ctx, msg);
+	free(ptx);
+}
+
+Test(collectives, run_on_the_communicator)
+{
+	fp8rt_context *ctx = mock_context();
+	fp8rt_program *p = NULL;
+	unsigned char id[FP8RT_NCCL_ID_BYTES];
+	int n = -1, rank = -1;
+	char *ptx = coll_ptx(NULL, NULL);
+	setenv("FP8RT_NCCL", MOCKNCCL_PATH, 1);
+	ASSERT_FAILS(fp8rt_program_load_data(ctx, ptx, strlen(ptx), "coll.ptx", &p), FP8RT_UNSUPPORTED, ctx,
+		"coll.ptx: function main runs collectives, and the context has no communicator "
+		"(fp8rt_context_init_comm or fp8rt_context_set_comm before loading)");
+	ASSERT_FAILS(fp8rt_context_comm(ctx, &n, &rank), FP8RT_INVALID_ARGUMENT, ctx, "has no communicator");
+	CHECK_OK(fp8rt_nccl_unique_id(ctx, id), ctx);
+	ASSERT_FAILS(fp8rt_context_init_comm(ctx, id, 1, 1), FP8RT_INVALID_ARGUMENT, ctx, "0 <= rank < nranks");
+	CHECK_OK(fp8rt_context_init_comm(ctx, id, 1, 0), ctx);
+	ASSERT_FAILS(fp8rt_context_init_comm(ctx, id, 1, 0), FP8RT_INVALID_ARGUMENT, ctx, "has a communicator already");
+	CHECK_OK(fp8rt_context_comm(ctx, &n, &rank), ctx);
+	cr_assert(n == 1 && rank == 0, "%d ranks, rank %d", n, rank);
+	cr_assert_eq(nccl_fn("mocknccl_live")(), 1);
+
+	/* a program compiled for two ranks, on a communicator of one */
+	load_coll(ctx, "op=avg ranks=0", "op=avg ranks=2", FP8RT_INVALID_ARGUMENT,
+		"coll.ptx:16: the collective is over 2 ranks; the context's communicator has 1");
+	/* plans the checker refuses */
+	load_coll(ctx, "fp8cc-plan 5", "fp8cc-plan 4", FP8RT_BAD_PROGRAM,
+		"'collective' lines need plan version 5 (this plan is version 4)");
+	load_coll(ctx, "// wait id=2\n", "", FP8RT_BAD_PROGRAM, "function main: 3 collectives but 2 waits");
+	load_coll(ctx, "// wait id=1\n", "// wait id=3\n", FP8RT_BAD_PROGRAM, "wait id=3: no collective 3 before it");
+	load_coll(ctx, "// wait id=2\n", "// wait id=0\n", FP8RT_BAD_PROGRAM, "wait id=0: collective 0 was waited for");
+	load_coll(ctx, "ranks=1 id=1", "ranks=1 id=2", FP8RT_BAD_PROGRAM,
+		"collective id=2: the function's collective 1 is next");
+	load_coll(ctx, "in=in:0 out=buf:1 count=1024", "in=in:0 out=buf:1 count=2048", FP8RT_BAD_PROGRAM,
+		"collective in=in:0 holds 4096 bytes, not the 8192 it reads");
+	load_coll(ctx, "dtype=f32 op=avg", "dtype=f16 op=avg", FP8RT_BAD_PROGRAM,
+		"collective in=in:0 is f32, not dtype=f16");
+	load_coll(ctx, "out=out:0 count=1024 dtype=f32 ranks=1", "out=out:0 count=1024 dtype=f32 op=sum ranks=1",
+		FP8RT_BAD_PROGRAM, "an all_gather has no op=");
+
+	CHECK_OK(fp8rt_program_load_data(ctx, ptx, strlen(ptx), "coll.ptx", &p), ctx);
+	Buf x = buf_new(ctx, 1, (int64_t[]){ N }, 3), g = buf_new(ctx, 1, (int64_t[]){ N }, 0),
+	    r = buf_new(ctx, 1, (int64_t[]){ N }, 0), s = buf_new(ctx, 1, (int64_t[]){ N }, 0);
+	fp8rt_tensor outs[3] = { g.t, r.t, s.t };
+	for (int run = 0; run < 2; run++) { /* graphs on: a function with collectives runs step by step */
+		int before = nccl_fn("mocknccl_calls")();
+		CHECK_OK(fp8rt_run(p, &x.t, 1, outs, 3, NULL), ctx);
+		cr_assert_eq(nccl_fn("mocknccl_calls")() - before, 3, "three collectives a run");
+		buf_get(ctx, &g, N), buf_get(ctx, &r, N), buf_get(ctx, &s, N);
+		for (int i = 0; i < N; i++)
+			cr_assert(g.h[i] == 2 * x.h[i] && r.h[i] == 2 * x.h[i] && s.h[i] == x.h[i],
+				"[%d]: x %g, all_gather %g, reduce_scatter %g, all_reduce %g", i, x.h[i], g.h[i],
+				r.h[i], s.h[i]);
+	}
+	((void (*)(void))(uintptr_t)nccl_fn("mocknccl_fail_next"))();
+	ASSERT_FAILS(fp8rt_run(p, &x.t, 1, outs, 3, NULL), FP8RT_NCCL_ERROR, ctx,
+		"coll.ptx:12: collective: ncclAllGather failed: mock NCCL error (NCCL error 3)");
+	buf_free(ctx, &x), buf_free(ctx, &g), buf_free(ctx, &r), buf_free(ctx, &s);
+	CHECK_OK(fp8rt_program_destroy(p), ctx);
+	CHECK_OK(fp8rt_context_destroy(ctx), NULL);
+	cr_assert_eq(nccl_fn("mocknccl_live")(), 0, "the context's communicator was destroyed with it");
+	free(ptx);
+}
+
+Test(collectives, no_nccl)
+{
+	fp8rt_context *ctx = mock_context();
+	unsigned char id[FP8RT_NCCL_ID_BYTES];
+	setenv("FP8RT_NCCL", "/nonexistent/libnccl.so.2", 1);
+	ASSERT_FAILS(fp8rt_nccl_unique_id(ctx, id), FP8RT_NCCL_ERROR, ctx,
+		"fp8rt_nccl_unique_id: cannot load NCCL (/nonexistent/libnccl.so.2)");
+	ASSERT_FAILS(fp8rt_context_init_comm(ctx, id, 1, 0), FP8RT_NCCL_ERROR, ctx, "cannot load NCCL");
+	ASSERT_FAILS(fp8rt_context_set_comm(ctx, id), FP8RT_NCCL_ERROR, ctx, "cannot load NCCL");
+	CHECK_OK(fp8rt_context_destroy(ctx), NULL);
+}

@@ -592,6 +592,44 @@ write_file(const char *dir, const char *name, char *text)
 	free(text);
 }
 
+/* A program with collectives: refused without a communicator, run as the
+ * one rank of the fake NCCL's (--ranks 1) */
+Test(mock, fp8run_collectives)
+{
+	static float x[N];
+	char dir[] = "/tmp/fp8run_coll_XXXXXX", cmd[2048], out[8192], err[512];
+	cr_assert(mkdtemp(dir));
+	for (int i = 0; i < N; i++)
+		x[i] = (float)i - 100.0f;
+	write_file(dir, "c.ptx", test_coll_ptx());
+	StTensor t = { .name = "x", .rank = 1, .dims = { N }, .nbytes = sizeof x, .data = x };
+	snprintf(t.dtype, sizeof t.dtype, "F32");
+	snprintf(cmd, sizeof cmd, "%s/in.safetensors", dir);
+	cr_assert_eq(st_write(cmd, &t, 1, err, sizeof err), 0, "%s", err);
+	snprintf(cmd, sizeof cmd,
+		"FP8RT_LIBCUDA='%s' FP8RT_NCCL='%s' '%s' %s/c.ptx --inputs %s/in.safetensors -o %s/out.safetensors 2>&1",
+		MOCKCUDA_PATH, MOCKNCCL_PATH, FP8RUN_PATH, dir, dir, dir);
+	cr_assert_eq(sh(cmd, out, sizeof out), 1, "%s\n%s", cmd, out);
+	cr_assert(strstr(out, "runs collectives, and the context has no communicator"), "%s", out);
+	snprintf(cmd, sizeof cmd,
+		"FP8RT_LIBCUDA='%s' FP8RT_NCCL='%s' '%s' %s/c.ptx --ranks 1 --rank 0 --inputs %s/in.safetensors "
+		"-o %s/out.safetensors 2>&1",
+		MOCKCUDA_PATH, MOCKNCCL_PATH, FP8RUN_PATH, dir, dir, dir);
+	cr_assert_eq(sh(cmd, out, sizeof out), 0, "%s\n%s", cmd, out);
+	StFile res;
+	snprintf(cmd, sizeof cmd, "%s/out.safetensors", dir);
+	cr_assert_eq(st_read(cmd, &res, err, sizeof err), 0, "%s", err);
+	const StTensor *g = st_find(&res, "g"), *r = st_find(&res, "r"), *s = st_find(&res, "s");
+	cr_assert(g && r && s, "outputs g, r, s");
+	for (int i = 0; i < N; i++)
+		cr_assert(((const float *)g->data)[i] == 2 * x[i] && ((const float *)r->data)[i] == 2 * x[i] &&
+				((const float *)s->data)[i] == x[i],
+			"[%d]", i);
+	st_free(&res);
+	snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+	cr_assert_eq(system(cmd), 0);
+}
+
 Test(mock, fp8run_end_to_end)
 {
 	static float x[N], zero16[16 * 64], sc = 1;

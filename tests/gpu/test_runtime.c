@@ -104,12 +104,12 @@ Test(api, versions)
 	cr_assert_eq(FP8RT_VERSION, FP8RT_VERSION_MAJOR * 10000 + FP8RT_VERSION_MINOR * 100 + FP8RT_VERSION_PATCH);
 	int lo = -1, hi = -1;
 	fp8rt_plan_versions(&lo, &hi);
-	cr_assert(lo == 1 && hi == 4, "plan versions %d..%d", lo, hi);
+	cr_assert(lo == 1 && hi == 5, "plan versions %d..%d", lo, hi);
 	fp8rt_plan_versions(NULL, NULL);
 	/* the first one it does not read is refused, as docs/plan.md says */
-	char *ptx = test_program_ptx(1, "fp8cc-plan 5");
+	char *ptx = test_program_ptx(1, "fp8cc-plan 6");
 	ASSERT_FAILS(fp8rt_program_check(ptx, strlen(ptx), "v4.ptx"), FP8RT_BAD_PROGRAM, NULL,
-		"plan version 5; this runtime reads versions 1 to 4");
+		"plan version 6; this runtime reads versions 1 to 5");
 	free(ptx);
 }
 
@@ -187,6 +187,10 @@ Test(fp8run, usage_errors_exit_2)
 		{ "p.ptx", "nothing to do" },
 		{ "p.ptx --json --wall", "--wall times runs: give --iters N too" },
 		{ "p.ptx --json --cold", "--cold times runs: give --iters N too" },
+		{ "p.ptx -o o.st --ranks 0", "--ranks wants an integer >= 1, not '0'" },
+		{ "p.ptx -o o.st --ranks 2 --rank 2 --nccl-id id", "--rank 2 wants --ranks above it" },
+		{ "p.ptx -o o.st --rank 1", "--rank 1 wants --ranks above it" },
+		{ "p.ptx -o o.st --ranks 2 --rank 1", "--ranks 2: give --nccl-id FILE" },
 	};
 	char out[4096];
 	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
@@ -206,7 +210,7 @@ Test(fp8run, help_and_version)
 	cr_assert_eq(fp8run("", "-h 2>/dev/null", out, sizeof out), 0, "%s", out);
 	cr_assert(!strncmp(out, "usage: fp8run", 13), "%s", out);
 	cr_assert_eq(fp8run("", "--version", out, sizeof out), 0, "%s", out);
-	snprintf(want, sizeof want, "fp8run %d.%d.%d (libfp8rt %d.%d.%d, plan versions 1..4)\n", FP8RT_VERSION_MAJOR,
+	snprintf(want, sizeof want, "fp8run %d.%d.%d (libfp8rt %d.%d.%d, plan versions 1..5)\n", FP8RT_VERSION_MAJOR,
 		FP8RT_VERSION_MINOR, FP8RT_VERSION_PATCH, FP8RT_VERSION_MAJOR, FP8RT_VERSION_MINOR,
 		FP8RT_VERSION_PATCH);
 	cr_assert_str_eq(out, want);
