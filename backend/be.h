@@ -47,7 +47,8 @@ typedef struct {
 	bool zero; /* scratch: zeroed once; a kernel keeps it as its next run starts from it */
 } PlanBuf;
 
-typedef enum { STEP_LAUNCH, STEP_GEMM, STEP_COPY, STEP_CALL } StepKind; /* CALL: an extern, at its result 0 */
+/* CALL: an extern, at its result 0; COLLECTIVE, WAIT: at their instruction */
+typedef enum { STEP_LAUNCH, STEP_GEMM, STEP_COPY, STEP_CALL, STEP_COLLECTIVE, STEP_WAIT } StepKind;
 
 typedef struct {
 	uint8_t kind;   /* StepKind */

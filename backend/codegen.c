@@ -443,18 +443,19 @@ compute(Cg *c, const Instr *in, LLVMValueRef *co)
 	case OC_COMPARE: return be_binary(c, (Op)in->op, operand(c, a[0], co), operand(c, a[1], co), at);
 	case OC_WHERE:
 		return LLVMBuildSelect(c->b, operand(c, a[0], co), operand(c, a[1], co), operand(c, a[2], co), "");
-	case OC_FULL:    return be_constant(c, in->fval, t);
-	case OC_CLONE:   return operand(c, a[0], co);
-	case OC_SHAPE:   return cg_value(c, a[0], fn->vals[a[0]].rank ? shape_coords(c, in, co) : NULL);
-	case OC_CAT:     return cat(c, in, co);
-	case OC_GATHER:  return gather(c, in, co);
-	case OC_PAD:     return pad(c, in, co);
-	case OC_BITCAST: return LLVMBuildBitCast(c->b, operand(c, a[0], co), be_type(c, t), "");
-	case OC_IOTA:    return iota(c, in, co);
+	case OC_FULL:       return be_constant(c, in->fval, t);
+	case OC_CLONE:      return operand(c, a[0], co);
+	case OC_SHAPE:      return cg_value(c, a[0], fn->vals[a[0]].rank ? shape_coords(c, in, co) : NULL);
+	case OC_CAT:        return cat(c, in, co);
+	case OC_GATHER:     return gather(c, in, co);
+	case OC_PAD:        return pad(c, in, co);
+	case OC_BITCAST:    return LLVMBuildBitCast(c->b, operand(c, a[0], co), be_type(c, t), "");
+	case OC_IOTA:       return iota(c, in, co);
 	case OC_REDUCE:
 	case OC_GEMM:
 	case OC_EXTERN:
-	case OC_AUX:     break;
+	case OC_AUX:
+	case OC_COLLECTIVE: break;
 	}
 	die("%s cannot be computed in a kernel here", ir_ops[in->op].name);
 }

@@ -14,7 +14,11 @@
  * bytes) moves no data: it gets no launch, and its result is its source's
  * bytes — where the source lives, or, when the result is returned or saved
  * and its source is neither, the source is written straight there (a
- * GEMM's output returned reshaped). */
+ * GEMM's output returned reshaped).
+ *
+ * A collective runs on a stream of its own from its step to its wait's: its
+ * operand lives until the wait, and it writes where its wait's result lives
+ * (the wait moves no data), a buffer taken from the collective's step on. */
 #include <string.h>
 
 #include "be.h"
@@ -94,7 +98,16 @@ lifetimes(Func *fn, Plan *p, const uint32_t *view, uint32_t *def, uint32_t *last
 			add_step(fn, p, (Step){ .kind = STEP_GEMM, .index = i });
 		else if (in->op == OP_EXTERN && ir_attr(fn, in)[0] == 0) /* one step for all its results */
 			add_step(fn, p, (Step){ .kind = STEP_CALL, .index = i });
+		else if (ir_ops[in->op].cls == OC_COLLECTIVE)
+			add_step(fn, p, (Step){ .kind = in->op == OP_WAIT ? STEP_WAIT : STEP_COLLECTIVE, .index = i });
 		def[in->res] = p->nsteps - 1;
+		if (in->op == OP_WAIT) { /* the collective's operand is read until now */
+			uint32_t c = ir_args(fn, in)[0], x = ir_args(fn, ir_def(fn, c))[0];
+
+			def[in->res] = def[c];
+			if (last[x] == IR_NONE || last[x] < p->nsteps - 1)
+				last[x] = p->nsteps - 1;
+		}
 		if (in->kernel >= 0)
 			continue;
 		for (uint32_t j = 0; j < in->nargs; j++)
@@ -107,6 +120,13 @@ lifetimes(Func *fn, Plan *p, const uint32_t *view, uint32_t *def, uint32_t *last
 			if (last[v] == IR_NONE || last[v] < def[fn->ins[fn->kernels[k].first].res])
 				last[v] = def[fn->ins[fn->kernels[k].first].res];
 		}
+	/* a collective's buffer, as long as its wait's result is read */
+	for (uint32_t i = 0; i < fn->nins; i++) {
+		uint32_t w = fn->ins[i].res, c = fn->ins[i].nargs ? ir_args(fn, &fn->ins[i])[0] : IR_NONE;
+
+		if (fn->ins[i].op == OP_WAIT && last[w] != IR_NONE && (last[c] == IR_NONE || last[c] < last[w]))
+			last[c] = last[w];
+	}
 	/* a source lives as long as its views are read (last first: a view's
 	 * own source may be a view) */
 	for (uint32_t k = fn->nkernels; k-- > 0;) {
@@ -176,6 +196,11 @@ place(Func *fn, Plan *p, const uint32_t *view, const uint32_t *def, const uint32
 				p->loc[v] = p->loc[view[fn->ins[i].kernel]];
 			continue;
 		}
+		if (fn->ins[i].op == OP_WAIT) { /* where its collective wrote */
+			if (p->loc[v].kind == LOC_NONE)
+				p->loc[v] = p->loc[ir_args(fn, &fn->ins[i])[0]];
+			continue;
+		}
 		if (p->loc[v].kind != LOC_NONE || !materialized(fn, kout, v))
 			continue;
 		n = 0;
@@ -225,11 +250,18 @@ pass_memplan(Func *fn)
 					.src = p->loc[v],
 					.bytes = ir_numel(fn, v) * dt_size((DType)fn->vals[v].dtype) });
 	}
-	/* a returned view's source is written where the view is returned */
+	/* a returned view's source is written where the view is returned, and
+	 * a returned wait's collective */
 	for (uint32_t k = 0; k < fn->nkernels; k++) {
 		uint32_t x = view[k], y = fn->ins[fn->kernels[k].first].res;
 
 		if (x != IR_NONE && p->loc[y].kind != LOC_NONE && p->loc[x].kind == LOC_NONE)
+			p->loc[x] = p->loc[y];
+	}
+	for (uint32_t i = 0; i < fn->nins; i++) {
+		uint32_t y = fn->ins[i].res, x = fn->ins[i].nargs ? ir_args(fn, &fn->ins[i])[0] : IR_NONE;
+
+		if (fn->ins[i].op == OP_WAIT && p->loc[y].kind != LOC_NONE && p->loc[x].kind == LOC_NONE)
 			p->loc[x] = p->loc[y];
 	}
 	place(fn, p, view, def, last);

@@ -180,6 +180,27 @@ print_call(FILE *f, Func *fn, const Plan *p, const Instr *in, const char *pre)
 	fputc('\n', f);
 }
 
+/* a collective: collective KIND in=R out=R count=N dtype=T [op=OP] ranks=N
+ * id=N, count the elements the op's NCCL call takes (all-gather: each
+ * rank's; reduce-scatter: the result's), id its wait's; wait id=N */
+static void
+print_collective(FILE *f, Func *fn, const Plan *p, const Instr *in, uint32_t id, const char *pre)
+{
+	static const char *const red[RED_COUNT] = { "sum", "avg", "prod", "min", "max" };
+	const uint32_t *a = ir_args(fn, in);
+	const int64_t *at = ir_attr(fn, in);
+
+	fprintf(f, "%scollective %s in=", pre, ir_ops[in->op].name);
+	print_ref(f, p, a[0]);
+	fputs(" out=", f);
+	print_ref(f, p, in->res);
+	fprintf(f, " count=%lld dtype=%s", (long long)ir_numel(fn, in->op == OP_ALL_GATHER ? a[0] : in->res),
+		ir_dtypes[fn->vals[in->res].dtype].name);
+	if (in->op != OP_ALL_GATHER)
+		fprintf(f, " op=%s", red[at[0]]);
+	fprintf(f, " ranks=%lld id=%u\n", (long long)at[in->op == OP_ALL_GATHER ? 0 : 1], id);
+}
+
 static void
 print_buffer(FILE *f, Func *fn, const PlanBuf *b, uint32_t i, const char *pre)
 {
@@ -220,14 +241,18 @@ be_print_plan_head(FILE *f, const Program *prog, Launch *const *l, const char *g
 }
 
 /* 1 for a program that needs nothing past version 1: one function, no state,
- * no GEMM but torch._scaled_mm's with tensor-wise scales, no extern; 4 for
- * one with a launch of at most so many blocks an SM; 3 for one with
- * row-wise or block-wise scales; else 2 */
+ * no GEMM but torch._scaled_mm's with tensor-wise scales, no extern; 5 for
+ * one with collectives; 4 for one with a launch of at most so many blocks
+ * an SM; 3 for one with row-wise or block-wise scales; else 2 */
 int
 be_plan_version(const Program *prog, Launch *const *l)
 {
 	int v = prog->nfns > 1 || prog->nslots > 0 ? 2 : 1;
 
+	for (uint32_t fi = 0; fi < prog->nfns; fi++)
+		for (uint32_t i = 0; i < prog->fns[fi]->nins; i++)
+			if (ir_ops[prog->fns[fi]->ins[i].op].cls == OC_COLLECTIVE)
+				return 5;
 	for (uint32_t fi = 0; fi < prog->nfns; fi++) {
 		Func *fn = prog->fns[fi];
 
@@ -268,10 +293,17 @@ be_print_plan(FILE *f, Func *fn, Plan *p, const Launch *l, int version, const ch
 	fprintf(f, "%sworkspace %lld\n", pre, (long long)p->workspace);
 	for (uint32_t i = 0; i < p->nbufs; i++)
 		print_buffer(f, fn, &p->bufs[i], i, pre);
+	uint32_t *id = arena_alloc(fn->arena, (fn->nvals + 1) * sizeof *id), ncoll = 0;
+
 	for (uint32_t s = 0; s < p->nsteps; s++) {
 		const Step *st = &p->steps[s];
 
-		if (st->kind == STEP_LAUNCH) {
+		if (st->kind == STEP_COLLECTIVE) {
+			id[fn->ins[st->index].res] = ncoll;
+			print_collective(f, fn, p, &fn->ins[st->index], ncoll++, pre);
+		} else if (st->kind == STEP_WAIT) {
+			fprintf(f, "%swait id=%u\n", pre, id[ir_args(fn, &fn->ins[st->index])[0]]);
+		} else if (st->kind == STEP_LAUNCH) {
 			print_launch(f, fn, p, st->index, l ? &l[st->index] : NULL, pre);
 		} else if (st->kind == STEP_GEMM && fn->ins[st->index].op == OP_MATMUL) {
 			print_matmul(f, fn, p, &fn->ins[st->index], pre);

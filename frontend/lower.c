@@ -609,6 +609,19 @@ dict_get(const Expr *d, const char *key)
 	return NULL;
 }
 
+/* a collective's result is read through its wait, returned or saved too */
+static void
+check_landed(Reader *r, const Expr *e, uint32_t v)
+{
+	const Instr *d = ir_def(r->fn, v);
+
+	if (d && ir_ops[d->op].cls == OC_COLLECTIVE && d->op != OP_WAIT)
+		tr_errat(r, e->line, e->col,
+			"'%s' is a collective's result still in flight: only its wait "
+			"(torch_wait_prim_impl) may be returned or saved",
+			e->s);
+}
+
 static void
 add_output(Reader *r, uint32_t v, const char *name, bool primary)
 {
@@ -629,6 +642,8 @@ outputs(Reader *r, const Expr *e, bool primary)
 	switch (e->kind) {
 	case E_NAME:
 		s = tr_lookup(r, e);
+		if (s->kind == SYM_VAL)
+			check_landed(r, e, s->val);
 		if (s->kind == SYM_VAL)
 			add_output(r, s->val, e->s, primary);
 		for (uint32_t i = 0; s->kind == SYM_OBJ && i < s->nobjv; i++)
@@ -700,6 +715,7 @@ saved_obj(Reader *r, const Expr *e)
 			return new_py(r, PY_ERR);
 		s = tr_lookup(r, e);
 		if (s->kind == SYM_VAL) {
+			check_landed(r, e, s->val);
 			o = new_py(r, PY_TENSOR);
 			o->val = s->val;
 			o->name = e->s;

@@ -666,13 +666,14 @@ lower_prim(Reader *r, const Expr *c, Op op)
 		default:           break;
 		}
 		break;
-	case OC_GATHER:  return prim_gather(r, c, op);
-	case OC_IOTA:    return prim_iota(r, c);
-	case OC_PAD:     return prim_pad(r, c);
-	case OC_BITCAST: return prim_bitcast(r, c);
+	case OC_GATHER:     return prim_gather(r, c, op);
+	case OC_IOTA:       return prim_iota(r, c);
+	case OC_PAD:        return prim_pad(r, c);
+	case OC_BITCAST:    return prim_bitcast(r, c);
 	case OC_GEMM:
 	case OC_EXTERN:
-	case OC_AUX:     /* no prims spelling */ break;
+	case OC_AUX:
+	case OC_COLLECTIVE: /* no prims spelling */ break;
 	}
 	unreachable();
 }
@@ -929,6 +930,128 @@ lower_shallow(Reader *r, const Expr *c, Op op)
 	return tr_tensor(r, a[0]);
 }
 
+/* ---- collectives: Thunder's FSDP and DDP (docs/design.md, "Collectives") ---- */
+
+/* the reduction a collective's op argument names: DistributedReduceOps.SUM
+ * and its kin by name; the name Thunder prints for the enum object
+ * (_DistributedReduceOps_0: a counter, not the value) as SUM, the one its
+ * DDP and FSDP transforms pass, which a note says once */
+static int64_t
+reduce_op(Reader *r, const Expr *e)
+{
+	static const char *const names[RED_COUNT] = { "SUM", "AVG", "PRODUCT", "MIN", "MAX" };
+	const char *s = e->kind == E_NAME ? e->s : "", *dot = strrchr(s, '.');
+
+	if (strstr(s, "DistributedReduceOps") && dot) {
+		for (int i = 0; i < RED_COUNT; i++)
+			if (!strcmp(dot + 1, names[i]))
+				return i;
+	} else if (strstr(s, "DistributedReduceOps")) {
+		if (!r->redop_noted)
+			tr_note(r, e->line, e->col,
+				"%s: the trace names the reduction '%s', not its value; fp8cc takes SUM, "
+				"what Thunder's DDP and FSDP pass",
+				r->callee, s);
+		r->redop_noted = true;
+		return RED_SUM;
+	}
+	tr_errat(r, e->line, e->col, "%s: the reduction must be DistributedReduceOps.SUM, AVG, PRODUCT, MIN or MAX",
+		r->callee);
+}
+
+/* the result type of a collective that changes the shape, from the
+ * statement's type comment (it says how many ranks there are); a's shape
+ * with dim (None: 0) times ranks (gather) or divided by them (scatter) */
+static int64_t
+collective_type(Reader *r, uint32_t x, const Expr *dim, bool gather, Type *t)
+{
+	Type ax;
+	uint32_t dtcol, shcol;
+	int64_t d = 0, n = ir_numel(r->fn, x), m, ranks;
+	char b1[64], b2[64];
+
+	if (!r->cur->ty.present)
+		tr_errat(r, r->cur->line, r->ccol,
+			"%s: the result's type comment says how many ranks there are; this call has none", r->callee);
+	tr_parse_type(r, r->cur->line, &r->cur->ty, t, &dtcol, &shcol);
+	tr_vtype(r->fn, x, &ax);
+	if (ax.rank == 0)
+		tr_errat(r, r->cur->line, r->ccol, "%s: the operand must have a dimension", r->callee);
+	if (!tr_isnone(dim))
+		d = tr_norm_dim(r, dim, tr_int_arg(r, dim, "dim"), ax.rank);
+	m = 1;
+	for (int i = 0; i < t->rank; i++)
+		m *= t->d[i];
+	ranks = gather ? (n ? m / n : 0) : (m ? n / m : 0);
+	Type want = ax;
+	if (ranks >= 1)
+		want.d[d] = gather ? ax.d[d] * ranks : ax.d[d] / ranks;
+	if (ranks < 1 || (gather ? m != n * ranks : n != m * ranks) || !tr_same_shape(&want, t) || t->dt != ax.dt)
+		tr_errat(r, r->cur->line, shcol, "%s: %s over ranks along dim %lld cannot give %s", r->callee,
+			tr_tystr(&ax, b1, sizeof b1), (long long)d, tr_tystr(t, b2, sizeof b2));
+	return ranks;
+}
+
+/* torch_all_gather_prim_impl(a, group, do_async, dim=None), prims.all_gather */
+static uint32_t
+lower_all_gather(Reader *r, const Expr *c, Op op)
+{
+	static const Param ps[] = { { "a", false }, { "group", false }, { "do_async", true }, { "dim", true } };
+	const Expr *a[4];
+	uint32_t x;
+	int64_t ranks;
+	Type t;
+
+	(void)op;
+	tr_bind(r, c, ps, 4, a);
+	x = tr_tensor(r, a[0]);
+	ranks = collective_type(r, x, a[3], true, &t);
+	return tr_emit(r, OP_ALL_GATHER, &x, 1, &ranks, 1, &t);
+}
+
+/* torch_reduce_scatter_prim_impl(a, op, group, do_async, dim=None),
+ * prims.reduce_scatter; torch_all_reduce_prim_impl(a, op, group, do_async,
+ * skip_clone=False), prims.all_reduce: over however many ranks the
+ * communicator has */
+static uint32_t
+lower_reduction(Reader *r, const Expr *c, Op op)
+{
+	static const Param ps[] = { { "a", false }, { "op", false }, { "group", false }, { "do_async", true },
+		{ "dim|skip_clone", true } };
+	const Expr *a[5];
+	uint32_t x;
+	int64_t at[2] = { 0, 0 };
+	Type t;
+
+	tr_bind(r, c, ps, 5, a);
+	x = tr_tensor(r, a[0]);
+	at[0] = reduce_op(r, a[1]);
+	if (op == OP_REDUCE_SCATTER)
+		at[1] = collective_type(r, x, a[4], false, &t);
+	else
+		tr_vtype(r->fn, x, &t);
+	return tr_emit(r, op, &x, 1, at, 2, &t);
+}
+
+/* torch_wait_prim_impl(a), prims.wait: a collective's result */
+static uint32_t
+lower_wait(Reader *r, const Expr *c, Op op)
+{
+	const Expr *a[1];
+	const Instr *d;
+	uint32_t x;
+	Type t;
+
+	(void)op;
+	tr_bind(r, c, P_A, 1, a);
+	x = tr_tensor(r, a[0]);
+	d = ir_def(r->fn, x);
+	if (!d || d->op == OP_WAIT || ir_ops[d->op].cls != OC_COLLECTIVE)
+		tr_errat(r, a[0]->line, a[0]->col, "%s: '%s' is not a collective's result", r->callee, a[0]->s);
+	tr_vtype(r->fn, x, &t);
+	return tr_emit(r, OP_WAIT, &x, 1, NULL, 0, &t);
+}
+
 static const struct {
 	const char *name;
 	Lower fn;
@@ -963,6 +1086,14 @@ static const struct {
 	{ "shallow_copy", lower_shallow, OP_COUNT },
 	{ "offload_to_cpu", lower_offload, OP_COUNT },
 	{ "load_to_gpu", lower_offload, OP_COUNT },
+	{ "torch_all_gather_prim_impl", lower_all_gather, OP_COUNT },
+	{ "prims.all_gather", lower_all_gather, OP_COUNT },
+	{ "torch_reduce_scatter_prim_impl", lower_reduction, OP_REDUCE_SCATTER },
+	{ "prims.reduce_scatter", lower_reduction, OP_REDUCE_SCATTER },
+	{ "torch_all_reduce_prim_impl", lower_reduction, OP_ALL_REDUCE },
+	{ "prims.all_reduce", lower_reduction, OP_ALL_REDUCE },
+	{ "torch_wait_prim_impl", lower_wait, OP_COUNT },
+	{ "prims.wait", lower_wait, OP_COUNT },
 };
 
 /* the lowering of a callee, NULL if the reader does not know it */
@@ -990,7 +1121,8 @@ enum { U_GEMM, U_RANDOM, U_COLLECTIVE, U_CONV };
 static const char *const why[] = {
 	[U_GEMM] = "'%s' (a grouped GEMM) is not supported yet",
 	[U_RANDOM] = "'%s' draws random numbers: fp8cc cannot reproduce torch's generator, so it is not supported",
-	[U_COLLECTIVE] = "'%s' is a collective: multi-GPU programs are not supported yet",
+	[U_COLLECTIVE] =
+		"'%s' is a collective fp8cc does not run (it runs all-gather, reduce-scatter, all-reduce and their waits)",
 	[U_CONV] = "'%s' (a convolution) is not supported",
 };
 
@@ -1011,16 +1143,10 @@ static const struct {
 	{ "torch.randint", U_RANDOM },
 	{ "torch.nn.functional.dropout", U_RANDOM },
 	{ "ltorch.dropout", U_RANDOM },
-	{ "torch_all_gather_prim_impl", U_COLLECTIVE },
-	{ "torch_reduce_scatter_prim_impl", U_COLLECTIVE },
-	{ "torch_all_reduce_prim_impl", U_COLLECTIVE },
-	{ "torch_wait_prim_impl", U_COLLECTIVE },
-	{ "prims.all_gather", U_COLLECTIVE },
-	{ "prims.reduce_scatter", U_COLLECTIVE },
-	{ "prims.all_reduce", U_COLLECTIVE },
-	{ "prims.wait", U_COLLECTIVE },
 	{ "prims.synchronize", U_COLLECTIVE },
 	{ "prims.broadcast", U_COLLECTIVE },
+	{ "torch_broadcast_prim_impl", U_COLLECTIVE },
+	{ "torch_synchronize_prim_impl", U_COLLECTIVE },
 };
 
 /* the message (one %s: the callee) for a callee without subsymbols that

@@ -183,6 +183,7 @@ typedef struct {
 	bool quiet; /* errors unwind but are not said (a second look at a bad line) */
 	bool cpu_noted;
 	bool offload_noted; /* offload_to_cpu / load_to_gpu said they stay on the GPU */
+	bool redop_noted;   /* a reduction named by its printed object taken as SUM */
 	FeLink *link;       /* the program this trace is part of, or NULL */
 	Func *fn;
 

@@ -97,5 +97,6 @@ op_gemm(Op op)
 bool
 op_step(Op op)
 {
-	return ir_ops[op].cls == OC_GEMM || ir_ops[op].cls == OC_EXTERN || ir_ops[op].cls == OC_AUX;
+	return ir_ops[op].cls == OC_GEMM || ir_ops[op].cls == OC_EXTERN || ir_ops[op].cls == OC_AUX ||
+		ir_ops[op].cls == OC_COLLECTIVE;
 }

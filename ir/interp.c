@@ -771,7 +771,17 @@ eval(Func *fn, const Instr *in, Tensor **vals, char *err, size_t errlen)
 	case OC_PAD:     eval_pad(fn, in, r, x, vals[a[1]]); return true;
 	case OC_BITCAST: memcpy(r->data, x->data, tensor_bytes(r)); return true;
 	case OC_IOTA:    eval_iota(fn, in, r); return true;
-	default:         break;
+	case OC_COLLECTIVE:
+		/* the interpreter is one rank: over one (or any number, all_reduce's
+		 * 0), every collective gives its operand; a wait its collective's */
+		if (in->op != OP_WAIT && ir_attr(fn, in)[in->op == OP_ALL_GATHER ? 0 : 1] > 1) {
+			snprintf(err, errlen, "%s over %lld ranks: the interpreter runs one rank", ir_ops[in->op].name,
+				(long long)ir_attr(fn, in)[in->op == OP_ALL_GATHER ? 0 : 1]);
+			return false;
+		}
+		memcpy(r->data, x->data, tensor_bytes(r));
+		return true;
+	default: break;
 	}
 	eval_op(fn, in, vals, r, x, n);
 	return true;

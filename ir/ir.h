@@ -105,7 +105,8 @@ typedef enum {
 	OC_BITCAST,
 	OC_IOTA,
 	OC_EXTERN,
-	OC_AUX /* a second result of the GEMM step right before it */
+	OC_AUX,       /* a second result of the GEMM step right before it */
+	OC_COLLECTIVE /* a collective over the ranks, or its wait */
 } OpClass;
 typedef enum { TC_FLOAT, TC_NUM, TC_INT, TC_ANY, TC_BOOL } TypeClass;
 
@@ -129,7 +130,8 @@ extern const OpInfo ir_ops[OP_COUNT];
 int op_lookup(const char *s, size_t n); /* by IR name; -1 if none */
 bool op_elementwise(Op op);             /* convert, unary, binary, compare, where */
 bool op_gemm(Op op);                    /* a GEMM */
-bool op_step(Op op);                    /* a GEMM, an extern or a GEMM's second result: in no kernel */
+bool op_step(Op op);                    /* a GEMM, an extern, a GEMM's second result or a collective: in no kernel */
+enum { RED_SUM, RED_AVG, RED_PROD, RED_MIN, RED_MAX, RED_COUNT }; /* a collective's reduction (attr 0) */
 
 /* ---- func.c: SSA functions and the builder ---- */
 

@@ -478,6 +478,84 @@ check_extern(Check *c, const Instr *in)
 	return true;
 }
 
+/* a collective: its operand's dtype, row-major both, the numels its
+ * ranks say, in no kernel; a wait: a collective's result, of its type */
+static bool
+check_collective(Check *c, const uint32_t *a)
+{
+	Func *fn = c->fn;
+	const Instr *in = c->in;
+	const int64_t *at = ir_attr(fn, in);
+	int64_t n = ir_numel(fn, a[0]), m = ir_numel(fn, in->res), ranks;
+	int want = in->op == OP_ALL_GATHER ? 1 : in->op == OP_WAIT ? 0 : 2;
+	char b1[64];
+
+	if (in->kernel >= 0)
+		return fail(c, "is in a kernel: a collective is a step of its own");
+	if (fn->vals[a[0]].dtype != fn->vals[in->res].dtype)
+		return fail(c, "result dtype must be %s", ir_dtypes[fn->vals[a[0]].dtype].name);
+	if (!class_ok(ir_ops[in->op].tc, (DType)fn->vals[in->res].dtype, OC_COLLECTIVE))
+		return fail(c, "cannot reduce %s", ir_dtypes[fn->vals[in->res].dtype].name);
+	if (fn->vals[a[0]].layout != IR_NONE || fn->vals[in->res].layout != IR_NONE)
+		return fail(c, "takes and gives row-major tensors");
+	if ((int)in->nattr != want)
+		return fail(c, want == 0 ? "takes no attributes" : want == 1 ? "takes [ranks]" : "takes [op, ranks]");
+	if (in->op == OP_WAIT) {
+		const Instr *d = ir_def(fn, a[0]);
+		if (!d || d->op == OP_WAIT || ir_ops[d->op].cls != OC_COLLECTIVE)
+			return fail(c, "the operand must be a collective's result");
+		return ir_same_shape(fn, a[0], in->res) || fail(c, "result must be %s", tystr(fn, a[0], b1, sizeof b1));
+	}
+	ranks = at[want - 1];
+	if (want == 2 && (at[0] < 0 || at[0] >= RED_COUNT))
+		return fail(c, "op %lld is none of 0 sum, 1 avg, 2 prod, 3 min, 4 max", (long long)at[0]);
+	if (ranks < (in->op == OP_ALL_REDUCE ? 0 : 1) || ranks > 1 << 20)
+		return fail(c, "%lld ranks", (long long)ranks);
+	if (in->op == OP_ALL_GATHER && m != n * ranks)
+		return fail(c, "gathers %lld elements from each of %lld ranks: the result must have %lld, not %lld",
+			(long long)n, (long long)ranks, (long long)(n * ranks), (long long)m);
+	if (in->op == OP_REDUCE_SCATTER && n != m * ranks)
+		return fail(c, "scatters %lld elements over %lld ranks: the result must have %lld, not %lld",
+			(long long)n, (long long)ranks, (long long)(ranks ? n / ranks : 0), (long long)m);
+	if (in->op == OP_ALL_REDUCE && !ir_same_shape(fn, a[0], in->res))
+		return fail(c, "result must be %s", tystr(fn, a[0], b1, sizeof b1));
+	return true;
+}
+
+/* a collective's result is read by waits alone, and never returned: it is
+ * in flight until its wait */
+static bool
+check_waits(Func *fn, char *err, size_t errlen, uint32_t *pos)
+{
+	char nb[16], nb2[16];
+
+	for (uint32_t i = 0; i < fn->nins; i++) {
+		const Instr *in = &fn->ins[i];
+
+		for (uint32_t j = 0; j < in->nargs; j++) {
+			const Instr *d = ir_def(fn, ir_args(fn, in)[j]);
+
+			if (d && ir_ops[d->op].cls == OC_COLLECTIVE && d->op != OP_WAIT && in->op != OP_WAIT) {
+				snprintf(err, errlen, "%%%s = %s: reads the collective %%%s before its wait",
+					ir_name(fn, in->res, nb), ir_ops[in->op].name, ir_name(fn, d->res, nb2));
+				if (pos)
+					*pos = i;
+				return false;
+			}
+		}
+	}
+	for (uint32_t i = 0; i < fn->nrets; i++) {
+		const Instr *d = ir_def(fn, fn->rets[i]);
+
+		if (d && ir_ops[d->op].cls == OC_COLLECTIVE && d->op != OP_WAIT) {
+			snprintf(err, errlen, "return %u: the collective %%%s is returned before its wait", i,
+				ir_name(fn, d->res, nb));
+			return false;
+		}
+	}
+	return true;
+}
+
 /* a gelu_aux matmul and its matmul_aux: one right after the other */
 static bool
 check_aux_pairs(Func *fn, char *err, size_t errlen, uint32_t *pos)
@@ -559,7 +637,7 @@ ir_check_instr(Func *fn, const Instr *in, char *err, size_t errlen)
 		return fail(&c, "shape has too many elements");
 	if (oi->cls != OC_REDUCE && oi->cls != OC_SHAPE && oi->cls != OC_CAT && oi->cls != OC_GEMM &&
 		oi->cls != OC_FULL && oi->cls != OC_GATHER && oi->cls != OC_PAD && oi->cls != OC_IOTA &&
-		oi->cls != OC_EXTERN && in->nattr != 0)
+		oi->cls != OC_EXTERN && oi->cls != OC_COLLECTIVE && in->nattr != 0)
 		return fail(&c, "takes no attributes");
 	switch (oi->cls) {
 	case OC_UNARY:
@@ -597,12 +675,13 @@ ir_check_instr(Func *fn, const Instr *in, char *err, size_t errlen)
 		if (in->op == OP_MATMUL)
 			return check_matmul(&c, a);
 		return in->nattr == 0 ? check_gemm(&c, a) : fail(&c, "takes no attributes");
-	case OC_GATHER:  return check_gather(&c, a);
-	case OC_PAD:     return check_pad(&c, a);
-	case OC_BITCAST: return check_bitcast(&c, a);
-	case OC_IOTA:    return check_iota(&c);
-	case OC_EXTERN:  return check_extern(&c, in);
-	case OC_AUX:     return check_aux(&c, a);
+	case OC_GATHER:     return check_gather(&c, a);
+	case OC_PAD:        return check_pad(&c, a);
+	case OC_BITCAST:    return check_bitcast(&c, a);
+	case OC_IOTA:       return check_iota(&c);
+	case OC_EXTERN:     return check_extern(&c, in);
+	case OC_AUX:        return check_aux(&c, a);
+	case OC_COLLECTIVE: return check_collective(&c, a);
 	}
 	unreachable();
 }
@@ -732,5 +811,5 @@ ir_verify(Func *fn, char *err, size_t errlen, uint32_t *pos)
 			return false;
 		}
 	return check_calls(fn, err, errlen, pos) && check_aux_pairs(fn, err, errlen, pos) &&
-		check_kernels(fn, err, errlen);
+		check_waits(fn, err, errlen, pos) && check_kernels(fn, err, errlen);
 }

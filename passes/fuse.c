@@ -54,15 +54,22 @@ depths(Func *fn)
 	 * recomputed there from its smaller operand instead of written out
 	 * whole by an earlier kernel and read back) */
 	bool *placed = arena_alloc(fn->arena, fn->nvals + 1), *returned = arena_alloc(fn->arena, fn->nvals + 1);
-	uint32_t *sink = arena_alloc(fn->arena, (fn->nvals + 1) * sizeof *sink);
+	uint32_t *sink = arena_alloc(fn->arena, (fn->nvals + 1) * sizeof *sink), last = 0;
 
 	for (uint32_t i = 0; i < fn->nrets; i++)
 		returned[fn->rets[i]] = true;
+	for (uint32_t i = 0; i < fn->nins; i++)
+		if (dep[fn->ins[i].res] > last)
+			last = dep[fn->ins[i].res];
+	/* and a wait as late as its first reader lets it (the collective runs
+	 * beside the steps before it): that reader's depth, or the last */
 	for (uint32_t i = fn->nins; i-- > 0;) {
 		const Instr *in = &fn->ins[i];
 
 		if (in->op == OP_BROADCAST && !returned[in->res] && sink[in->res] > dep[in->res] + 1)
 			dep[in->res] = sink[in->res] - 1;
+		if (in->op == OP_WAIT)
+			dep[in->res] = sink[in->res] ? sink[in->res] - 1 : last > dep[in->res] ? last : dep[in->res];
 		for (uint32_t j = 0; j < in->nargs; j++) {
 			uint32_t a = ir_args(fn, in)[j];
 			uint32_t want = op_step((Op)in->op) ? dep[in->res] - 1 : dep[in->res];
@@ -74,6 +81,8 @@ depths(Func *fn)
 			}
 			if (def && def->op == OP_BROADCAST && (!sink[a] || want + 1 < sink[a]))
 				sink[a] = want + 1; /* + 1: 0 is "no user yet" */
+			if (def && def->op == OP_WAIT && (!sink[a] || dep[in->res] + 1 < sink[a]))
+				sink[a] = dep[in->res] + 1;
 		}
 	}
 	return dep;

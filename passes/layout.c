@@ -341,7 +341,7 @@ pass_layouts(Func *fn)
 			legal_gemm(fn, d, in, map, only_b, copy_a, copy_b);
 		else if (in->op == OP_MATMUL)
 			legal_matmul(fn, d, in, map, copy_a);
-		else if (in->op == OP_EXTERN)
+		else if (in->op == OP_EXTERN || ir_ops[in->op].cls == OC_COLLECTIVE)
 			legal_extern(fn, d, in, map, copy_a);
 		else if (in->op == OP_MATMUL_AUX) /* row-major, as its matmul's result */
 			d->vals[ir_copy_instr(d, fn, in, map)].layout = IR_NONE;

@@ -153,7 +153,7 @@ not_lowered(Func *fn, const Instr *in)
 		return in->kernel < 0 ? "is in no kernel (the fuse pass makes them)" : NULL;
 	if (in->kernel >= 0)
 		return "is inside a kernel (it is a step of its own)";
-	if (in->op == OP_EXTERN) {
+	if (in->op == OP_EXTERN || ir_ops[in->op].cls == OC_COLLECTIVE) {
 		for (uint32_t j = 0; j < in->nargs; j++)
 			if (!ir_is_rowmajor(fn, a[j]))
 				return "has an operand that is not row-major (the layouts pass makes them so)";

@@ -38,14 +38,21 @@ pin() {
 			echo '# RUN: (grep -c "^// launch" %t.ptx || true) | FileCheck --check-prefix=LAUNCHES %s'
 			echo '# RUN: (grep -c "^// gemm" %t.ptx || true) | FileCheck --check-prefix=GEMMS %s'
 			echo '# RUN: (grep -c "^// call" %t.ptx || true) | FileCheck --check-prefix=CALLS %s'
-			local k g x
+			local k g x c
 			k=$(grep -c '^// launch' "$tmp/p.ptx" || true)
 			g=$(grep -c '^// gemm' "$tmp/p.ptx" || true)
 			x=$(grep -c '^// call' "$tmp/p.ptx" || true)
-			echo "# It compiles: $k kernel launch(es), $g GEMM(s) and $x extern call(s)."
+			c=$(grep -c '^// collective' "$tmp/p.ptx" || true)
+			if [ "$c" != 0 ]; then echo '# RUN: grep -c "^// collective" %t.ptx | FileCheck --check-prefix=COLLECTIVES %s'; fi
+			if [ "$c" != 0 ]; then
+				echo "# It compiles: $k kernel launch(es), $g GEMM(s), $x extern call(s) and $c collective(s)."
+			else
+				echo "# It compiles: $k kernel launch(es), $g GEMM(s) and $x extern call(s)."
+			fi
 			echo "# LAUNCHES: {{^}}$k{{\$}}"
 			echo "# GEMMS: {{^}}$g{{\$}}"
 			echo "# CALLS: {{^}}$x{{\$}}"
+			if [ "$c" != 0 ]; then echo "# COLLECTIVES: {{^}}$c{{\$}}"; fi
 		else
 			echo "# RUN: not %fp8cc$files$sigopt -o %t.ptx 2>&1 | FileCheck --implicit-check-not=error: %s"
 			echo "# It is rejected with errors that name exactly what fp8cc lacks:"

@@ -28,10 +28,11 @@ row() {   # LABEL FILES...
 		k=$(grep -c '^// launch' "$tmp/p.ptx")
 		g=$(grep -c '^// gemm' "$tmp/p.ptx")
 		x=$(grep '^// call' "$tmp/p.ptx" | awk '{print $3}' | sort -u | tr '\n' ' ' | sed 's/ $//')
-		echo "| $label | compiles${sig:+ (with its signature)}: $k kernel launch(es), $g GEMM(s)${x:+, extern calls of $x} | - |"
+		c=$(grep '^// collective' "$tmp/p.ptx" | awk '{print $3}' | sort | uniq -c | awk '{print $1 " " $2}' | paste -sd ',' | sed 's/,/, /g')
+		echo "| $label | compiles${sig:+ (with its signature)}: $k kernel launch(es), $g GEMM(s)${x:+, extern calls of $x}${c:+, collectives: $c} | - |"
 	else
 		local what
-		what=$(grep -o "error: .*" "$tmp/err" | sed -E "s/^error: //; s/ \(([0-9]+) uses.*/ (\1 uses)/; s/^unknown callee '([^']*)' has no subsymbols.*/\`\1\`: no subsymbols/; s/^'([^']*)' is a collective.*/\`\1\`: collective/; s/^'([^']*)' has no type.*/\`\1\`: no type/; s/^'([^']*)' has no subsymbols, and its results? ha(s|ve) no type comment.*/\`\1\`: an extern with untyped results/" | paste -sd ';' | sed 's/;/; /g')
+		what=$(grep -o "error: .*" "$tmp/err" | sed -E "s/^error: //; s/ \(([0-9]+) uses.*/ (\1 uses)/; s/^unknown callee '([^']*)' has no subsymbols.*/\`\1\`: no subsymbols/; s/^'([^']*)' is a collective's result still in flight.*/\`\1\`: returned before its wait/; s/^'([^']*)' is a collective.*/\`\1\`: collective/; s/^'([^']*)' has no type.*/\`\1\`: no type/; s/^'([^']*)' has no subsymbols, and its results? ha(s|ve) no type comment.*/\`\1\`: an extern with untyped results/" | paste -sd ';' | sed 's/;/; /g')
 		echo "| $label | errors | $what |"
 	fi
 }

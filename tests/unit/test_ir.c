@@ -374,6 +374,18 @@ build_all_ops(Arena *a, bool kernels)
 			ir_extern(fn, &one, NULL, 0, dts + 1, ranks + 1, (const int64_t (*)[IR_MAXRANK])dims + 1);
 			break;
 		}
+		case OC_COLLECTIVE: /* each, and its wait */
+			if (op == OP_ALL_GATHER) {
+				v = ir_instr(fn, op, ARGS(x), ATTR(2), DT_F32, SH(4, 3));
+				ir_instr(fn, OP_WAIT, ARGS(v), NOATTR, DT_F32, SH(4, 3));
+			} else if (op == OP_ALL_REDUCE) {
+				v = ir_instr(fn, op, ARGS(x), ATTR(RED_AVG, 0), DT_F32, SH(2, 3));
+				ir_instr(fn, OP_WAIT, ARGS(v), NOATTR, DT_F32, SH(2, 3));
+			} else if (op == OP_REDUCE_SCATTER) {
+				v = ir_instr(fn, op, ARGS(x), ATTR(RED_SUM, 2), DT_F32, SH(1, 3));
+				ir_instr(fn, OP_WAIT, ARGS(v), NOATTR, DT_F32, SH(1, 3));
+			}
+			break;
 		default: built[op] = false;
 		}
 	}
@@ -631,6 +643,12 @@ static const char every_op_text2[] =
 	"  %pre = matmul_aux %gelu : f32[3,3]\n"
 	"  %ext, %ext2 = extern \"lib.two\" (%x, 'mean', dims=(0, 1), eps=1e-05) : f32[2,3], i64[]\n"
 	"  %ext3 = extern \"lib.one\" () : i64[]\n"
+	"  %ag = all_gather %x [2] : f32[4,3]\n"
+	"  %rs = reduce_scatter %x [0,2] : f32[3]\n"
+	"  %ar = all_reduce %i [4,0] : i32[2,3]\n"
+	"  %agw = wait %ag : f32[4,3]\n"
+	"  %rsw = wait %rs : f32[3]\n"
+	"  %arw = wait %ar : i32[2,3]\n"
 	"  return %scaled_mm, %amax as a_max, %91, %x as x_in, %91 as last\n"
 	"}\n";
 static char every_op_text[sizeof every_op_text1 + sizeof every_op_text2];
