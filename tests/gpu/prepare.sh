@@ -91,6 +91,11 @@ mkdir -p "$out/extra"
 python3 tests/real/signature.py "$out/extra/real_15.sig" $(grep '^15_' tests/real/signatures.txt | cut -d' ' -f2-)
 "$fp8cc" tests/real/15_unsloth_rope_backward.trace --signature "$out/extra/real_15.sig" \
 	-o "$out/extra/real_15.ptx" 2>/dev/null
+# Thunder's FSDP forward (real trace 22) and its forward and backward as one
+# program (22 + 23): collectives over 2 ranks (test_collectives.py)
+"$fp8cc" tests/real/22_fsdp_aug_fwd_allgather.trace -o "$out/extra/real_22.ptx" 2>/dev/null
+"$fp8cc" tests/real/22_fsdp_aug_fwd_allgather.trace tests/real/23_fsdp_backward_reduce_scatter.trace \
+	-o "$out/extra/pair_22_23.ptx" 2>/dev/null
 # the offloading MLP's forward and backward as one program, and the Llama-2
 # forward with its signature (test_python.py)
 "$fp8cc" tests/real/18_mlp_cpu_offload_aug_fwd.trace tests/real/19_mlp_cpu_offload_backward.trace \

@@ -37,6 +37,17 @@ cmake -S . -B build-gpu -DFP8CC_COMPILER=OFF -DCMAKE_PREFIX_PATH=$crit/usr \
 	-DCMAKE_BUILD_TYPE=Release > "$out/cmake.log" 2>&1 || bad "cmake (see cmake.log)"
 cmake --build build-gpu -j 16 >> "$out/cmake.log" 2>&1 || bad "build (see cmake.log)"
 fp8run=build-gpu/runtime/fp8run
+# NCCL for the programs with collectives: torch's, where FP8RT_NCCL does not say
+if [ -z "${FP8RT_NCCL:-}" ]; then
+	FP8RT_NCCL=
+	for p in $(python3 -c 'import site; print(" ".join(site.getsitepackages()))' 2>/dev/null); do
+		for l in "$p"/nvidia/nccl*/lib/libnccl.so.2 "$p"/nvidia/*/lib/libnccl.so.2; do
+			[ -f "$l" ] && [ -z "$FP8RT_NCCL" ] && FP8RT_NCCL=$l
+		done
+	done
+	export FP8RT_NCCL
+fi
+echo "NCCL: ${FP8RT_NCCL:-none found (the collective programs will fail)}"
 
 if [ "$bench" = --bench-only ]; then
 	python3 bench/bench_layer.py $fp8run "$dir/bench" "$out/bench.md" || bad "benchmark"
@@ -67,10 +78,14 @@ for ptx in "$dir"/ptx/*.ptx; do
 	composites*) opts=(--rtol 1e-2) ;;   # sums in another order: a bf16 result may be one bit off
 	seed_*|large) opts=(--frob t122) ;;
 	backward*) opts=(--frob grad_input,grad_weight) ;;
+	collectives*) opts=(--frob y) ;;   # y: an f32 GEMM of the gathered tensor
 	fp8_linear_step*) opts=(--frob forward/t122,backward/grad_input,backward/grad_weight) ;;
 	real_12*|real_20|real_26|epilogues*) opts=(--frob-all) ;;   # GEMMs and what follows them
 	real_*) opts=(--rtol 2e-6) ;;                    # sin, cos, exp: the math library's last bits
 	esac
+	# a program with collectives runs as the one rank of a communicator
+	rk=()
+	grep -q '^// collective' "$ptx" && rk=(--ranks 1)
 	for in in "$dir/ptx/$name".s*.in.safetensors; do
 		s=${in%.in.safetensors}
 		s=${s##*.}
@@ -80,7 +95,7 @@ for ptx in "$dir"/ptx/*.ptx; do
 		real_12*.s1|real_20.s1|real_26.s1|epilogues*.s1) echo "skip $name $s: special values through GEMMs and the ops after them (check.py --gemm-special)"; continue ;;
 		esac
 		got=/tmp/$name.$s.got.safetensors
-		if ! $fp8run "$ptx" --inputs "$in" -o "$got" > /tmp/run.log 2>&1; then
+		if ! $fp8run "$ptx" "${rk[@]}" --inputs "$in" -o "$got" > /tmp/run.log 2>&1; then
 			bad "$name $s: fp8run: $(tail -3 /tmp/run.log)"
 			continue
 		fi
@@ -104,9 +119,9 @@ for ptx in "$dir"/ptx/*.ptx; do
 			;;
 		esac
 		# the same bits on a second run (graph replay) and without graphs
-		$fp8run "$ptx" --inputs "$in" -o /tmp/again.safetensors --iters 3 > /dev/null 2>&1 &&
+		$fp8run "$ptx" "${rk[@]}" --inputs "$in" -o /tmp/again.safetensors --iters 3 > /dev/null 2>&1 &&
 			cmp -s "$got" /tmp/again.safetensors || bad "$name $s: a second run gave other bits"
-		$fp8run "$ptx" --inputs "$in" -o /tmp/nograph.safetensors --no-graph > /dev/null 2>&1 &&
+		$fp8run "$ptx" "${rk[@]}" --inputs "$in" -o /tmp/nograph.safetensors --no-graph > /dev/null 2>&1 &&
 			cmp -s "$got" /tmp/nograph.safetensors || bad "$name $s: without graphs, other bits"
 	done
 done
@@ -130,6 +145,15 @@ if [ -f "$dir/extra/gram.ptx" ]; then
 	cc -O2 examples/c/extern.c -Iruntime -Lbuild-gpu/runtime -Wl,-rpath,$PWD/build-gpu/runtime -lfp8rt -lm \
 		-o /tmp/extern && /tmp/extern "$dir/extra/gram.ptx" || bad "examples/c/extern"
 	FP8RT_LIBRARY=$PWD/build-gpu/runtime/libfp8rt.so python3 tests/gpu/test_python.py "$dir" $fp8run || bad "the Python binding"
+	# Thunder's FSDP traces over every GPU here as the ranks (NVLink multicast
+	# off: the machines are shared); one GPU: skipped, said so
+	ngpu=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU')
+	if [ "$ngpu" -ge 2 ] && [ -f "$dir/extra/pair_22_23.ptx" ]; then
+		NCCL_NVLS_ENABLE=0 FP8RT_LIBRARY=$PWD/build-gpu/runtime/libfp8rt.so python3 -m torch.distributed.run \
+			--nproc_per_node=2 --master_port=29533 tests/gpu/test_collectives.py "$dir" || bad "collectives over 2 GPUs"
+	else
+		echo "SKIP collectives over 2 GPUs: this machine has $ngpu"
+	fi
 else
 	bad "no $dir/extra (run prepare.sh again)"
 fi
