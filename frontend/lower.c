@@ -955,6 +955,29 @@ recover(Reader *r, uint32_t si)
 		tr_define(r, s->names[i].s, err);
 }
 
+/* a collective the trace never waits for still runs (every rank runs it):
+ * waited for at the end */
+void
+tr_wait_all(Reader *r)
+{
+	for (uint32_t i = 0, n = r->fn->nins; i < n; i++) {
+		const Instr *in = &r->fn->ins[i];
+		bool waited = false;
+
+		if (ir_ops[in->op].cls != OC_COLLECTIVE || in->op == OP_WAIT)
+			continue;
+		for (uint32_t j = i + 1; j < r->fn->nins && !waited; j++)
+			waited = r->fn->ins[j].op == OP_WAIT && ir_args(r->fn, &r->fn->ins[j])[0] == in->res;
+		if (!waited) {
+			uint32_t c = in->res;
+			Func *fn = r->fn;
+
+			ir_instr(fn, OP_WAIT, &c, 1, NULL, 0, (DType)fn->vals[c].dtype, fn->vals[c].rank,
+				ir_dims(fn, c));
+		}
+	}
+}
+
 /* lower the body, replacing unknown callees by their subsymbols (an explicit
  * stack of frames, so deep nesting does not recurse); an error gives up the
  * statement of the body it is in, and the next one goes on */

@@ -402,6 +402,7 @@ fe_read_trace_linked(Arena *a, const Source *src, FeLink *link)
 	r->fn = ir_func_new(a, r->fname);
 	tr_add_params(r);
 	tr_lower_body(r);
+	tr_wait_all(r);
 	tr_flush(r);
 	if (link)
 		link->partial = r->fn;

@@ -318,6 +318,7 @@ noreturn void tr_refuse(Reader *r, const Stmt *s, const char *what); /* once per
 void tr_update(Reader *r, uint32_t input, uint32_t val);
 void tr_add_params(Reader *r);
 void tr_lower_body(Reader *r);
+void tr_wait_all(Reader *r); /* a wait for every collective the trace leaves without one */
 
 /* ---- args.c ---- */
 uint32_t tr_tensor(Reader *r, const Expr *e);

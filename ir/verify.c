@@ -1,5 +1,6 @@
 /* verify.c — the IR verifier: every op's dtype and shape rules, SSA order,
  * kernel regions. Messages name the offending instruction as it prints. */
+#include <stdlib.h>
 #include <string.h>
 
 #include "gemm_rules.h"
@@ -522,12 +523,45 @@ check_collective(Check *c, const uint32_t *a)
 	return true;
 }
 
-/* a collective's result is read by waits alone, and never returned: it is
- * in flight until its wait */
+/* a collective's result is read by one wait alone, and never returned: it
+ * is in flight until its wait */
 static bool
 check_waits(Func *fn, char *err, size_t errlen, uint32_t *pos)
 {
 	char nb[16], nb2[16];
+	uint32_t *waits = NULL;
+
+	for (uint32_t i = 0; i < fn->nins; i++) {
+		const Instr *in = &fn->ins[i];
+
+		if (in->op != OP_WAIT)
+			continue;
+		if (!waits && !(waits = calloc(fn->nvals + 1, sizeof *waits))) {
+			snprintf(err, errlen, "out of memory");
+			return false;
+		}
+		if (waits[ir_args(fn, in)[0]]++) {
+			snprintf(err, errlen, "%%%s = wait: the collective %%%s has a wait already",
+				ir_name(fn, in->res, nb), ir_name(fn, ir_args(fn, in)[0], nb2));
+			free(waits);
+			if (pos)
+				*pos = i;
+			return false;
+		}
+	}
+	for (uint32_t i = 0; i < fn->nins; i++) {
+		const Instr *in = &fn->ins[i];
+
+		if (ir_ops[in->op].cls == OC_COLLECTIVE && in->op != OP_WAIT && !(waits && waits[in->res])) {
+			snprintf(err, errlen, "%%%s = %s: has no wait (a collective is waited for once)",
+				ir_name(fn, in->res, nb), ir_ops[in->op].name);
+			free(waits);
+			if (pos)
+				*pos = i;
+			return false;
+		}
+	}
+	free(waits);
 
 	for (uint32_t i = 0; i < fn->nins; i++) {
 		const Instr *in = &fn->ins[i];
