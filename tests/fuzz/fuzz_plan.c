@@ -49,6 +49,25 @@ check_func(const RtPlan *p, const RtFunc *fn)
 				check_ref(p, fn, s->u.launch.args[j]);
 		} else if (s->kind == STEP_GEMM) {
 			check_gemm(p, fn, &s->u.gemm, i);
+		} else if (s->kind == STEP_CALL) {
+			for (int j = 0; j < s->u.call.nins; j++)
+				check_ref(p, fn, s->u.call.ins[j]);
+			for (int j = 0; j < s->u.call.nouts; j++)
+				check_ref(p, fn, s->u.call.outs[j]);
+		} else if (s->kind == STEP_COLLECTIVE) {
+			const RtCollective *c = &s->u.coll;
+			int64_t r = c->ranks ? c->ranks : 1, size = (int64_t)rt_dtype_size(c->dtype);
+
+			check_ref(p, fn, c->in), check_ref(p, fn, c->out);
+			if (c->id < 0 || c->id >= fn->ncoll ||
+				rt_plan_ref_bytes(p, fn, c->in) <
+					(c->kind == RT_REDUCE_SCATTER ? r : 1) * c->count * size ||
+				rt_plan_ref_bytes(p, fn, c->out) < (c->kind == RT_ALL_GATHER ? r : 1) * c->count * size)
+				FUZZ_FAIL("collective %d: id %d of %d, or its tensors smaller than it moves", i, c->id,
+					fn->ncoll);
+		} else if (s->kind == STEP_WAIT) {
+			if (s->u.wait < 0 || s->u.wait >= fn->ncoll)
+				FUZZ_FAIL("wait %d for collective %d of %d", i, s->u.wait, fn->ncoll);
 		} else {
 			check_ref(p, fn, s->u.copy.dst), check_ref(p, fn, s->u.copy.src);
 			if (s->u.copy.bytes > rt_plan_ref_bytes(p, fn, s->u.copy.src) ||
