@@ -917,10 +917,34 @@ tr_add_params(Reader *r)
 	r->backward = r->ncoll > 0 && !r->params[0].star;
 }
 
+/* a collective's result is read through its wait alone: not by what
+ * instructions first .. the last read (an extern, an op) */
+static void
+check_in_flight(Reader *r, const Stmt *s, uint32_t first)
+{
+	Func *fn = r->fn;
+	char nb[16];
+
+	for (uint32_t i = first; i < fn->nins; i++) {
+		const Instr *in = &fn->ins[i];
+
+		for (uint32_t j = 0; in->op != OP_WAIT && j < in->nargs; j++) {
+			const Instr *d = ir_def(fn, ir_args(fn, in)[j]);
+
+			if (d && ir_ops[d->op].cls == OC_COLLECTIVE && d->op != OP_WAIT)
+				tr_errat(r, s->line, r->ccol ? r->ccol : s->col,
+					"%s reads '%s', a collective's result still in flight: read it through its "
+					"wait (torch_wait_prim_impl)",
+					r->callee ? r->callee : "this statement", ir_name(fn, d->res, nb));
+		}
+	}
+}
+
 static void
 lower_stmt(Reader *r, uint32_t si)
 {
 	const Stmt *s = &r->stmts[si];
+	uint32_t first = r->fn->nins;
 
 	if (s->broken)
 		tr_silent(r);
@@ -935,6 +959,7 @@ lower_stmt(Reader *r, uint32_t si)
 	case S_TYPE:   lower_type(r, s); break;
 	case S_ERROR:  tr_silent(r);
 	}
+	check_in_flight(r, s, first);
 }
 
 /* After an error in statement si of the body or in its subsymbols: undo what
