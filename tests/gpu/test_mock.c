@@ -592,6 +592,17 @@ write_file(const char *dir, const char *name, char *text)
 	free(text);
 }
 
+/* DIR/in.safetensors: x, f32[N] */
+static void
+write_x(const char *dir, float *x)
+{
+	char path[512], err[512];
+	StTensor t = { .name = "x", .rank = 1, .dims = { N }, .nbytes = N * sizeof *x, .data = x };
+	snprintf(t.dtype, sizeof t.dtype, "F32");
+	snprintf(path, sizeof path, "%s/in.safetensors", dir);
+	cr_assert_eq(st_write(path, &t, 1, err, sizeof err), 0, "%s", err);
+}
+
 /* A program with collectives: refused without a communicator, run as the
  * one rank of the fake NCCL's (--ranks 1) */
 Test(mock, fp8run_collectives)
@@ -602,10 +613,7 @@ Test(mock, fp8run_collectives)
 	for (int i = 0; i < N; i++)
 		x[i] = (float)i - 100.0f;
 	write_file(dir, "c.ptx", test_coll_ptx());
-	StTensor t = { .name = "x", .rank = 1, .dims = { N }, .nbytes = sizeof x, .data = x };
-	snprintf(t.dtype, sizeof t.dtype, "F32");
-	snprintf(cmd, sizeof cmd, "%s/in.safetensors", dir);
-	cr_assert_eq(st_write(cmd, &t, 1, err, sizeof err), 0, "%s", err);
+	write_x(dir, x);
 	snprintf(cmd, sizeof cmd,
 		"FP8RT_LIBCUDA='%s' FP8RT_NCCL='%s' '%s' %s/c.ptx --inputs %s/in.safetensors -o %s/out.safetensors 2>&1",
 		MOCKCUDA_PATH, MOCKNCCL_PATH, FP8RUN_PATH, dir, dir, dir);
@@ -833,10 +841,7 @@ Test(mock, fp8run_externs)
 	for (int i = 0; i < N; i++)
 		x[i] = (float)i * 0.5f - 10;
 	write_file(dir, "p.ptx", test_extern_ptx());
-	StTensor t = { .name = "x", .rank = 1, .dims = { N }, .nbytes = sizeof x, .data = x };
-	snprintf(t.dtype, sizeof t.dtype, "F32");
-	snprintf(cmd, sizeof cmd, "%s/in.safetensors", dir);
-	cr_assert_eq(st_write(cmd, &t, 1, err, sizeof err), 0, "%s", err);
+	write_x(dir, x);
 	snprintf(cmd, sizeof cmd,
 		"FP8RT_LIBCUDA='%s' '%s' %s/p.ptx --inputs %s/in.safetensors -o %s/o.safetensors 2>&1", MOCKCUDA_PATH,
 		FP8RUN_PATH, dir, dir, dir);
