@@ -48,13 +48,20 @@ add_buf(Func *fn, Plan *p, PlanBuf b)
 	return p->nbufs++;
 }
 
-/* per kernel: the value whose bytes are its only result, or IR_NONE */
+/* per value: the value whose bytes it is, or IR_NONE: the result of a
+ * kernel of one instruction that moves no data (a view, given no launch),
+ * and a wait's result (its collective's) */
 static uint32_t *
 views(Func *fn)
 {
-	uint32_t *src = arena_alloc(fn->arena, (fn->nkernels + 1) * sizeof *src);
+	uint32_t *src = arena_alloc(fn->arena, (fn->nvals + 1) * sizeof *src);
 	bool *ret = arena_alloc(fn->arena, fn->nvals + 1), *taken = arena_alloc(fn->arena, fn->nvals + 1);
 
+	for (uint32_t v = 0; v <= fn->nvals; v++)
+		src[v] = IR_NONE;
+	for (uint32_t i = 0; i < fn->nins; i++)
+		if (fn->ins[i].op == OP_WAIT)
+			src[fn->ins[i].res] = ir_args(fn, &fn->ins[i])[0];
 	for (uint32_t i = 0; i < fn->nrets; i++)
 		ret[fn->rets[i]] = true;
 	for (uint32_t i = 0; i < fn->nparams; i++)
@@ -64,7 +71,6 @@ views(Func *fn)
 		const Instr *in = &fn->ins[kn->first];
 		uint32_t x = in->nargs ? ir_args(fn, in)[0] : IR_NONE, y = in->res;
 
-		src[k] = IR_NONE;
 		if (kn->count != 1 || !ir_same_bytes(fn, in))
 			continue;
 		/* a returned result takes its source into the output: a source
@@ -75,7 +81,7 @@ views(Func *fn)
 				continue;
 			taken[x] = true;
 		}
-		src[k] = x;
+		src[y] = x;
 		taken[y] = true;
 	}
 	return src;
@@ -88,8 +94,8 @@ lifetimes(Func *fn, Plan *p, const uint32_t *view, uint32_t *def, uint32_t *last
 	for (uint32_t i = 0; i < fn->nins; i++) {
 		const Instr *in = &fn->ins[i];
 
-		if (in->kernel >= 0 && view[in->kernel] != IR_NONE) {
-			def[in->res] = def[view[in->kernel]]; /* its bytes are its source's */
+		if (in->kernel >= 0 && view[in->res] != IR_NONE) {
+			def[in->res] = def[view[in->res]]; /* its bytes are its source's */
 			continue;
 		}
 		if (in->kernel >= 0 && fn->kernels[in->kernel].first == i)
@@ -101,10 +107,10 @@ lifetimes(Func *fn, Plan *p, const uint32_t *view, uint32_t *def, uint32_t *last
 		else if (ir_ops[in->op].cls == OC_COLLECTIVE)
 			add_step(fn, p, (Step){ .kind = in->op == OP_WAIT ? STEP_WAIT : STEP_COLLECTIVE, .index = i });
 		def[in->res] = p->nsteps - 1;
-		if (in->op == OP_WAIT) { /* the collective's operand is read until now */
-			uint32_t c = ir_args(fn, in)[0], x = ir_args(fn, ir_def(fn, c))[0];
+		if (in->op == OP_WAIT) { /* its collective's bytes; the operand is read until now */
+			uint32_t x = ir_args(fn, ir_def(fn, view[in->res]))[0];
 
-			def[in->res] = def[c];
+			def[in->res] = def[view[in->res]];
 			if (last[x] == IR_NONE || last[x] < p->nsteps - 1)
 				last[x] = p->nsteps - 1;
 		}
@@ -114,23 +120,17 @@ lifetimes(Func *fn, Plan *p, const uint32_t *view, uint32_t *def, uint32_t *last
 			last[ir_args(fn, in)[j]] = p->nsteps - 1;
 	}
 	for (uint32_t k = 0; k < fn->nkernels; k++)
-		for (uint32_t j = 0; view[k] == IR_NONE && j < fn->kernels[k].nins; j++) {
+		for (uint32_t j = 0; view[fn->ins[fn->kernels[k].first].res] == IR_NONE && j < fn->kernels[k].nins;
+			j++) {
 			uint32_t v = fn->argv[fn->kernels[k].ins + j];
 
 			if (last[v] == IR_NONE || last[v] < def[fn->ins[fn->kernels[k].first].res])
 				last[v] = def[fn->ins[fn->kernels[k].first].res];
 		}
-	/* a collective's buffer, as long as its wait's result is read */
-	for (uint32_t i = 0; i < fn->nins; i++) {
-		uint32_t w = fn->ins[i].res, c = fn->ins[i].nargs ? ir_args(fn, &fn->ins[i])[0] : IR_NONE;
-
-		if (fn->ins[i].op == OP_WAIT && last[w] != IR_NONE && (last[c] == IR_NONE || last[c] < last[w]))
-			last[c] = last[w];
-	}
 	/* a source lives as long as its views are read (last first: a view's
-	 * own source may be a view) */
-	for (uint32_t k = fn->nkernels; k-- > 0;) {
-		uint32_t x = view[k], y = fn->ins[fn->kernels[k].first].res;
+	 * own source may be a view, or a wait) */
+	for (uint32_t y = fn->nvals; y-- > 0;) {
+		uint32_t x = view[y];
 
 		if (x != IR_NONE && last[y] != IR_NONE && (last[x] == IR_NONE || last[x] < last[y]))
 			last[x] = last[y];
@@ -191,14 +191,9 @@ place(Func *fn, Plan *p, const uint32_t *view, const uint32_t *def, const uint32
 		uint32_t v = fn->ins[i].res, b = p->nbufs;
 		int64_t size, off;
 
-		if (fn->ins[i].kernel >= 0 && view[fn->ins[i].kernel] != IR_NONE) {
+		if (view[v] != IR_NONE) {
 			if (p->loc[v].kind == LOC_NONE) /* where its source is, placed before it */
-				p->loc[v] = p->loc[view[fn->ins[i].kernel]];
-			continue;
-		}
-		if (fn->ins[i].op == OP_WAIT) { /* where its collective wrote */
-			if (p->loc[v].kind == LOC_NONE)
-				p->loc[v] = p->loc[ir_args(fn, &fn->ins[i])[0]];
+				p->loc[v] = p->loc[view[v]];
 			continue;
 		}
 		if (p->loc[v].kind != LOC_NONE || !materialized(fn, kout, v))
@@ -250,18 +245,12 @@ pass_memplan(Func *fn)
 					.src = p->loc[v],
 					.bytes = ir_numel(fn, v) * dt_size((DType)fn->vals[v].dtype) });
 	}
-	/* a returned view's source is written where the view is returned, and
-	 * a returned wait's collective */
-	for (uint32_t k = 0; k < fn->nkernels; k++) {
-		uint32_t x = view[k], y = fn->ins[fn->kernels[k].first].res;
+	/* a returned view's source is written where the view is returned (last
+	 * first: a wait's collective, when the wait's view is returned) */
+	for (uint32_t y = fn->nvals; y-- > 0;) {
+		uint32_t x = view[y];
 
 		if (x != IR_NONE && p->loc[y].kind != LOC_NONE && p->loc[x].kind == LOC_NONE)
-			p->loc[x] = p->loc[y];
-	}
-	for (uint32_t i = 0; i < fn->nins; i++) {
-		uint32_t y = fn->ins[i].res, x = fn->ins[i].nargs ? ir_args(fn, &fn->ins[i])[0] : IR_NONE;
-
-		if (fn->ins[i].op == OP_WAIT && p->loc[y].kind != LOC_NONE && p->loc[x].kind == LOC_NONE)
 			p->loc[x] = p->loc[y];
 	}
 	place(fn, p, view, def, last);

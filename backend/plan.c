@@ -198,7 +198,7 @@ print_collective(FILE *f, Func *fn, const Plan *p, const Instr *in, uint32_t id,
 		ir_dtypes[fn->vals[in->res].dtype].name);
 	if (in->op != OP_ALL_GATHER)
 		fprintf(f, " op=%s", red[at[0]]);
-	fprintf(f, " ranks=%lld id=%u\n", (long long)at[in->op == OP_ALL_GATHER ? 0 : 1], id);
+	fprintf(f, " ranks=%lld id=%u\n", (long long)ir_ranks(fn, in), id);
 }
 
 static void

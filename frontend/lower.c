@@ -615,7 +615,7 @@ check_landed(Reader *r, const Expr *e, uint32_t v)
 {
 	const Instr *d = ir_def(r->fn, v);
 
-	if (d && ir_ops[d->op].cls == OC_COLLECTIVE && d->op != OP_WAIT)
+	if (d && op_collective((Op)d->op))
 		tr_errat(r, e->line, e->col,
 			"'%s' is a collective's result still in flight: only its wait "
 			"(torch_wait_prim_impl) may be returned or saved",
@@ -931,7 +931,7 @@ check_in_flight(Reader *r, const Stmt *s, uint32_t first)
 		for (uint32_t j = 0; in->op != OP_WAIT && j < in->nargs; j++) {
 			const Instr *d = ir_def(fn, ir_args(fn, in)[j]);
 
-			if (d && ir_ops[d->op].cls == OC_COLLECTIVE && d->op != OP_WAIT)
+			if (d && op_collective((Op)d->op))
 				tr_errat(r, s->line, r->ccol ? r->ccol : s->col,
 					"%s reads '%s', a collective's result still in flight: read it through its "
 					"wait (torch_wait_prim_impl)",
@@ -985,21 +985,18 @@ recover(Reader *r, uint32_t si)
 void
 tr_wait_all(Reader *r)
 {
-	for (uint32_t i = 0, n = r->fn->nins; i < n; i++) {
-		const Instr *in = &r->fn->ins[i];
-		bool waited = false;
+	Func *fn = r->fn;
+	bool *waited = arena_alloc(r->a, fn->nvals + 1);
 
-		if (ir_ops[in->op].cls != OC_COLLECTIVE || in->op == OP_WAIT)
-			continue;
-		for (uint32_t j = i + 1; j < r->fn->nins && !waited; j++)
-			waited = r->fn->ins[j].op == OP_WAIT && ir_args(r->fn, &r->fn->ins[j])[0] == in->res;
-		if (!waited) {
-			uint32_t c = in->res;
-			Func *fn = r->fn;
+	for (uint32_t i = 0; i < fn->nins; i++)
+		if (fn->ins[i].op == OP_WAIT)
+			waited[ir_args(fn, &fn->ins[i])[0]] = true;
+	for (uint32_t i = 0, n = fn->nins; i < n; i++) {
+		uint32_t c = fn->ins[i].res;
 
+		if (op_collective((Op)fn->ins[i].op) && !waited[c])
 			ir_instr(fn, OP_WAIT, &c, 1, NULL, 0, (DType)fn->vals[c].dtype, fn->vals[c].rank,
 				ir_dims(fn, c));
-		}
 	}
 }
 

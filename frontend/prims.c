@@ -1046,9 +1046,9 @@ lower_wait(Reader *r, const Expr *c, Op op)
 	tr_bind(r, c, P_A, 1, a);
 	x = tr_tensor(r, a[0]);
 	d = ir_def(r->fn, x);
-	if (!d || d->op == OP_WAIT || ir_ops[d->op].cls != OC_COLLECTIVE)
+	if (!d || !op_collective((Op)d->op))
 		tr_errat(r, a[0]->line, a[0]->col, "%s: '%s' is not a collective's result", r->callee, a[0]->s);
-	for (uint32_t i = d->res - r->fn->nparams + 1; i < r->fn->nins; i++) /* waited for again: that result */
+	for (uint32_t i = r->fn->vals[x].def + 1; i < r->fn->nins; i++) /* waited for again: that result */
 		if (r->fn->ins[i].op == OP_WAIT && ir_args(r->fn, &r->fn->ins[i])[0] == x)
 			return r->fn->ins[i].res;
 	tr_vtype(r->fn, x, &t);

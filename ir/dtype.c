@@ -95,6 +95,12 @@ op_gemm(Op op)
 }
 
 bool
+op_collective(Op op)
+{
+	return ir_ops[op].cls == OC_COLLECTIVE && op != OP_WAIT;
+}
+
+bool
 op_step(Op op)
 {
 	return ir_ops[op].cls == OC_GEMM || ir_ops[op].cls == OC_EXTERN || ir_ops[op].cls == OC_AUX ||

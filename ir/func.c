@@ -306,6 +306,14 @@ ir_epilogue(Func *fn, const Instr *in)
 	return in->op == OP_MATMUL && in->nattr ? (int)ir_attr(fn, in)[0] : EPI_NONE;
 }
 
+int64_t
+ir_ranks(Func *fn, const Instr *in)
+{
+	if (!op_collective((Op)in->op) || !in->nattr)
+		return 0;
+	return ir_attr(fn, in)[in->nattr - 1];
+}
+
 ScaleMode
 ir_scale_mode(Func *fn, const Instr *in)
 {

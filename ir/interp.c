@@ -774,9 +774,9 @@ eval(Func *fn, const Instr *in, Tensor **vals, char *err, size_t errlen)
 	case OC_COLLECTIVE:
 		/* the interpreter is one rank: over one (or any number, all_reduce's
 		 * 0), every collective gives its operand; a wait its collective's */
-		if (in->op != OP_WAIT && ir_attr(fn, in)[in->op == OP_ALL_GATHER ? 0 : 1] > 1) {
+		if (ir_ranks(fn, in) > 1) {
 			snprintf(err, errlen, "%s over %lld ranks: the interpreter runs one rank", ir_ops[in->op].name,
-				(long long)ir_attr(fn, in)[in->op == OP_ALL_GATHER ? 0 : 1]);
+				(long long)ir_ranks(fn, in));
 			return false;
 		}
 		memcpy(r->data, x->data, tensor_bytes(r));

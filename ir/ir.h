@@ -131,6 +131,7 @@ int op_lookup(const char *s, size_t n); /* by IR name; -1 if none */
 bool op_elementwise(Op op);             /* convert, unary, binary, compare, where */
 bool op_gemm(Op op);                    /* a GEMM */
 bool op_step(Op op);                    /* a GEMM, an extern, a GEMM's second result or a collective: in no kernel */
+bool op_collective(Op op);              /* all_gather, reduce_scatter, all_reduce: in flight until its wait */
 enum { RED_SUM, RED_AVG, RED_PROD, RED_MIN, RED_MAX, RED_COUNT }; /* a collective's reduction (attr 0) */
 
 /* ---- func.c: SSA functions and the builder ---- */
@@ -267,6 +268,9 @@ typedef enum { SCALES_TENSOR, SCALES_ROW, SCALES_BLOCK } ScaleMode;
 ScaleMode ir_scale_mode(Func *fn, const Instr *in);
 /* a matmul's epilogue attribute (EPI_*); EPI_NONE for any other instruction */
 int ir_epilogue(Func *fn, const Instr *in);
+/* a collective's ranks attribute (all_reduce's 0: any number); 0 for a wait
+ * or any other instruction */
+int64_t ir_ranks(Func *fn, const Instr *in);
 /* true if the result of `in` has its operand's bytes: a reshape between
  * row-major values, or a transpose whose result's layout walks the
  * operand's dims in the operand's memory order (the transpose of a

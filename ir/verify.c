@@ -503,11 +503,11 @@ check_collective(Check *c, const uint32_t *a)
 		return fail(c, want == 0 ? "takes no attributes" : want == 1 ? "takes [ranks]" : "takes [op, ranks]");
 	if (in->op == OP_WAIT) {
 		const Instr *d = ir_def(fn, a[0]);
-		if (!d || d->op == OP_WAIT || ir_ops[d->op].cls != OC_COLLECTIVE)
+		if (!d || !op_collective((Op)d->op))
 			return fail(c, "the operand must be a collective's result");
 		return ir_same_shape(fn, a[0], in->res) || fail(c, "result must be %s", tystr(fn, a[0], b1, sizeof b1));
 	}
-	ranks = at[want - 1];
+	ranks = ir_ranks(fn, in);
 	if (want == 2 && (at[0] < 0 || at[0] >= RED_COUNT))
 		return fail(c, "op %lld is none of 0 sum, 1 avg, 2 prod, 3 min, 4 max", (long long)at[0]);
 	if (ranks < (in->op == OP_ALL_REDUCE ? 0 : 1) || ranks > 1 << 20)
@@ -552,7 +552,7 @@ check_waits(Func *fn, char *err, size_t errlen, uint32_t *pos)
 	for (uint32_t i = 0; i < fn->nins; i++) {
 		const Instr *in = &fn->ins[i];
 
-		if (ir_ops[in->op].cls == OC_COLLECTIVE && in->op != OP_WAIT && !(waits && waits[in->res])) {
+		if (op_collective((Op)in->op) && !(waits && waits[in->res])) {
 			snprintf(err, errlen, "%%%s = %s: has no wait (a collective is waited for once)",
 				ir_name(fn, in->res, nb), ir_ops[in->op].name);
 			free(waits);
@@ -569,7 +569,7 @@ check_waits(Func *fn, char *err, size_t errlen, uint32_t *pos)
 		for (uint32_t j = 0; j < in->nargs; j++) {
 			const Instr *d = ir_def(fn, ir_args(fn, in)[j]);
 
-			if (d && ir_ops[d->op].cls == OC_COLLECTIVE && d->op != OP_WAIT && in->op != OP_WAIT) {
+			if (d && op_collective((Op)d->op) && in->op != OP_WAIT) {
 				snprintf(err, errlen, "%%%s = %s: reads the collective %%%s before its wait",
 					ir_name(fn, in->res, nb), ir_ops[in->op].name, ir_name(fn, d->res, nb2));
 				if (pos)
@@ -581,7 +581,7 @@ check_waits(Func *fn, char *err, size_t errlen, uint32_t *pos)
 	for (uint32_t i = 0; i < fn->nrets; i++) {
 		const Instr *d = ir_def(fn, fn->rets[i]);
 
-		if (d && ir_ops[d->op].cls == OC_COLLECTIVE && d->op != OP_WAIT) {
+		if (d && op_collective((Op)d->op)) {
 			snprintf(err, errlen, "return %u: the collective %%%s is returned before its wait", i,
 				ir_name(fn, d->res, nb));
 			return false;

@@ -1413,10 +1413,10 @@ run(fp8rt_program *p, Fn *fn, fp8rt_state *s, CUstream stream)
 	if (p->graphs || fn->nograph)
 		CHECK(drv.cuStreamIsCapturing(stream, &cs));
 	if (fn->nograph && cs != CU_STREAM_CAPTURE_STATUS_NONE)
-		return rt_err(ctx, FP8RT_INVALID_ARGUMENT,
-			"%s: function %s calls an extern registered with FP8RT_EXTERN_NO_GRAPH, and the stream is "
-			"being captured",
-			p->name, fn->f->name);
+		return rt_err(ctx, FP8RT_INVALID_ARGUMENT, "%s: function %s %s, and the stream is being captured",
+			p->name, fn->f->name,
+			fn->f->ncoll ? "runs collectives (never captured)"
+				     : "calls an extern registered with FP8RT_EXTERN_NO_GRAPH");
 	st = p->graphs && !fn->nograph && cs == CU_STREAM_CAPTURE_STATUS_NONE ? run_graph(p, fn, stream)
 									      : enqueue_func(p, fn, stream);
 	for (int i = 0; st == FP8RT_OK && s && i < p->plan.nstate; i++)
