@@ -771,19 +771,77 @@ eval(Func *fn, const Instr *in, Tensor **vals, char *err, size_t errlen)
 	case OC_PAD:     eval_pad(fn, in, r, x, vals[a[1]]); return true;
 	case OC_BITCAST: memcpy(r->data, x->data, tensor_bytes(r)); return true;
 	case OC_IOTA:    eval_iota(fn, in, r); return true;
-	case OC_COLLECTIVE:
-		/* the interpreter is one rank: over one (or any number, all_reduce's
-		 * 0), every collective gives its operand; a wait its collective's */
-		if (ir_ranks(fn, in) > 1) {
-			snprintf(err, errlen, "%s over %lld ranks: the interpreter runs one rank", ir_ops[in->op].name,
-				(long long)ir_ranks(fn, in));
-			return false;
-		}
-		memcpy(r->data, x->data, tensor_bytes(r));
-		return true;
-	default: break;
+	default:         break;
 	}
 	eval_op(fn, in, vals, r, x, n);
+	return true;
+}
+
+/* ---- collectives ---- */
+
+/* element j of every rank's x reduced by op (RED_*) into element i of r: in
+ * rank order, in f64 (int64 for integers), rounded once; min and max drop a
+ * NaN as NCCL's do */
+static void
+reduce_ranks(int op, Tensor *r, int64_t i, Tensor ***vals, uint32_t x, int nranks, int64_t j)
+{
+	if (dt_isfloat(r->dtype)) {
+		double acc = tensor_getf(vals[0][x], j);
+
+		for (int k = 1; k < nranks; k++) {
+			double y = tensor_getf(vals[k][x], j);
+
+			acc = op == RED_PROD    ? acc * y
+				: op == RED_MIN ? fmin(acc, y)
+				: op == RED_MAX ? fmax(acc, y)
+						: acc + y;
+		}
+		tensor_setf(r, i, op == RED_AVG ? acc / nranks : acc);
+		return;
+	}
+	int64_t acc = tensor_geti(vals[0][x], j);
+
+	for (int k = 1; k < nranks; k++) {
+		int64_t y = tensor_geti(vals[k][x], j);
+
+		acc = op == RED_PROD    ? (int64_t)((uint64_t)acc * (uint64_t)y)
+			: op == RED_MIN ? (y < acc ? y : acc)
+			: op == RED_MAX ? (y > acc ? y : acc)
+					: (int64_t)((uint64_t)acc + (uint64_t)y);
+	}
+	tensor_seti(r, i, ir_wrap_int(op == RED_AVG ? acc / nranks : acc, r->dtype));
+}
+
+/* collective `in` over nranks ranks at once (vals[k]: rank k's values); a
+ * wait gives its collective's result */
+static bool
+eval_collective(Func *fn, const Instr *in, Tensor ***vals, int nranks, char *err, size_t errlen)
+{
+	uint32_t x = ir_args(fn, in)[0];
+	int64_t ranks = ir_ranks(fn, in), n = tensor_numel(vals[0][x]), m = tensor_numel(vals[0][in->res]);
+	size_t bytes = tensor_bytes(vals[0][x]);
+	int op = in->nattr == 2 ? (int)ir_attr(fn, in)[0] : RED_SUM;
+
+	if (in->op != OP_WAIT && ranks != nranks && !(in->op == OP_ALL_REDUCE && ranks == 0)) {
+		snprintf(err, errlen, "%s over %lld ranks, but the interpreter runs %d", ir_ops[in->op].name,
+			(long long)ranks, nranks);
+		return false;
+	}
+	for (int r = 0; r < nranks; r++) {
+		Tensor *res = vals[r][in->res];
+
+		if (in->op == OP_WAIT || nranks == 1)
+			memcpy(res->data, vals[r][x]->data, tensor_bytes(res));
+		else if (in->op == OP_ALL_GATHER)
+			for (int k = 0; k < nranks; k++)
+				memcpy((char *)res->data + (size_t)k * bytes, vals[k][x]->data, bytes);
+		else if (in->op == OP_ALL_REDUCE)
+			for (int64_t i = 0; i < n; i++)
+				reduce_ranks(op, res, i, vals, x, nranks, i);
+		else
+			for (int64_t i = 0; i < m; i++)
+				reduce_ranks(op, res, i, vals, x, nranks, r * m + i);
+	}
 	return true;
 }
 
@@ -879,59 +937,80 @@ results(Func *fn, const Instr *in)
 }
 
 bool
-ir_interpret(Func *fn, Tensor **inputs, Tensor **outs, char *err, size_t errlen)
+ir_interpret_ranks(Func *fn, int nranks, Tensor **inputs, Tensor **outs, char *err, size_t errlen)
 {
-	Tensor **vals = calloc(fn->nvals + 1, sizeof *vals);
+	Tensor ***vals = nranks > 0 ? calloc((size_t)nranks, sizeof *vals) : NULL;
 	uint32_t *uses = NULL;
 	bool ok = vals != NULL;
 	char nb[16];
 
-	for (uint32_t p = 0; ok && p < fn->nparams; p++)
-		ok = check_input(fn, p, inputs[p], err, errlen);
+	for (int r = 0; ok && r < nranks; r++)
+		ok = (vals[r] = calloc(fn->nvals + 1, sizeof **vals)) != NULL;
+	if (!ok)
+		snprintf(err, errlen, "out of memory");
+	for (int r = 0; ok && r < nranks; r++)
+		for (uint32_t p = 0; ok && p < fn->nparams; p++)
+			ok = check_input(fn, p, inputs[r * fn->nparams + p], err, errlen);
 	if (ok)
 		uses = ir_uses(fn);
-	for (uint32_t p = 0; ok && p < fn->nparams; p++)
-		vals[fn->params[p]] = inputs[p];
+	for (int r = 0; ok && r < nranks; r++)
+		for (uint32_t p = 0; p < fn->nparams; p++)
+			vals[r][fn->params[p]] = inputs[r * fn->nparams + p];
 	for (uint32_t i = 0; ok && i < fn->nins; i++) {
 		const Instr *in = &fn->ins[i];
 		uint32_t nres = results(fn, in);
 
 		if (nres == 0)
 			goto computed; /* with an instruction before it */
-		for (uint32_t k = 0; ok && k < nres; k++)
-			if (!(vals[in[k].res] = alloc_value(fn, in[k].res, NULL))) {
-				snprintf(err, errlen, "out of memory for %%%s", ir_name(fn, in[k].res, nb));
-				ok = false;
-			}
-		if (!ok ||
-			!(in->op == OP_EXTERN ? eval_extern(fn, i, vals, err, errlen)
-					      : eval(fn, in, vals, err, errlen))) {
-			ok = false;
+		for (int r = 0; ok && r < nranks; r++)
+			for (uint32_t k = 0; ok && k < nres; k++)
+				if (!(vals[r][in[k].res] = alloc_value(fn, in[k].res, NULL))) {
+					snprintf(err, errlen, "out of memory for %%%s", ir_name(fn, in[k].res, nb));
+					ok = false;
+				}
+		if (ok && ir_ops[in->op].cls == OC_COLLECTIVE)
+			ok = eval_collective(fn, in, vals, nranks, err, errlen);
+		for (int r = 0; ok && r < nranks; r++)
+			if (ir_ops[in->op].cls != OC_COLLECTIVE)
+				ok = in->op == OP_EXTERN ? eval_extern(fn, i, vals[r], err, errlen)
+							 : eval(fn, in, vals[r], err, errlen);
+		if (!ok)
 			break;
-		}
 	computed:
 		/* free operands whose last use this was */
 		for (uint32_t j = 0; j < in->nargs; j++) {
 			uint32_t a = ir_args(fn, in)[j];
 
-			if (--uses[a] == 0 && fn->vals[a].def != IR_NONE) {
-				tensor_free(vals[a]);
-				vals[a] = NULL;
-			}
+			if (--uses[a] == 0 && fn->vals[a].def != IR_NONE)
+				for (int r = 0; r < nranks; r++) {
+					tensor_free(vals[r][a]);
+					vals[r][a] = NULL;
+				}
 		}
 	}
-	for (uint32_t i = 0; ok && i < fn->nrets; i++) {
-		uint32_t v = fn->rets[i];
+	for (int r = 0; ok && r < nranks; r++)
+		for (uint32_t i = 0; ok && i < fn->nrets; i++) {
+			uint32_t v = fn->rets[i];
+			Tensor **o = &outs[r * fn->nrets + i];
 
-		if (!(outs[i] = alloc_value(fn, v, ir_retname(fn, i, nb)))) {
-			snprintf(err, errlen, "out of memory");
-			ok = false;
-			break;
+			if (!(*o = alloc_value(fn, v, ir_retname(fn, i, nb)))) {
+				snprintf(err, errlen, "out of memory");
+				ok = false;
+				break;
+			}
+			memcpy((*o)->data, vals[r][v]->data, tensor_bytes(*o));
 		}
-		memcpy(outs[i]->data, vals[v]->data, tensor_bytes(outs[i]));
+	for (int r = 0; vals && r < nranks; r++) {
+		for (uint32_t v = fn->nparams; vals[r] && v < fn->nvals; v++)
+			tensor_free(vals[r][v]);
+		free(vals[r]);
 	}
-	for (uint32_t v = fn->nparams; vals && v < fn->nvals; v++)
-		tensor_free(vals[v]);
 	free(vals);
 	return ok;
+}
+
+bool
+ir_interpret(Func *fn, Tensor **inputs, Tensor **outs, char *err, size_t errlen)
+{
+	return ir_interpret_ranks(fn, 1, inputs, outs, err, errlen);
 }

@@ -378,6 +378,12 @@ void tensor_special(Tensor *t, uint64_t seed);
  * outs[i] receives a new tensor for return value i, named after it.
  * Returns false and writes a message if an input does not match. */
 bool ir_interpret(Func *fn, Tensor **inputs, Tensor **outs, char *err, size_t errlen);
+/* The same over nranks ranks at once, in lockstep: rank r's inputs are
+ * inputs[r * nparams ..], its outputs outs[r * nrets ..]. A collective
+ * combines the ranks' operands (docs/ir.md, "Collectives"): reductions in
+ * rank order in f64 (int64), rounded once; max and min drop NaN as NCCL's
+ * do. A collective over another number of ranks is an error. */
+bool ir_interpret_ranks(Func *fn, int nranks, Tensor **inputs, Tensor **outs, char *err, size_t errlen);
 
 /* A host implementation of an extern for the interpreter (tests, and
  * programs whose externs have one): computes outs (allocated, of the

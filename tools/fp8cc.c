@@ -41,13 +41,15 @@ typedef struct {
 	const char *signature;   /* --signature FILE: the types of inputs the traces leave untyped */
 	PassOptions passes;
 	bool interpret, special;
+	int ranks;    /* --ranks N (interpreter) */
 	bool report;  /* -v, --verbose, --time */
 	int progress; /* PROGRESS_* */
 	uint64_t seed;
 } Options;
 
 static const char usage[] = "usage: fp8cc INPUT [BACKWARD] [-o FILE] [--emit=KIND] [-O0|-O1|-O2|-O3] [--gpu=sm_90]\n"
-			    "       fp8cc INPUT [BACKWARD] --interpret [--inputs IN.safetensors] -o OUT.safetensors\n"
+			    "       fp8cc INPUT [BACKWARD] --interpret [--inputs IN.safetensors] [--ranks N]\n"
+			    "             -o OUT.safetensors\n"
 			    "\n"
 			    "INPUT is a Lightning Thunder trace or fp8cc IR text; - reads standard input.\n"
 			    "With BACKWARD, INPUT is a forward trace and BACKWARD its backward: one program\n"
@@ -80,8 +82,8 @@ static const char usage[] = "usage: fp8cc INPUT [BACKWARD] [-o FILE] [--emit=KIN
 			    "  --passes=PASS,...       run just these, in order; --passes= runs none\n"
 			    "  --print-after=PASS      the IR after PASS on standard error (memplan: the plan)\n"
 			    "  --print-after-all       the IR after every pass\n"
-			    "                          PASS: canonicalize transposes epilogues layouts ranges\n"
-			    "                          fuse; --print-after also memplan\n"
+			    "                          PASS: canonicalize transposes shards epilogues layouts\n"
+			    "                          ranges fuse; --print-after also memplan\n"
 			    "Interpreter:\n"
 			    "  --interpret             run the reference interpreter, write the outputs\n"
 			    "  --inputs=FILE           safetensors inputs, matched to parameters by name; the\n"
@@ -89,6 +91,9 @@ static const char usage[] = "usage: fp8cc INPUT [BACKWARD] [-o FILE] [--emit=KIN
 			    "  --seed=N                seed of the random draws (default 0)\n"
 			    "  --special               mix in NaN, inf, -0, subnormal, fp8-boundary, huge values\n"
 			    "  --save-inputs=FILE      write the inputs used\n"
+			    "  --ranks=N               run N ranks in lockstep, their collectives combined;\n"
+			    "                          rank R's tensors are named rankR/NAME in the files (an\n"
+			    "                          input found only as NAME is every rank's)\n"
 			    "Reports:\n"
 			    "  -v, --verbose, --time   each phase on standard error: its time, what it read or\n"
 			    "                          wrote, the kernels and GEMMs the passes made\n"
@@ -117,6 +122,7 @@ enum {
 	OPT_SEED,
 	OPT_SPECIAL,
 	OPT_SAVE_INPUTS,
+	OPT_RANKS,
 	OPT_VERSION,
 };
 
@@ -136,6 +142,7 @@ static const struct option longopts[] = {
 	{ "seed", required_argument, NULL, OPT_SEED },
 	{ "special", no_argument, NULL, OPT_SPECIAL },
 	{ "save-inputs", required_argument, NULL, OPT_SAVE_INPUTS },
+	{ "ranks", required_argument, NULL, OPT_RANKS },
 	{ "verbose", no_argument, NULL, 'v' },
 	{ "time", no_argument, NULL, OPT_TIME },
 	{ "progress", required_argument, NULL, OPT_PROGRESS },
@@ -279,6 +286,12 @@ option(int c, const char *arg, Options *o)
 		if (*end || errno || !*arg || *arg == '-')
 			return usage_error("bad --seed '%s' (an integer >= 0)", arg);
 		break;
+	case OPT_RANKS:
+		errno = 0;
+		o->ranks = (int)strtol(arg, &end, 10);
+		if (*end || errno || !*arg || o->ranks < 1 || o->ranks > 1024)
+			return usage_error("bad --ranks '%s' (1 to 1024)", arg);
+		break;
 	case OPT_PROGRESS:
 		if (!strcmp(arg, "never"))
 			o->progress = PROGRESS_NEVER;
@@ -312,6 +325,10 @@ check_args(Options *o)
 			o->files[MAXPROGRAM]);
 	if (o->interpret && !o->output)
 		return usage_error("--interpret needs -o OUT.safetensors (- for standard output)");
+	if (o->ranks && !o->interpret)
+		return usage_error("--ranks is the interpreter's (with --interpret)");
+	if (!o->ranks)
+		o->ranks = 1;
 	if (o->emit && !in_list(o->emit, be_emit_names))
 		return usage_error(
 			"unknown --emit kind '%s' (%s)", o->emit, list_str(list, sizeof list, be_emit_names, NULL));
@@ -509,30 +526,39 @@ count_kernels(const Program *prog)
 /* ---- the interpreter ---- */
 
 /* the name a tensor of function f has in files: its own in a program of
- * one function, "FUNCTION/NAME" in one of several */
+ * one function, "FUNCTION/NAME" in one of several; rank R's under
+ * "rankR/" when the interpreter runs several (rank < 0: no prefix) */
 static const char *
-file_name(const Program *prog, uint32_t f, const char *name, char *buf, size_t n)
+file_name(const Program *prog, uint32_t f, int rank, const char *name, char *buf, size_t n)
 {
+	char rb[24] = "";
+
+	if (rank >= 0)
+		snprintf(rb, sizeof rb, "rank%d/", rank);
 	if (prog->nfns == 1)
-		return name;
-	snprintf(buf, n, "%s/%s", prog->fns[f]->name, name);
+		snprintf(buf, n, "%s%s", rb, name);
+	else
+		snprintf(buf, n, "%s%s/%s", rb, prog->fns[f]->name, name);
 	return buf;
 }
 
-/* one input tensor: from the file under its name (FUNCTION/NAME or NAME),
- * else seeded random, with a warning that names it */
+/* rank r's input tensor: from the file under its name (rankR/, then
+ * FUNCTION/NAME or NAME), else seeded random, with a warning that names it */
 static Tensor *
-load_input(const Program *prog, uint32_t f, uint32_t p, const StFile *st, const Options *o, char *err, size_t errlen)
+load_input(const Program *prog, uint32_t f, uint32_t p, int r, const StFile *st, const Options *o, char *err,
+	size_t errlen)
 {
 	Func *fn = prog->fns[f];
 	uint32_t v = fn->params[p];
 	const Value *val = &fn->vals[v];
-	char nb[16], qb[256];
-	const char *name = ir_name(fn, v, nb), *qname = file_name(prog, f, name, qb, sizeof qb);
+	char nb[16], qb[256], rb[256];
+	const char *name = ir_name(fn, v, nb), *qname = file_name(prog, f, o->ranks > 1 ? r : -1, name, qb, sizeof qb);
 	const StTensor *s = st ? st_find(st, qname) : NULL;
-	uint64_t seed = o->seed + p + 1000 * f;
+	uint64_t seed = o->seed + p + 1000 * f + 1000003 * (uint64_t)r;
 	Tensor *t;
 
+	if (!s && st && o->ranks > 1)
+		s = st_find(st, file_name(prog, f, -1, name, rb, sizeof rb));
 	if (!s && st)
 		s = st_find(st, name);
 	if (!(t = tensor_new(qname, (DType)val->dtype, val->rank, ir_dims(fn, v)))) {
@@ -620,43 +646,52 @@ tl_free(TList *l)
 	free(l->t);
 }
 
-/* Run function f: state slots feed the parameters that read them and take
- * the outputs that write them; the other inputs come from the file (or are
+/* Run function f over o->ranks ranks: state slots feed the parameters
+ * that read them and take the outputs that write them (state[r * nslots
+ * + k]: rank r's slot k); the other inputs come from the file (or are
  * drawn), the other outputs go to outs. */
 static bool
 run_function(
 	const Program *prog, uint32_t f, const StFile *st, const Options *o, Tensor **state, TList *used, TList *outs)
 {
 	Func *fn = prog->fns[f];
-	Tensor **ins = calloc(fn->nparams + 1, sizeof *ins), **res = calloc(fn->nrets + 1, sizeof *res);
+	int nr = o->ranks;
+	Tensor **ins = calloc((size_t)nr * fn->nparams + 1, sizeof *ins),
+	       **res = calloc((size_t)nr * fn->nrets + 1, sizeof *res);
 	char err[512], nb[16], qb[256];
 	bool ok = ins && res;
 
-	for (uint32_t p = 0; ok && p < fn->nparams; p++) {
-		if (fn->pslot[p] >= 0) {
-			ins[p] = state[fn->pslot[p]];
-			continue;
+	for (int r = 0; ok && r < nr; r++)
+		for (uint32_t p = 0; ok && p < fn->nparams; p++) {
+			Tensor **in = &ins[r * fn->nparams + p];
+
+			if (fn->pslot[p] >= 0) {
+				*in = state[r * prog->nslots + fn->pslot[p]];
+				continue;
+			}
+			if (!(*in = load_input(prog, f, p, r, st, o, err, sizeof err)) || !tl_push(used, *in)) {
+				env_error("%s", *in ? "out of memory" : err);
+				tensor_free(*in);
+				ok = false;
+			}
 		}
-		if (!(ins[p] = load_input(prog, f, p, st, o, err, sizeof err)) || !tl_push(used, ins[p])) {
-			env_error("%s", ins[p] ? "out of memory" : err);
-			tensor_free(ins[p]);
-			ok = false;
-		}
-	}
-	if (ok && !(ok = ir_interpret(fn, ins, res, err, sizeof err)))
+	if (ok && !(ok = ir_interpret_ranks(fn, nr, ins, res, err, sizeof err)))
 		env_error("%s", err);
-	for (uint32_t i = 0; ok && i < fn->nrets; i++) {
-		if (fn->rslot[i] >= 0) {
-			state[fn->rslot[i]] = res[i];
-			res[i] = NULL;
-			continue;
+	for (int r = 0; ok && r < nr; r++)
+		for (uint32_t i = 0; ok && i < fn->nrets; i++) {
+			Tensor **t = &res[r * fn->nrets + i];
+
+			if (fn->rslot[i] >= 0) {
+				state[r * prog->nslots + fn->rslot[i]] = *t;
+				*t = NULL;
+				continue;
+			}
+			free((*t)->name);
+			(*t)->name = strdup(file_name(prog, f, nr > 1 ? r : -1, ir_retname(fn, i, nb), qb, sizeof qb));
+			ok = (*t)->name && tl_push(outs, *t);
+			*t = NULL;
 		}
-		free(res[i]->name);
-		res[i]->name = strdup(file_name(prog, f, ir_retname(fn, i, nb), qb, sizeof qb));
-		ok = res[i]->name && tl_push(outs, res[i]);
-		res[i] = NULL;
-	}
-	for (uint32_t i = 0; res && i < fn->nrets; i++)
+	for (uint32_t i = 0; res && i < (uint32_t)nr * fn->nrets; i++)
 		tensor_free(res[i]);
 	free(ins);
 	free(res);
@@ -668,7 +703,7 @@ static int
 interpret(const Program *prog, const Options *o)
 {
 	StFile st = { 0 };
-	Tensor **state = calloc(prog->nslots + 1, sizeof *state);
+	Tensor **state = calloc((size_t)o->ranks * prog->nslots + 1, sizeof *state);
 	TList used = { 0 }, outs = { 0 };
 	char err[512];
 	int rc = 1;
@@ -687,7 +722,7 @@ interpret(const Program *prog, const Options *o)
 	phase("write", o->output);
 	rc = write_tensors(outs.t, outs.n, o->output);
 done:
-	for (uint32_t k = 0; state && k < prog->nslots; k++)
+	for (uint32_t k = 0; state && k < (uint32_t)o->ranks * prog->nslots; k++)
 		tensor_free(state[k]);
 	free(state);
 	tl_free(&used);

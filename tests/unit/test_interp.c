@@ -1319,3 +1319,83 @@ Test(interp, rejects_input_of_wrong_dtype)
 {
 	rejects_input(tensor_new("x", DT_BF16, SH(2, 3)), "input 'x' must be f32");
 }
+
+/* ---- collectives over ranks in lockstep ---- */
+
+/* collective op (attributes at) of x, waited for, over 3 ranks: rank r's
+ * operand is xs[r]; outs[r] its result */
+static void
+run_ranks(Op op, const int64_t *at, int nat, DType rt, int rank, const int64_t *dims, Tensor **xs, Tensor **outs)
+{
+	Func *fn = ir_func_new(A, ir_ops[op].name);
+	uint32_t p = ir_param(fn, "x", xs[0]->dtype, xs[0]->rank, xs[0]->dims);
+	uint32_t c = ir_instr(fn, op, &p, 1, at, nat, rt, rank, dims);
+	char err[512] = "";
+
+	ir_return(fn, ir_instr(fn, OP_WAIT, &c, 1, NULL, 0, rt, rank, dims), NULL);
+	verify_ok(fn);
+	cr_assert(ir_interpret_ranks(fn, 3, xs, outs, err, sizeof err), "ir_interpret_ranks failed: %s", err);
+}
+
+Test(interp, collectives_over_three_ranks)
+{
+	Tensor *x[3], *o[3];
+
+	/* all_gather: every rank gets the three operands, rank 0's first */
+	for (int r = 0; r < 3; r++)
+		x[r] = tens("x", DT_BF16, 1, I64(2), DBL(r, -0.0 - r));
+	run_ranks(OP_ALL_GATHER, I64(3), 1, DT_BF16, 2, I64(3, 2), x, o);
+	for (int r = 0; r < 3; r++)
+		expect_vals(o[r], DBL(0, -0.0, 1, -1, 2, -2), 6, "all_gather");
+	free_all(o, 3);
+	free_all(x, 3);
+
+	/* reduce_scatter avg: rank r gets the mean of the ranks' part r, in f64
+	 * rounded once to bf16 */
+	x[0] = tens("x", DT_BF16, 1, I64(3), DBL(1, 256, INFINITY));
+	x[1] = tens("x", DT_BF16, 1, I64(3), DBL(2, 1, -INFINITY));
+	x[2] = tens("x", DT_BF16, 1, I64(3), DBL(4, 1, 1));
+	run_ranks(OP_REDUCE_SCATTER, I64(RED_AVG, 3), 2, DT_BF16, 1, I64(1), x, o);
+	expect_vals(o[0], DBL(2.328125), 1, "reduce_scatter avg, rank 0"); /* 7/3 in bf16 */
+	expect_vals(o[1], DBL(86), 1, "reduce_scatter avg, rank 1");       /* 258/3, exact */
+	expect_vals(o[2], DBL(NAN), 1, "reduce_scatter avg, rank 2");
+	free_all(o, 3);
+	free_all(x, 3);
+
+	/* all_reduce max drops a NaN (NCCL's float max); min too; i32 sums wrap */
+	x[0] = tens("x", DT_F32, 1, I64(2), DBL(NAN, 1));
+	x[1] = tens("x", DT_F32, 1, I64(2), DBL(-3, NAN));
+	x[2] = tens("x", DT_F32, 1, I64(2), DBL(-5, 0.5));
+	run_ranks(OP_ALL_REDUCE, I64(RED_MAX, 3), 2, DT_F32, 1, I64(2), x, o);
+	for (int r = 0; r < 3; r++)
+		expect_vals(o[r], DBL(-3, 1), 2, "all_reduce max");
+	free_all(o, 3);
+	run_ranks(OP_ALL_REDUCE, I64(RED_MIN, 0), 2, DT_F32, 1, I64(2), x, o);
+	for (int r = 0; r < 3; r++)
+		expect_vals(o[r], DBL(-5, 0.5), 2, "all_reduce min over any ranks");
+	free_all(o, 3);
+	free_all(x, 3);
+	for (int r = 0; r < 3; r++)
+		x[r] = tens_i("x", DT_I32, 1, I64(1), (const int64_t[]){ INT32_MAX - r });
+	run_ranks(OP_ALL_REDUCE, I64(RED_SUM, 3), 2, DT_I32, 1, I64(1), x, o);
+	for (int r = 0; r < 3; r++)
+		expect_ints(o[r], (const int64_t[]){ (int32_t)(3u * INT32_MAX - 3u) }, 1, "all_reduce i32 sum");
+	free_all(o, 3);
+	free_all(x, 3);
+}
+
+Test(interp, collective_over_other_ranks_is_an_error)
+{
+	Func *fn = ir_func_new(A, "g");
+	uint32_t p = ir_param(fn, "x", DT_F32, 1, I64(2));
+	uint32_t c = ir_instr(fn, OP_ALL_GATHER, &p, 1, I64(2), 1, DT_F32, 1, I64(4));
+	Tensor *x[3], *o[3] = { 0 };
+	char err[512] = "";
+
+	ir_return(fn, ir_instr(fn, OP_WAIT, &c, 1, NULL, 0, DT_F32, 1, I64(4)), NULL);
+	for (int r = 0; r < 3; r++)
+		x[r] = tens("x", DT_F32, 1, I64(2), DBL(1, 2));
+	cr_assert_not(ir_interpret_ranks(fn, 3, x, o, err, sizeof err));
+	cr_expect_str_eq(err, "all_gather over 2 ranks, but the interpreter runs 3");
+	free_all(x, 3);
+}
