@@ -33,6 +33,24 @@ typedef struct {
 	uint32_t nin, nout; /* its inputs; its values used after the place reached */
 } Params;
 
+/* in may move to the kernel of its readers: a broadcast, or elementwise
+ * work on tensors whose result is no narrower than any tensor it reads */
+static bool
+sinks(Func *fn, const Instr *in)
+{
+	if (in->op == OP_BROADCAST)
+		return true;
+	if (!op_elementwise((Op)in->op) || fn->vals[in->res].rank == 0)
+		return false;
+	for (uint32_t j = 0; j < in->nargs; j++) {
+		const Value *a = &fn->vals[ir_args(fn, in)[j]];
+
+		if (a->rank && dt_size((DType)a->dtype) > dt_size((DType)fn->vals[in->res].dtype))
+			return false;
+	}
+	return true;
+}
+
 static uint32_t *
 depths(Func *fn)
 {
@@ -49,10 +67,11 @@ depths(Func *fn)
 		dep[in->res] = in->op == OP_MATMUL_AUX ? d : op_step((Op)in->op) ? d + 1 : d;
 	}
 	/* constants: the kernel of their earliest user (0 is a depth too, so
-	 * `placed` says which have one); a broadcast that no output is: the
-	 * kernel of its earliest user, when that is a later one (it is
-	 * recomputed there from its smaller operand instead of written out
-	 * whole by an earlier kernel and read back) */
+	 * `placed` says which have one); a broadcast, or elementwise work no
+	 * narrower than what it reads (a widening convert), that no output
+	 * is: the kernel of its earliest user, when that is a later one (it is
+	 * computed there from its operands instead of written out whole by an
+	 * earlier kernel and read back) */
 	bool *placed = arena_alloc(fn->arena, fn->nvals + 1), *returned = arena_alloc(fn->arena, fn->nvals + 1);
 	uint32_t *sink = arena_alloc(fn->arena, (fn->nvals + 1) * sizeof *sink), last = 0;
 
@@ -66,7 +85,7 @@ depths(Func *fn)
 	for (uint32_t i = fn->nins; i-- > 0;) {
 		const Instr *in = &fn->ins[i];
 
-		if (in->op == OP_BROADCAST && !returned[in->res] && sink[in->res] > dep[in->res] + 1)
+		if (sinks(fn, in) && !returned[in->res] && sink[in->res] > dep[in->res] + 1)
 			dep[in->res] = sink[in->res] - 1;
 		if (in->op == OP_WAIT)
 			dep[in->res] = sink[in->res] ? sink[in->res] - 1 : last > dep[in->res] ? last : dep[in->res];
@@ -79,8 +98,12 @@ depths(Func *fn)
 				dep[a] = want;
 				placed[a] = true;
 			}
-			if (def && def->op == OP_BROADCAST && (!sink[a] || want + 1 < sink[a]))
-				sink[a] = want + 1; /* + 1: 0 is "no user yet" */
+			/* + 1: 0 is "no user yet"; elementwise work read by a step
+			 * stays (a kernel before the step may have nothing else) */
+			if (def && def->op != OP_BROADCAST && sinks(fn, def) && op_step((Op)in->op))
+				sink[a] = 1;
+			else if (def && sinks(fn, def) && (!sink[a] || want + 1 < sink[a]))
+				sink[a] = want + 1;
 			if (def && def->op == OP_WAIT && (!sink[a] || dep[in->res] + 1 < sink[a]))
 				sink[a] = dep[in->res] + 1;
 		}
