@@ -19,6 +19,7 @@ typedef struct {
 Func *pass_canonicalize(Func *fn);
 Func *pass_dce(Func *fn);
 Func *pass_transposes(Func *fn);
+Func *pass_shards(Func *fn); /* the fp8 all-gather: shards.c */
 Func *pass_layouts(Func *fn);
 Func *pass_ranges(Func *fn);
 Func *pass_fuse(Func *fn, int opt);

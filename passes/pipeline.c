@@ -1,8 +1,8 @@
 /* pipeline.c — the pass pipeline: one flat list, the verifier between every two.
  *
  *   -O0  layouts, fuse (one kernel per op)
- *   -O1  canonicalize, transposes, ranges, layouts, fuse (one kernel per op)
- *   -O2  canonicalize, transposes, canonicalize, ranges, layouts, fuse
+ *   -O1  canonicalize, transposes, shards, ranges, layouts, fuse (one kernel per op)
+ *   -O2  canonicalize, transposes, canonicalize, shards, ranges, layouts, fuse
  * and with --fuse-epilogues, at every level, epilogues after the last
  * canonicalize (it changes roundings: epilogue.c says how)
  * (the table `pipeline` below says it; each pass is named once, in PASSES)
@@ -29,6 +29,12 @@ transposes(Func *fn, int opt)
 	return pass_transposes(fn);
 }
 static Func *
+shards(Func *fn, int opt)
+{
+	(void)opt;
+	return pass_shards(fn);
+}
+static Func *
 layouts(Func *fn, int opt)
 {
 	(void)opt;
@@ -52,7 +58,7 @@ fuse(Func *fn, int opt)
 	return pass_fuse(fn, opt);
 }
 
-#define PASSES(X)  X(canonicalize) X(transposes) X(epilogues) X(layouts) X(ranges) X(fuse)
+#define PASSES(X)  X(canonicalize) X(transposes) X(shards) X(epilogues) X(layouts) X(ranges) X(fuse)
 #define AS_NAME(n) #n,
 #define AS_FN(n)   n,
 #define AS_ENUM(n) P_##n,
@@ -67,6 +73,7 @@ static const struct {
 	{ P_canonicalize, 1 },
 	{ P_transposes, 1 },
 	{ P_canonicalize, 2 },
+	{ P_shards, 1 },    /* after the last canonicalize, whose CSE would join what it copies */
 	{ P_epilogues, 0 }, /* with --fuse-epilogues only, which asks for it at every level */
 	{ P_ranges, 1 },
 	{ P_layouts, 0 }, /* GEMM operand layouts are what cuBLASLt accepts: needed at every level */
