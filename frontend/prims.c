@@ -1055,6 +1055,36 @@ lower_wait(Reader *r, const Expr *c, Op op)
 	return tr_emit(r, OP_WAIT, &x, 1, NULL, 0, &t);
 }
 
+/* prims.synchronize(a, group, distparallel_type): a parameter made whole
+ * before a layer reads it — FSDP's sharded one gathered (an all_gather and
+ * its wait), DDP's replicated one as it is (the forward does nothing; the
+ * backward's all-reduce is in the backward trace). Thunder prints the type
+ * as an object's name (_DistParallelType_0), not its value: the type
+ * comment tells which, a's shape (replicated) or dim 0 times the ranks */
+static uint32_t
+lower_synchronize(Reader *r, const Expr *c, Op op)
+{
+	static const Param ps[] = { { "a", false }, { "group", false }, { "distparallel_type", false } };
+	const Expr *a[3];
+	uint32_t x, g;
+	uint32_t dtcol, shcol;
+	int64_t ranks;
+	Type t, ax;
+
+	(void)op;
+	tr_bind(r, c, ps, 3, a);
+	x = tr_tensor(r, a[0]);
+	if (r->cur->ty.present) {
+		tr_parse_type(r, r->cur->line, &r->cur->ty, &t, &dtcol, &shcol);
+		tr_vtype(r->fn, x, &ax);
+		if (tr_same_shape(&ax, &t) && t.dt == ax.dt)
+			return x;
+	}
+	ranks = collective_type(r, x, NULL, true, &t);
+	g = tr_emit(r, OP_ALL_GATHER, &x, 1, &ranks, 1, &t);
+	return tr_emit(r, OP_WAIT, &g, 1, NULL, 0, &t);
+}
+
 static const struct {
 	const char *name;
 	Lower fn;
@@ -1097,6 +1127,7 @@ static const struct {
 	{ "prims.all_reduce", lower_reduction, OP_ALL_REDUCE },
 	{ "torch_wait_prim_impl", lower_wait, OP_COUNT },
 	{ "prims.wait", lower_wait, OP_COUNT },
+	{ "prims.synchronize", lower_synchronize, OP_COUNT },
 };
 
 /* the lowering of a callee, NULL if the reader does not know it */
