@@ -63,31 +63,49 @@ gemms_ok(Func *fn)
 	return true;
 }
 
+/* the ranks the interpreter runs fn over: its first collective's that
+ * names more than one (at most 4), else 1 */
+static int
+ranks_of(Func *fn)
+{
+	for (uint32_t i = 0; i < fn->nins; i++) {
+		int64_t r = op_collective((Op)fn->ins[i].op) ? ir_ranks(fn, &fn->ins[i]) : 0;
+
+		if (r > 1)
+			return r <= 4 ? (int)r : 1;
+	}
+	return 1;
+}
+
+/* fn over its ranks (each rank's inputs drawn apart) */
 static Outs
 interpret(Func *fn, uint64_t seed, bool special)
 {
-	Tensor **ins = calloc(fn->nparams + 1, sizeof *ins);
-	Outs o = { fn->nrets, calloc(fn->nrets + 1, sizeof *o.t), true, "" };
+	int nr = ranks_of(fn);
+	uint32_t nin = (uint32_t)nr * fn->nparams;
+	Tensor **ins = calloc(nin + 1, sizeof *ins);
+	Outs o = { (uint32_t)nr * fn->nrets, calloc((size_t)nr * fn->nrets + 1, sizeof *o.t), true, "" };
 
 	if (!ins || !o.t)
 		abort();
-	for (uint32_t p = 0; p < fn->nparams; p++) {
-		uint32_t v = fn->params[p];
+	for (uint32_t k = 0; k < nin; k++) {
+		uint32_t v = fn->params[k % fn->nparams];
+		uint64_t s = seed + k % fn->nparams + 7919 * (k / fn->nparams);
 
-		if (!(ins[p] = tensor_new(NULL, (DType)fn->vals[v].dtype, fn->vals[v].rank, ir_dims(fn, v))))
+		if (!(ins[k] = tensor_new(NULL, (DType)fn->vals[v].dtype, fn->vals[v].rank, ir_dims(fn, v))))
 			abort();
 		if (special)
-			tensor_special(ins[p], seed + p);
+			tensor_special(ins[k], s);
 		else
-			tensor_randn(ins[p], seed + p);
+			tensor_randn(ins[k], s);
 	}
-	if (!ir_interpret(fn, ins, o.t, o.err, sizeof o.err)) { /* data it cannot run on */
+	if (!ir_interpret_ranks(fn, nr, ins, o.t, o.err, sizeof o.err)) { /* data it cannot run on */
 		o.ok = false;
 		for (uint32_t i = 0; i < o.n; i++)
 			tensor_free(o.t[i]), o.t[i] = NULL;
 	}
-	for (uint32_t p = 0; p < fn->nparams; p++)
-		tensor_free(ins[p]);
+	for (uint32_t k = 0; k < nin; k++)
+		tensor_free(ins[k]);
 	free(ins);
 	return o;
 }
