@@ -228,14 +228,13 @@ rewrite(Cone *c)
 	d = ir_rewrite_begin(fn, &map);
 	for (uint32_t v = 0; v < fn->nvals; v++)
 		red[v] = IR_NONE;
-	red[c->x] = map[c->s];
 	for (uint32_t i = 0; i < fn->nins; i++) {
 		const Instr *in = &fn->ins[i];
 		const Value *v = &fn->vals[in->res];
 
 		if (i == c->gather || in->res == c->x) {
-			if (in->res == c->x)
-				shard[c->x] = map[c->s];
+			if (in->res == c->x) /* the shard is defined before it */
+				shard[c->x] = red[c->x] = map[c->s];
 			continue;
 		}
 		switch (c->role[in->res]) {
@@ -266,6 +265,98 @@ rewrite(Cone *c)
 	return pass_dce(d);
 }
 
+/* ---- one all-reduce for the amaxes of several gathers ---- */
+
+/* v's instructions back to the parameters, marked in in_slice; false if
+ * one is a step (a collective, a wait, a GEMM, an extern) */
+static bool
+slice_of(Func *fn, uint32_t v, bool *in_slice)
+{
+	const Instr *in = ir_def(fn, v);
+
+	if (!in || in_slice[v])
+		return true;
+	if (op_step((Op)in->op) || in->op == OP_WAIT)
+		return false;
+	in_slice[v] = true;
+	for (uint32_t j = 0; j < in->nargs; j++)
+		if (!slice_of(fn, ir_args(fn, in)[j], in_slice))
+			return false;
+	return true;
+}
+
+/* the wait of collective instruction c, IR_NONE if none */
+static uint32_t
+wait_of(Func *fn, const uint32_t *uses, uint32_t c)
+{
+	uint32_t v = fn->ins[c].res;
+
+	if (uses[v] != 1)
+		return IR_NONE;
+	for (uint32_t i = c + 1; i < fn->nins; i++)
+		if (fn->ins[i].op == OP_WAIT && ir_args(fn, &fn->ins[i])[0] == v)
+			return i;
+	return IR_NONE;
+}
+
+/* Each rewritten gather all-reduces its amax key, a few bytes: a
+ * collective's latency each, one after another on the collective stream.
+ * The keys of shards that are inputs (FSDP's parameters) depend on nothing
+ * else, so they are computed first and all-reduced together: the
+ * rank-0 max all-reduces of one dtype and ranks whose operands reach only
+ * the parameters become one all-reduce of their keys, concatenated (at
+ * most 64), and a slice of it each. fn itself if there are fewer than two. */
+static Func *
+join_amaxes(Func *fn)
+{
+	uint32_t *uses = ir_uses(fn), cand[64], wait[64], n = 0, *map;
+	bool *in_slice = arena_alloc(fn->arena, fn->nvals + 1), *skip = arena_alloc(fn->arena, fn->nins + 1);
+	const Instr *first = NULL;
+
+	for (uint32_t i = 0; i < fn->nins && n < NELEM(cand); i++) {
+		const Instr *in = &fn->ins[i];
+		const Value *v = &fn->vals[in->res];
+
+		if (in->op != OP_ALL_REDUCE || ir_attr(fn, in)[0] != RED_MAX || v->rank != 0 ||
+			!dt_isint((DType)v->dtype) ||
+			(first && (v->dtype != fn->vals[first->res].dtype || ir_ranks(fn, in) != ir_ranks(fn, first))))
+			continue;
+		if ((wait[n] = wait_of(fn, uses, i)) == IR_NONE || !slice_of(fn, ir_args(fn, in)[0], in_slice))
+			continue;
+		first = first ? first : in;
+		cand[n++] = i;
+	}
+	if (n < 2)
+		return fn;
+	/* the keys' instructions, the joined all-reduce, then the rest in order */
+	Func *d = ir_rewrite_begin(fn, &map);
+	DType t = (DType)fn->vals[first->res].dtype;
+	uint32_t keys[64], all, w;
+	int64_t at[2] = { RED_MAX, ir_ranks(fn, first) }, one = 1, nn = n;
+
+	for (uint32_t i = 0; i < fn->nins; i++)
+		if (in_slice[fn->ins[i].res])
+			ir_copy_instr(d, fn, &fn->ins[i], map);
+	for (uint32_t k = 0; k < n; k++) {
+		keys[k] = emit(d, first, OP_RESHAPE, map[ir_args(fn, &fn->ins[cand[k]])[0]], NULL, 0, t, 1, &one);
+		skip[cand[k]] = skip[wait[k]] = true;
+	}
+	all = ir_instr(d, OP_CAT, keys, (int)n, (const int64_t[]){ 0 }, 1, t, 1, &nn);
+	w = collective(d, first, OP_ALL_REDUCE, all, at, 2, 1, &nn);
+	for (uint32_t k = 0; k < n; k++) {
+		int64_t sl[3] = { k, k + 1, 1 };
+		uint32_t part = emit(d, first, OP_SLICE, w, sl, 3, t, 1, &one);
+
+		map[fn->ins[wait[k]].res] = emit(d, first, OP_RESHAPE, part, NULL, 0, t, 0, NULL);
+		d->vals[map[fn->ins[wait[k]].res]].name = fn->vals[fn->ins[wait[k]].res].name;
+	}
+	for (uint32_t i = 0; i < fn->nins; i++)
+		if (!in_slice[fn->ins[i].res] && !skip[i])
+			ir_copy_instr(d, fn, &fn->ins[i], map);
+	ir_rewrite_end(d, fn, map);
+	return d;
+}
+
 Func *
 pass_shards(Func *fn)
 {
@@ -280,7 +371,7 @@ pass_shards(Func *fn)
 			if (fn->ins[i].op == OP_WAIT && find_cone(&c, i))
 				break;
 		if (i == fn->nins)
-			return fn;
+			return join_amaxes(fn);
 		fn = rewrite(&c);
 	}
 }
