@@ -164,12 +164,20 @@ kernels_io(Func *fn)
 		kernel_io(fn, k, uses, inside);
 }
 
-/* where an instruction goes: slot 2l for level l's kernel, 2l+1 for the
- * GEMMs and externs of depth l+1 that follow it */
+/* where an instruction goes: slot 2l+1 for level l's kernel, 2l+2 for the
+ * GEMMs, externs and collectives of depth l+1 that follow it; slot 0, before
+ * every kernel, for a collective of the function's inputs alone (FSDP's
+ * gather of a parameter's shards), so that it runs beside level 0 */
 static uint32_t
-slot(const Instr *in, const uint32_t *dep)
+slot(Func *fn, const Instr *in, const uint32_t *dep)
 {
-	return op_step((Op)in->op) ? 2 * dep[in->res] - 1 : 2 * dep[in->res];
+	bool inputs = op_collective((Op)in->op);
+
+	for (uint32_t j = 0; inputs && j < in->nargs; j++)
+		inputs = fn->vals[ir_args(fn, in)[j]].def == IR_NONE;
+	if (inputs)
+		return 0;
+	return op_step((Op)in->op) ? 2 * dep[in->res] : 2 * dep[in->res] + 1;
 }
 
 /* the instructions by slot, in their order within each: order[start[s] ..
@@ -181,13 +189,13 @@ by_slot(Func *fn, const uint32_t *dep, uint32_t nslots, uint32_t **start)
 	uint32_t *at = arena_alloc(fn->arena, (nslots + 1) * sizeof *at);
 
 	for (uint32_t i = 0; i < fn->nins; i++)
-		at[slot(&fn->ins[i], dep) + 1]++;
+		at[slot(fn, &fn->ins[i], dep) + 1]++;
 	for (uint32_t s = 1; s <= nslots; s++)
 		at[s] += at[s - 1];
 	*start = arena_alloc(fn->arena, (nslots + 1) * sizeof **start);
 	memcpy(*start, at, (nslots + 1) * sizeof *at);
 	for (uint32_t i = 0; i < fn->nins; i++)
-		order[at[slot(&fn->ins[i], dep)]++] = i;
+		order[at[slot(fn, &fn->ins[i], dep)]++] = i;
 	return order;
 }
 
@@ -316,7 +324,7 @@ pass_fuse(Func *fn, int opt)
 	for (uint32_t i = 0; i < fn->nins; i++)
 		if (dep[fn->ins[i].res] > maxd)
 			maxd = dep[fn->ins[i].res];
-	order = by_slot(fn, dep, 2 * maxd + 2, &start);
+	order = by_slot(fn, dep, 2 * maxd + 3, &start);
 	p.last = last_uses(fn, order);
 	p.defined = arena_alloc(fn->arena, (fn->nvals + 1) * sizeof *p.defined);
 	p.read = arena_alloc(fn->arena, (fn->nvals + 1) * sizeof *p.read);
@@ -324,13 +332,15 @@ pass_fuse(Func *fn, int opt)
 	uint32_t *read_in = arena_alloc(fn->arena, (fn->nvals + 1) * sizeof *read_in);
 
 	for (uint32_t level = 0; level <= maxd; level++)
-		for (uint32_t j = start[2 * level]; j < start[2 * level + 1]; j++)
+		for (uint32_t j = start[2 * level + 1]; j < start[2 * level + 2]; j++)
 			for (uint32_t a = 0; a < fn->ins[order[j]].nargs; a++)
 				read_in[ir_args(fn, &fn->ins[order[j]])[a]] = level + 1;
+	for (uint32_t j = start[0]; j < start[1]; j++) /* collectives of inputs, first */
+		ir_copy_instr(d, fn, &fn->ins[order[j]], map);
 	for (uint32_t level = 0; level <= maxd; level++) {
 		/* a view of a value in memory anyway first, each its own kernel:
 		 * the memory plan gives it no launch */
-		for (uint32_t j = start[2 * level]; opt >= 2 && j < start[2 * level + 1]; j++) {
+		for (uint32_t j = start[2 * level + 1]; opt >= 2 && j < start[2 * level + 2]; j++) {
 			if (!free_view(fn, &fn->ins[order[j]]))
 				continue;
 			next_kernel(&p);
@@ -340,7 +350,7 @@ pass_fuse(Func *fn, int opt)
 		}
 		first = d->nins;
 		next_kernel(&p);
-		for (uint32_t j = start[2 * level]; j < start[2 * level + 1]; j++) {
+		for (uint32_t j = start[2 * level + 1]; j < start[2 * level + 2]; j++) {
 			const Instr *in = &fn->ins[order[j]];
 
 			if (opt >= 2 && (free_view(fn, in) || trailing_view(fn, in, read_in, level)))
@@ -357,7 +367,7 @@ pass_fuse(Func *fn, int opt)
 		}
 		if (opt >= 2)
 			add_kernel(d, first);
-		for (uint32_t j = start[2 * level]; opt >= 2 && j < start[2 * level + 1]; j++) {
+		for (uint32_t j = start[2 * level + 1]; opt >= 2 && j < start[2 * level + 2]; j++) {
 			if (free_view(fn, &fn->ins[order[j]]) || !trailing_view(fn, &fn->ins[order[j]], read_in, level))
 				continue;
 			next_kernel(&p);
@@ -365,7 +375,7 @@ pass_fuse(Func *fn, int opt)
 			ir_copy_instr(d, fn, &fn->ins[order[j]], map);
 			add_kernel(d, d->nins - 1);
 		}
-		for (uint32_t j = start[2 * level + 1]; j < start[2 * level + 2]; j++)
+		for (uint32_t j = start[2 * level + 2]; j < start[2 * level + 3]; j++)
 			ir_copy_instr(d, fn, &fn->ins[order[j]], map);
 	}
 	ir_rewrite_end(d, fn, map);
