@@ -96,6 +96,22 @@ python3 tests/real/signature.py "$out/extra/real_15.sig" $(grep '^15_' tests/rea
 "$fp8cc" tests/real/22_fsdp_aug_fwd_allgather.trace -o "$out/extra/real_22.ptx" 2>/dev/null
 "$fp8cc" tests/real/22_fsdp_aug_fwd_allgather.trace tests/real/23_fsdp_backward_reduce_scatter.trace \
 	-o "$out/extra/pair_22_23.ptx" 2>/dev/null
+# the fp8 all-gather (bench/gather_ir.py: the fp8 layer with its weight
+# gathered) for 1 and 2 ranks, and the same without the shards pass, which
+# gathers bf16: test_collectives.py compares the two and torch; the
+# benchmark's shapes for bench_gather.py
+noshards=--passes=canonicalize,transposes,canonicalize,ranges,layouts,fuse
+for r in 1 2; do
+	python3 bench/gather_ir.py 64 256 512 $r > "$out/extra/gather_r$r.ir"
+	"$fp8cc" "$out/extra/gather_r$r.ir" -o "$out/extra/fp8_gather_r$r.ptx"
+	"$fp8cc" "$out/extra/gather_r$r.ir" $noshards -o "$out/extra/bf16_gather_r$r.ptx"
+	for s in 4096x4096x4096 8192x8192x8192; do
+		IFS=x read -r m k n <<< "$s"
+		python3 bench/gather_ir.py "$m" "$k" "$n" $r > "$out/bench/gather_${s}_r$r.ir"
+		"$fp8cc" "$out/bench/gather_${s}_r$r.ir" -o "$out/bench/gather_${s}_fp8_r$r.ptx"
+		"$fp8cc" "$out/bench/gather_${s}_r$r.ir" $noshards -o "$out/bench/gather_${s}_bf16_r$r.ptx"
+	done
+done
 # the offloading MLP's forward and backward as one program, and the Llama-2
 # forward with its signature (test_python.py)
 "$fp8cc" tests/real/18_mlp_cpu_offload_aug_fwd.trace tests/real/19_mlp_cpu_offload_backward.trace \

@@ -52,12 +52,22 @@ if [ -z "${FP8RT_NCCL:-}" ]; then
 fi
 echo "NCCL: ${FP8RT_NCCL:-none found (the collective programs will fail)}"
 
+# the fp8 all-gather against bf16's and torch's over the GPUs here (two at
+# most; one: local copies, said so)
+gather_bench() {
+	local n=$(($(nvidia-smi -L 2>/dev/null | grep -c '^GPU') >= 2 ? 2 : 1))
+	NCCL_NVLS_ENABLE=0 FP8RT_LIBRARY=$PWD/build-gpu/runtime/libfp8rt.so python3 -m torch.distributed.run \
+		--nproc_per_node=$n --master_port=29534 bench/bench_gather.py "$dir/bench" "$out/bench.md" ||
+		bad "fp8 all-gather benchmark"
+}
+
 if [ "$bench" = --bench-only ]; then
 	python3 bench/bench_layer.py $fp8run "$dir/bench" "$out/bench.md" || bad "benchmark"
 	python3 bench/bench_backward.py $fp8run "$dir/bench" "$out/bench.md" || bad "backward benchmark"
 	python3 bench/bench_gemm.py $fp8run "$dir/bench" "$out/bench.md" || bad "GEMM benchmark"
 	python3 bench/bench_kernels.py $fp8run "$out/bench.md" fp8cc="$dir/bench" || bad "kernel benchmark"
 	python3 bench/bench_overlap.py "$out/bench.md" || bad "overlap benchmark"
+	gather_bench
 	exit $((fails > 0))
 fi
 
@@ -159,15 +169,14 @@ elif [ -f "$dir/extra/gram.ptx" ]; then
 	cc -O2 examples/c/extern.c -Iruntime -Lbuild-gpu/runtime -Wl,-rpath,$PWD/build-gpu/runtime -lfp8rt -lm \
 		-o /tmp/extern && /tmp/extern "$dir/extra/gram.ptx" || bad "examples/c/extern"
 	FP8RT_LIBRARY=$PWD/build-gpu/runtime/libfp8rt.so python3 tests/gpu/test_python.py "$dir" $fp8run || bad "the Python binding"
-	# Thunder's FSDP traces over every GPU here as the ranks (NVLink multicast
-	# off: the machines are shared); one GPU: skipped, said so
+	# Thunder's FSDP traces and the fp8 all-gather over two GPUs here as the
+	# ranks (NVLink multicast off: the machines are shared); on one GPU, the
+	# fp8 all-gather as one rank, the 2-rank traces skipped, said so
 	ngpu=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU')
-	if [ "$ngpu" -ge 2 ] && [ -f "$dir/extra/pair_22_23.ptx" ]; then
-		NCCL_NVLS_ENABLE=0 FP8RT_LIBRARY=$PWD/build-gpu/runtime/libfp8rt.so python3 -m torch.distributed.run \
-			--nproc_per_node=2 --master_port=29533 tests/gpu/test_collectives.py "$dir" || bad "collectives over 2 GPUs"
-	else
-		echo "SKIP collectives over 2 GPUs: this machine has $ngpu"
-	fi
+	nproc=$((ngpu >= 2 ? 2 : 1))
+	[ "$nproc" = 1 ] && echo "SKIP collectives over 2 GPUs: this machine has $ngpu (one rank instead)"
+	NCCL_NVLS_ENABLE=0 FP8RT_LIBRARY=$PWD/build-gpu/runtime/libfp8rt.so python3 -m torch.distributed.run \
+		--nproc_per_node=$nproc --master_port=29533 tests/gpu/test_collectives.py "$dir" || bad "collectives over $nproc GPU(s)"
 else
 	bad "no $dir/extra (run prepare.sh again)"
 fi
@@ -187,6 +196,8 @@ if [ "$bench" = --bench ]; then
 	python3 bench/bench_kernels.py $fp8run "$out/bench.md" fp8cc="$dir/bench" || bad "kernel benchmark"
 	step "benchmark: a GEMM and memory-bound work at once"
 	python3 bench/bench_overlap.py "$out/bench.md" || bad "overlap benchmark"
+	step "benchmark: the fp8 all-gather"
+	gather_bench
 fi
 
 step "result"

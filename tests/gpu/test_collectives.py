@@ -7,12 +7,21 @@ reduce_scatter_tensor, torch's linear and matmul) on the same tensors.
 
 usage: python3 -m torch.distributed.run --nproc_per_node=N tests/gpu/test_collectives.py CARRYDIR
 (CARRYDIR from tests/gpu/prepare.sh: extra/real_22.ptx, extra/pair_22_23.ptx;
-the traces are written for 2 ranks). Exit status 1 when a check fails.
+the traces are written for 2 ranks, and skipped, said so, on another
+number). Exit status 1 when a check fails.
 
 The gathered weights are the shards' bits (an all-gather copies); the
 layers' f32 GEMMs are cuBLASLt's in both (TF32 off), within 1e-5 relative;
 the reduce-scattered gradients sum the ranks' f32 values in NCCL's order in
-both, within 1e-5 relative."""
+both, within 1e-5 relative.
+
+And the fp8 all-gather, on any number of ranks (1 on one GPU): torchao's
+fp8 linear layer with its weight gathered (bench/gather_ir.py, compiled
+for this world size: extra/fp8_gather_rN.ptx, and without the shards pass,
+gathering bf16: extra/bf16_gather_rN.ptx). The two give the same bits, and
+torch's gather-then-quantize gives the fp8 weight and its scale bit for bit
+(the layer within 1e-2, torch._scaled_mm's), also when one rank's shard
+holds a NaN (every rank's scale NaN)."""
 import os
 import sys
 
@@ -64,6 +73,65 @@ def main():
     ctx.init_comm(uid[0], world, rank)
     check(ctx.comm == (world, rank), f"fp8cc's communicator: {ctx.comm}")
 
+    fp8_gather(d, rank, world, dev)
+    if world != 2:
+        if rank == 0:
+            print(f"SKIP traces 22 and 23: written for 2 ranks, this world has {world}", flush=True)
+        finish()
+    fsdp_traces(d, rank, world, dev)
+    finish()
+
+
+def finish():
+    dist.barrier()
+    dist.destroy_process_group()
+    sys.exit(1 if fails else 0)
+
+
+E4M3_MAX = 448.0
+
+
+def quantize(t):
+    """torchao's tensor-wise scaling: amax in f32, the scale in f64 then f32"""
+    amax = t.float().abs().amax().to(torch.float64)
+    scale = (E4M3_MAX / torch.clamp(amax, min=1e-12)).to(torch.float32)
+    return (t.float() * scale).clamp(-E4M3_MAX, E4M3_MAX).to(torch.float8_e4m3fn), scale
+
+
+def fp8_gather(d, rank, world, dev):
+    """the layer with its weight gathered, fp8 (shards.c) against bf16 and torch"""
+    fp8 = ft.load(f"{d}/extra/fp8_gather_r{world}.ptx", device=rank)[0]
+    bf16 = ft.load(f"{d}/extra/bf16_gather_r{world}.ptx", device=rank)[0]
+    n, k = fp8.outputs[3].shape
+    m = fp8.inputs[0].shape[0]
+    w = (torch.randn(n, k, generator=torch.Generator().manual_seed(3)) / 8).to(torch.bfloat16)
+    x = torch.randn(m, k, generator=torch.Generator().manual_seed(40 + rank)).to(torch.bfloat16).to(dev)
+    for case in ("normal", "NaN"):
+        shard = w.chunk(world)[rank].contiguous().to(dev)
+        if case == "NaN" and rank == world - 1:
+            shard[1, 2] = float("nan")
+        a = dict(zip((o.name for o in fp8.outputs), fp8(x, shard)))
+        b = dict(zip((o.name for o in bf16.outputs), bf16(x, shard)))
+        wf = gather(shard)
+        x8, sx = quantize(x)
+        w8, sw = quantize(wf)
+        out = torch._scaled_mm(x8, w8.t(), scale_a=sx.reciprocal(), scale_b=sw.reciprocal(),
+                               out_dtype=torch.bfloat16, use_fast_accum=True)
+        torch.cuda.synchronize()
+        check(all(torch.equal(a[o].view(torch.uint8), b[o].view(torch.uint8)) for o in a),
+              f"fp8 all-gather ({case}): the same bits as gathering bf16 first, every output")
+        ws = a["weight_scale"].reshape(())
+        same_scale = torch.isnan(ws).item() and torch.isnan(sw).item() if case == "NaN" else \
+            torch.equal(ws.view(torch.int32), sw.view(torch.int32))   # NaN payloads aside
+        check(torch.equal(a["t223"].view(torch.uint8), w8.view(torch.uint8)) and same_scale,
+              f"fp8 all-gather ({case}): the gathered fp8 weight and its scale as torch's gather-then-quantize, "
+              f"bit for bit (scale {ws.item():.6g})")
+        if case == "normal":
+            err = rel(a["t122"].float(), out.float())
+            check(err <= 1e-2, f"fp8 all-gather: the layer as torch._scaled_mm's (relative Frobenius {err:.1e})")
+
+
+def fsdp_traces(d, rank, world, dev):
     # the parameters from one seed, each rank its shards; the input its own
     g = torch.Generator().manual_seed(0)
     full = {"t_0_bias": torch.randn(64, generator=g), "t_2_bias": torch.randn(64, generator=g),
@@ -113,9 +181,6 @@ def main():
     again = dict(zip((o.name for o in bwd.outputs), bwd(t0)))
     torch.cuda.synchronize()
     check(all(torch.equal(again[n], grads[n]) for n in grads), "traces 22+23: a second run, the same bits")
-    dist.barrier()
-    dist.destroy_process_group()
-    sys.exit(1 if fails else 0)
 
 
 if __name__ == "__main__":
