@@ -304,8 +304,9 @@ wait_of(Func *fn, const uint32_t *uses, uint32_t c)
  * The keys of shards that are inputs (FSDP's parameters) depend on nothing
  * else, so they are computed first and all-reduced together: the
  * rank-0 max all-reduces of one dtype and ranks whose operands reach only
- * the parameters become one all-reduce of their keys, concatenated (at
- * most 64), and a slice of it each. fn itself if there are fewer than two. */
+ * the parameters become one all-reduce of their keys, concatenated (the
+ * first 64 of them: pass_shards joins again while there are more), and a
+ * slice of it each. fn itself if there are fewer than two. */
 static Func *
 join_amaxes(Func *fn)
 {
@@ -371,7 +372,14 @@ pass_shards(Func *fn)
 			if (fn->ins[i].op == OP_WAIT && find_cone(&c, i))
 				break;
 		if (i == fn->nins)
-			return join_amaxes(fn);
+			break;
 		fn = rewrite(&c);
+	}
+	for (;;) { /* 64 keys a collective */
+		Func *j = join_amaxes(fn);
+
+		if (j == fn)
+			return fn;
+		fn = j;
 	}
 }
