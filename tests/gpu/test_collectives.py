@@ -118,12 +118,12 @@ def fp8_gather(d, rank, world, dev):
         out = torch._scaled_mm(x8, w8.t(), scale_a=sx.reciprocal(), scale_b=sw.reciprocal(),
                                out_dtype=torch.bfloat16, use_fast_accum=True)
         torch.cuda.synchronize()
-        check(all(torch.equal(a[o].view(torch.uint8), b[o].view(torch.uint8)) for o in a),
+        check(all(torch.equal(a[o].reshape(-1).view(torch.uint8), b[o].reshape(-1).view(torch.uint8)) for o in a),
               f"fp8 all-gather ({case}): the same bits as gathering bf16 first, every output")
         ws = a["weight_scale"].reshape(())
         same_scale = torch.isnan(ws).item() and torch.isnan(sw).item() if case == "NaN" else \
-            torch.equal(ws.view(torch.int32), sw.view(torch.int32))   # NaN payloads aside
-        check(torch.equal(a["t223"].view(torch.uint8), w8.view(torch.uint8)) and same_scale,
+            torch.equal(ws.reshape(-1).view(torch.int32), sw.reshape(-1).view(torch.int32))   # NaN payloads aside
+        check(torch.equal(a["t223"].reshape(-1).view(torch.uint8), w8.reshape(-1).view(torch.uint8)) and same_scale,
               f"fp8 all-gather ({case}): the gathered fp8 weight and its scale as torch's gather-then-quantize, "
               f"bit for bit (scale {ws.item():.6g})")
         if case == "normal":
