@@ -946,7 +946,9 @@ ir_interpret_ranks(Func *fn, int nranks, Tensor **inputs, Tensor **outs, char *e
 
 	for (int r = 0; ok && r < nranks; r++)
 		ok = (vals[r] = calloc(fn->nvals + 1, sizeof **vals)) != NULL;
-	if (!ok)
+	if (!ok && nranks < 1)
+		snprintf(err, errlen, "%d ranks: the interpreter runs one or more", nranks);
+	else if (!ok)
 		snprintf(err, errlen, "out of memory");
 	for (int r = 0; ok && r < nranks; r++)
 		for (uint32_t p = 0; ok && p < fn->nparams; p++)
