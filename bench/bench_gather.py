@@ -24,14 +24,10 @@ sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "python"))
 import fp8cc  # noqa: E402
 import fp8cc.torch as ft  # noqa: E402
 
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "tests", "gpu"))
+from torch_layer import layer  # noqa: E402  (torchao's recipe in torch ops)
+
 SHAPES = [(4096, 4096, 4096), (8192, 8192, 8192)]
-E4M3_MAX = 448.0
-
-
-def quantize(t):
-    amax = t.float().abs().amax().to(torch.float64)
-    scale = (E4M3_MAX / torch.clamp(amax, min=1e-12)).to(torch.float32)
-    return (t.float() * scale).clamp(-E4M3_MAX, E4M3_MAX).to(torch.float8_e4m3fn), scale
 
 
 def timed(fn, reps=30):
@@ -77,10 +73,7 @@ def main():
 
         def torch_step():
             dist.all_gather_into_tensor(full, shard)
-            x8, sx = quantize(x)
-            w8, sw = quantize(full)
-            return torch._scaled_mm(x8, w8.t(), scale_a=sx.reciprocal(), scale_b=sw.reciprocal(),
-                                    out_dtype=torch.bfloat16, use_fast_accum=True)
+            return layer(x, full)
 
         t_fp8 = timed(lambda: fp8(x, shard, out=outs))
         t_bf16 = timed(lambda: bf16(x, shard, out=outs))

@@ -32,6 +32,7 @@ import torch.nn.functional as F
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "python"))
 import fp8cc  # noqa: E402
 import fp8cc.torch as ft  # noqa: E402
+from torch_layer import layer, quantize  # noqa: E402  (torchao's recipe in torch; this folder)
 
 fails = 0
 
@@ -88,16 +89,6 @@ def finish():
     sys.exit(1 if fails else 0)
 
 
-E4M3_MAX = 448.0
-
-
-def quantize(t):
-    """torchao's tensor-wise scaling: amax in f32, the scale in f64 then f32"""
-    amax = t.float().abs().amax().to(torch.float64)
-    scale = (E4M3_MAX / torch.clamp(amax, min=1e-12)).to(torch.float32)
-    return (t.float() * scale).clamp(-E4M3_MAX, E4M3_MAX).to(torch.float8_e4m3fn), scale
-
-
 def fp8_gather(d, rank, world, dev):
     """the layer with its weight gathered, fp8 (shards.c) against bf16 and torch"""
     fp8 = ft.load(f"{d}/extra/fp8_gather_r{world}.ptx", device=rank)[0]
@@ -113,10 +104,7 @@ def fp8_gather(d, rank, world, dev):
         a = dict(zip((o.name for o in fp8.outputs), fp8(x, shard)))
         b = dict(zip((o.name for o in bf16.outputs), bf16(x, shard)))
         wf = gather(shard)
-        x8, sx = quantize(x)
         w8, sw = quantize(wf)
-        out = torch._scaled_mm(x8, w8.t(), scale_a=sx.reciprocal(), scale_b=sw.reciprocal(),
-                               out_dtype=torch.bfloat16, use_fast_accum=True)
         torch.cuda.synchronize()
         check(all(torch.equal(a[o].reshape(-1).view(torch.uint8), b[o].reshape(-1).view(torch.uint8)) for o in a),
               f"fp8 all-gather ({case}): the same bits as gathering bf16 first, every output")
@@ -127,7 +115,7 @@ def fp8_gather(d, rank, world, dev):
               f"fp8 all-gather ({case}): the gathered fp8 weight and its scale as torch's gather-then-quantize, "
               f"bit for bit (scale {ws.item():.6g})")
         if case == "normal":
-            err = rel(a["t122"].float(), out.float())
+            err = rel(a["t122"].float(), layer(x, wf)[0].float())
             check(err <= 1e-2, f"fp8 all-gather: the layer as torch._scaled_mm's (relative Frobenius {err:.1e})")
 
 
