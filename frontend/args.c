@@ -227,6 +227,13 @@ tr_isnone(const Expr *e)
 	return !e || e->kind == E_NONE;
 }
 
+/* the name an argument is, NULL if it is not a name */
+const char *
+tr_name_of(const Expr *e)
+{
+	return e && e->kind == E_NAME ? e->s : NULL;
+}
+
 static const struct {
 	const char *name;
 	DType t;

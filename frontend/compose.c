@@ -1,8 +1,9 @@
 /* compose.c — prims that lower to several IR ops: var, var_mean and std,
- * batch_norm, embedding and its backward. Reductions compute in f32 for
- * f16 and bf16 inputs (f64 stays f64), as PyTorch's kernels accumulate;
- * their results match PyTorch within a tolerance, not bit for bit, since
- * the order of a sum is the kernel's (docs/ir.md, "Numerics"). */
+ * argmax and argmin, batch_norm, embedding and its backward. Reductions
+ * compute in f32 for f16 and bf16 inputs (f64 stays f64), as PyTorch's
+ * kernels accumulate; their sums match PyTorch within a tolerance, not bit
+ * for bit, since the order of a sum is the kernel's (docs/ir.md,
+ * "Numerics"); max, min and the indices are exact. */
 #include "trace.h"
 
 /* ---- building blocks ---- */
@@ -190,6 +191,60 @@ tr_lower_var(Reader *r, const Expr *c, Op op)
 	return cvt(r, v, tr_vdtype(r, x));
 }
 
+/* ---- argmax, argmin ---- */
+
+/* argmax(a, dim), argmin(a, dim) (op: OP_AMAX, OP_AMIN): the first index
+ * along dim (of a flattened when dim is None) where a has its max (min), as
+ * an i64. As in PyTorch a NaN is both the max and the min, so a row with
+ * NaNs gives its first NaN's index. Composed, and exact: the row's max
+ * (a NaN where the row has one), then the least index where a equals it or
+ * is NaN (no element is NaN unless the max is). */
+uint32_t
+tr_lower_argmax(Reader *r, const Expr *c, Op op)
+{
+	static const Param ps[] = { { "a", false }, { "dim", false } };
+	const Expr *a[2];
+	uint32_t x, mb, hit, idx, cand;
+	int64_t n, io[2] = { 0, 1 };
+	Type t, it = { DT_I64, 1, { 0 } };
+	Ints d = { 1, { 0 }, { NULL }, NULL };
+
+	tr_bind(r, c, ps, 2, a);
+	x = tr_tensor(r, a[0]);
+	tr_vtype(r->fn, x, &t);
+	if (t.dt == DT_B8 || dt_isfp8(t.dt))
+		tr_errat(r, a[0]->line, a[0]->col, "%s: expected a float or integer tensor, not %s", r->callee,
+			ir_dtypes[t.dt].thunder);
+	if (!tr_isnone(a[1]))
+		d.v[0] = tr_norm_dim(r, a[1], tr_int_arg(r, a[1], "dim"), t.rank ? t.rank : 1);
+	if (t.rank == 0) /* a number's only index */
+		return tr_konst(r, 0, DT_I64);
+	if (tr_isnone(a[1])) {
+		n = ir_numel(r->fn, x);
+		x = reshape(r, x, 1, &n);
+		tr_vtype(r->fn, x, &t);
+	}
+	n = t.d[d.v[0]];
+	if (n == 0)
+		tr_errat(r, c->line, r->ccol, "%s: dim %lld has no elements to take the %s of", r->callee,
+			(long long)d.v[0], op == OP_AMAX ? "max" : "min");
+	{
+		Type mt = t;
+
+		tr_drop_dims(&mt, &d);
+		mb = unreduce(r, tr_emit(r, op, &x, 1, d.v, d.n, &mt), x, &d);
+	}
+	hit = bin(r, OP_EQ, x, mb);
+	if (dt_isfloat(t.dt))
+		hit = bin(r, OP_BITWISE_OR, hit, bin(r, OP_NE, x, x));
+	it.d[0] = n;
+	idx = tr_emit(r, OP_IOTA, NULL, 0, io, 2, &it);
+	cand = where(r, hit, bcast(r, idx, t.rank, t.d, d.v), tr_konst(r, (double)n, DT_I64));
+	tr_vtype(r->fn, cand, &t);
+	tr_drop_dims(&t, &d);
+	return tr_emit(r, OP_AMIN, &cand, 1, d.v, d.n, &t);
+}
+
 /* ---- batch_norm ---- */
 
 /* batch_norm(a, weight, bias, running_mean, running_var, training, momentum,
@@ -255,10 +310,12 @@ tr_lower_batch_norm(Reader *r, const Expr *c, Op op)
 
 		tr_update(r, rm,
 			cvt(r, bin(r, OP_ADD, bin(r, OP_MUL, cvt(r, rm, ct), k1), bin(r, OP_MUL, m, k2)),
-				tr_vdtype(r, rm)));
+				tr_vdtype(r, rm)),
+			tr_name_of(a[3]));
 		tr_update(r, rv,
 			cvt(r, bin(r, OP_ADD, bin(r, OP_MUL, cvt(r, rv, ct), k1), bin(r, OP_MUL, vu, k2)),
-				tr_vdtype(r, rv)));
+				tr_vdtype(r, rv)),
+			tr_name_of(a[4]));
 	}
 	results(r, 3, res);
 	return res[0];

@@ -62,19 +62,26 @@ define_val(Reader *r, const char *name, uint32_t v)
 	tr_define(r, name, sym);
 }
 
-/* an input that the trace updates in place; later updates win */
+/* value `to` updated in place to val (later updates win): `to` is an
+ * input, or the value an earlier copy_ gave the name `name`, which stands
+ * for that input since; any other value is not an input, and nobody sees
+ * its update */
 void
-tr_update(Reader *r, uint32_t input, uint32_t val)
+tr_update(Reader *r, uint32_t to, uint32_t val, const char *name)
 {
-	if (r->fn->vals[input].def != IR_NONE) /* not an input: nobody sees the update */
-		return;
-	for (uint32_t i = 0; i < r->nupdates; i++)
-		if (r->updates[i].param == input) {
-			r->updates[i].val = val;
+	for (uint32_t i = 0; i < r->nupdates; i++) {
+		Update *u = &r->updates[i];
+
+		if (u->param == to || (name && u->name && u->val == to && !strcmp(u->name, name))) {
+			u->val = val;
+			u->name = name;
 			return;
 		}
+	}
+	if (r->fn->vals[to].def != IR_NONE)
+		return;
 	GROW(r, r->updates, r->capupdates, r->nupdates + 1);
-	r->updates[r->nupdates++] = (Update){ input, val };
+	r->updates[r->nupdates++] = (Update){ to, val, name };
 }
 
 /* name i of s is tensor v (tn: the name the type comment types) */

@@ -1085,6 +1085,61 @@ lower_synchronize(Reader *r, const Expr *c, Op op)
 	return tr_emit(r, OP_WAIT, &g, 1, NULL, 0, &t);
 }
 
+/* copy_(copy_from, copy_to, *, grad_enabled): copy_to takes copy_from's
+ * values in place. The trace's name for copy_to stands for them from here
+ * on, as the tensor would after torch's copy_; and where copy_to is an input
+ * (or a name that stands for one since an earlier copy_), the program
+ * returns the values as an output of its own, NAME_updated, which the
+ * application copies into the input (docs/ir.md, "Thunder's prims") */
+static uint32_t
+lower_copy(Reader *r, const Expr *c, Op op)
+{
+	static const Param ps[] = { { "copy_from", false }, { "copy_to", false }, { "grad_enabled", true } };
+	const Expr *a[3];
+	uint32_t from, to;
+	Type ft, tt;
+	char b1[64], b2[64];
+
+	(void)op;
+	tr_bind(r, c, ps, 3, a);
+	from = tr_tensor(r, a[0]);
+	to = tr_tensor(r, a[1]);
+	tr_vtype(r->fn, from, &ft);
+	tr_vtype(r->fn, to, &tt);
+	if (!tr_same_shape(&ft, &tt) || ft.dt != tt.dt)
+		tr_errat(r, a[0]->line, a[0]->col, "%s: copies a %s into a %s: the shapes and dtypes must be the same",
+			r->callee, tr_tystr(&ft, b1, sizeof b1), tr_tystr(&tt, b2, sizeof b2));
+	tr_update(r, to, from, tr_name_of(a[1]));
+	if (tr_name_of(a[1])) {
+		Sym sym = { 0 };
+
+		sym.kind = SYM_VAL;
+		sym.val = from;
+		tr_define(r, a[1]->s, sym);
+	}
+	return from;
+}
+
+/* update_aliases(aliases): the tensors themselves — Thunder marks where
+ * views of a tensor updated in place are read again; in fp8cc's values a
+ * view is a value of its own, already current */
+static uint32_t
+lower_update_aliases(Reader *r, const Expr *c, Op op)
+{
+	static const Param ps[] = { { "aliases", false } };
+	const Expr *a[1];
+
+	(void)op;
+	tr_bind(r, c, ps, 1, a);
+	if ((a[0]->kind != E_TUPLE && a[0]->kind != E_LIST) || a[0]->n == 0 || a[0]->n > NELEM(r->multi))
+		tr_errat(r, a[0]->line, a[0]->col, "%s: expected a tuple of 1 to %zu tensors", r->callee,
+			NELEM(r->multi));
+	for (uint32_t i = 0; i < a[0]->n; i++)
+		r->multi[i] = tr_tensor(r, a[0]->elts[i]);
+	r->nmulti = (int)a[0]->n;
+	return r->multi[0];
+}
+
 static const struct {
 	const char *name;
 	Lower fn;
@@ -1101,6 +1156,8 @@ static const struct {
 	{ "prims.var_mean", tr_lower_var_mean, OP_COUNT },
 	{ "prims.var", tr_lower_var, OP_COUNT },
 	{ "prims.std", tr_lower_var, OP_SQRT },
+	{ "prims.argmax", tr_lower_argmax, OP_AMAX },
+	{ "prims.argmin", tr_lower_argmax, OP_AMIN },
 	{ "prims.batch_norm", tr_lower_batch_norm, OP_COUNT },
 	{ "prims.embedding", tr_lower_embedding, OP_COUNT },
 	{ "prims.embedding_backward", tr_lower_embedding_backward, OP_COUNT },
@@ -1128,6 +1185,10 @@ static const struct {
 	{ "torch_wait_prim_impl", lower_wait, OP_COUNT },
 	{ "prims.wait", lower_wait, OP_COUNT },
 	{ "prims.synchronize", lower_synchronize, OP_COUNT },
+	{ "prims.copy_", lower_copy, OP_COUNT },
+	{ "copy_", lower_copy, OP_COUNT },
+	{ "prims.update_aliases", lower_update_aliases, OP_COUNT },
+	{ "update_aliases", lower_update_aliases, OP_COUNT },
 };
 
 /* the lowering of a callee, NULL if the reader does not know it */
@@ -1150,7 +1211,20 @@ tr_find_known(const char *name, Op *op)
 
 /* ---- callees fp8cc knows of but cannot lower yet ---- */
 
-enum { U_GEMM, U_RANDOM, U_COLLECTIVE, U_CONV };
+enum {
+	U_GEMM,
+	U_RANDOM,
+	U_COLLECTIVE,
+	U_CONV,
+	U_SORT,
+	U_SCATTER,
+	U_FMA,
+	U_SPECIAL,
+	U_COMPLEX,
+	U_NUMBERS,
+	U_PROLOGUE,
+	U_NOT_YET
+};
 
 static const char *const why[] = {
 	[U_GEMM] = "'%s' (a grouped GEMM) is not supported yet",
@@ -1158,8 +1232,19 @@ static const char *const why[] = {
 	[U_COLLECTIVE] =
 		"'%s' is a collective fp8cc does not run (it runs all-gather, reduce-scatter, all-reduce and their waits)",
 	[U_CONV] = "'%s' (a convolution) is not supported",
+	[U_SORT] = "'%s' sorts, and fp8cc has no sorting kernels yet",
+	[U_SCATTER] = "'%s' writes at indices known only at run time (a scatter), which fp8cc does not compile yet",
+	[U_FMA] = "'%s' is not supported yet: PyTorch's kernel rounds its multiply-add once (a fused multiply-add), "
+		  "which fp8cc has no op for",
+	[U_SPECIAL] = "'%s' is not supported yet: fp8cc has no implementation that gives PyTorch's bits",
+	[U_COMPLEX] = "'%s' works on complex numbers, and fp8cc has no complex dtypes",
+	[U_NUMBERS] = "'%s' (on Python numbers) is not supported yet",
+	[U_PROLOGUE] = "'%s' belongs in Thunder's prologue trace, which checks the inputs; fp8cc compiles the "
+		       "computation trace",
+	[U_NOT_YET] = "'%s' is not supported yet",
 };
 
+/* exact names, or prefixes ending in '_' (the prologue's families) */
 static const struct {
 	const char *name;
 	int why;
@@ -1177,10 +1262,40 @@ static const struct {
 	{ "torch.randint", U_RANDOM },
 	{ "torch.nn.functional.dropout", U_RANDOM },
 	{ "ltorch.dropout", U_RANDOM },
-	{ "prims.synchronize", U_COLLECTIVE },
 	{ "prims.broadcast", U_COLLECTIVE },
 	{ "torch_broadcast_prim_impl", U_COLLECTIVE },
-	{ "torch_synchronize_prim_impl", U_COLLECTIVE },
+	{ "prims.sort", U_SORT },
+	{ "prims.topk", U_SORT },
+	{ "prims.scatter", U_SCATTER },
+	{ "prims.scatter_add", U_SCATTER },
+	{ "prims.index_add", U_SCATTER },
+	{ "prims.index_copy", U_SCATTER },
+	{ "prims.index_put", U_SCATTER },
+	{ "prims.copy_with_setitem", U_SCATTER },
+	{ "prims.lerp", U_FMA },
+	{ "prims.digamma", U_SPECIAL },
+	{ "prims.zeta", U_SPECIAL },
+	{ "prims.ndtri", U_SPECIAL },
+	{ "prims.erfcinv", U_SPECIAL },
+	{ "prims.real", U_COMPLEX },
+	{ "prims.imag", U_COMPLEX },
+	{ "prims.py_abs", U_NUMBERS },
+	{ "prims.py_floordiv", U_NUMBERS },
+	{ "prims.check_", U_PROLOGUE },
+	{ "prims.unpack_", U_PROLOGUE },
+	{ "prims.pack_", U_PROLOGUE },
+	{ "prims.assert_", U_PROLOGUE },
+	{ "prims.construct_tuple", U_PROLOGUE },
+	{ "prims.python_vars", U_PROLOGUE },
+	{ "prims.get_grad", U_PROLOGUE },
+	{ "prims.put_grad", U_PROLOGUE },
+	{ "prims.frexp", U_NOT_YET },
+	{ "prims.shape", U_NOT_YET },
+	{ "prims.unfold", U_NOT_YET },
+	{ "prims.tensor_from_sequence", U_NOT_YET },
+	{ "prims.exogenous_like", U_NOT_YET },
+	{ "prims.numpy_array_to_torch_tensor", U_NOT_YET },
+	{ "prims.sink", U_NOT_YET },
 };
 
 /* the message (one %s: the callee) for a callee without subsymbols that
@@ -1188,8 +1303,12 @@ static const struct {
 const char *
 tr_unsupported_why(const char *callee)
 {
-	for (size_t i = 0; i < NELEM(unsupported); i++)
-		if (!strcmp(unsupported[i].name, callee))
+	for (size_t i = 0; i < NELEM(unsupported); i++) {
+		const char *n = unsupported[i].name;
+		size_t len = strlen(n);
+
+		if (n[len - 1] == '_' ? !strncmp(n, callee, len) : !strcmp(n, callee))
 			return why[unsupported[i].why];
+	}
 	return NULL;
 }

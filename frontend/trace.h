@@ -158,10 +158,12 @@ typedef struct {
 	int64_t d[IR_MAXRANK];
 } Type;
 
-/* an input the trace updates in place (batch_norm's running statistics):
- * its new value becomes an output of its own */
+/* an input the trace updates in place (batch_norm's running statistics,
+ * copy_): its new value becomes an output of its own. name: the trace's
+ * name that copy_ rebound to val (NULL for batch_norm) */
 typedef struct {
 	uint32_t param, val;
+	const char *name;
 } Update;
 
 /* a diagnostic, kept until the end */
@@ -226,7 +228,7 @@ typedef struct {
 	const char *callee; /* its callee */
 	uint32_t ccol;      /* its callee's column */
 	Sym *num;           /* a lowering whose result is a Python number sets it here */
-	uint32_t multi[4];  /* a lowering with several results sets them here */
+	uint32_t multi[64]; /* a lowering with several results sets them here */
 	int nmulti;
 	Update *updates; /* inputs updated in place, in order */
 	uint32_t nupdates, capupdates;
@@ -315,7 +317,7 @@ void tr_define(Reader *r, const char *name, Sym s);                  /* (re)defi
 noreturn void tr_refuse(Reader *r, const Stmt *s, const char *what); /* once per callee, with its count */
 
 /* ---- lower.c ---- */
-void tr_update(Reader *r, uint32_t input, uint32_t val);
+void tr_update(Reader *r, uint32_t to, uint32_t val, const char *name);
 void tr_add_params(Reader *r);
 void tr_lower_body(Reader *r);
 void tr_wait_all(Reader *r); /* a wait for every collective the trace leaves without one */
@@ -334,6 +336,7 @@ uint32_t tr_konst(Reader *r, double x, DType t);
 uint32_t tr_convert(Reader *r, uint32_t v, DType t);
 void tr_bind(Reader *r, const Expr *c, const Param *ps, int np, const Expr **out);
 bool tr_isnone(const Expr *e);
+const char *tr_name_of(const Expr *e);
 DType tr_dtype_arg(Reader *r, const Expr *e);
 bool tr_bool_arg(Reader *r, const Expr *e, bool dflt);
 int64_t tr_int_arg(Reader *r, const Expr *e, const char *what);
@@ -346,6 +349,7 @@ void tr_drop_dims(Type *t, const Ints *d);
 /* ---- compose.c ---- */
 uint32_t tr_lower_var_mean(Reader *r, const Expr *c, Op op);
 uint32_t tr_lower_var(Reader *r, const Expr *c, Op op);
+uint32_t tr_lower_argmax(Reader *r, const Expr *c, Op op);
 uint32_t tr_lower_batch_norm(Reader *r, const Expr *c, Op op);
 uint32_t tr_lower_embedding(Reader *r, const Expr *c, Op op);
 uint32_t tr_lower_embedding_backward(Reader *r, const Expr *c, Op op);
