@@ -1,5 +1,5 @@
 /* compose.c — prims that lower to several IR ops: var, var_mean and std,
- * argmax and argmin, batch_norm, embedding and its backward. Reductions
+ * argmax and argmin, index_copy, batch_norm, embedding and its backward. Reductions
  * compute in f32 for f16 and bf16 inputs (f64 stays f64), as PyTorch's
  * kernels accumulate; their sums match PyTorch within a tolerance, not bit
  * for bit, since the order of a sum is the kernel's (docs/ir.md,
@@ -243,6 +243,89 @@ tr_lower_argmax(Reader *r, const Expr *c, Op op)
 	tr_vtype(r->fn, cand, &t);
 	tr_drop_dims(&t, &d);
 	return tr_emit(r, OP_AMIN, &cand, 1, d.v, d.n, &t);
+}
+
+/* ---- index_copy ---- */
+
+/* index_copy of value into a along dim at index (a KV cache's update):
+ * row index[j] of a becomes row j of value. Composed, exact: for each row
+ * i of a the last j with index[j] == i (a small rows x indices compare of
+ * the indices alone), then a take of value's rows and a where. PyTorch
+ * leaves duplicates' winner unspecified (here the last); an index out of
+ * range, an error in PyTorch, changes no row. */
+static uint32_t
+index_copy(Reader *r, const Expr *ea, const Expr *ei, const Expr *ev, const Expr *ed)
+{
+	uint32_t a, ix, v, ia, ib, eq, js, has, jc, g, args[2];
+	int64_t A, N, dim, io[2] = { 0, 1 }, s[2], b0 = 0, b1 = 1;
+	Type at, it, vt, t = { DT_I64, 1, { 0 } };
+
+	a = tr_tensor(r, ea);
+	ix = tr_tensor(r, ei);
+	v = tr_tensor(r, ev);
+	tr_vtype(r->fn, a, &at);
+	tr_vtype(r->fn, ix, &it);
+	tr_vtype(r->fn, v, &vt);
+	if (at.rank == 0)
+		tr_errat(r, ea->line, ea->col, "%s: expected a tensor with at least one dim", r->callee);
+	dim = tr_norm_dim(r, ed, tr_int_arg(r, ed, "dim"), at.rank);
+	N = ir_numel(r->fn, ix);
+	if (!dt_isint(it.dt) || it.rank > 1)
+		tr_errat(r, ei->line, ei->col, "%s: the index must be integers of rank 0 or 1", r->callee);
+	if (vt.dt != at.dt || vt.rank != at.rank)
+		tr_errat(r, ev->line, ev->col, "%s: the values must have the tensor's dtype and rank", r->callee);
+	for (int i = 0; i < at.rank; i++)
+		if (vt.d[i] != (i == dim ? N : at.d[i]))
+			tr_errat(r, ev->line, ev->col,
+				"%s: the values must have the tensor's shape but in dim %lld, which is the "
+				"index's length",
+				r->callee, (long long)dim);
+	A = at.d[dim];
+	if (A == 0 || N == 0)
+		return a;
+	ix = cvt(r, reshape(r, ix, 1, &N), DT_I64);
+	t.d[0] = A;
+	ia = tr_emit(r, OP_IOTA, NULL, 0, io, 2, &t);
+	t.d[0] = N;
+	ib = tr_emit(r, OP_IOTA, NULL, 0, io, 2, &t);
+	s[0] = A;
+	s[1] = N;
+	eq = bin(r, OP_EQ, bcast(r, ia, 2, s, &b0), bcast(r, ix, 2, s, &b1));
+	js = where(r, eq, bcast(r, ib, 2, s, &b1), tr_konst(r, -1, DT_I64));
+	t.d[0] = A;
+	js = tr_emit(r, OP_AMAX, &js, 1, &b1, 1, &t);
+	has = bin(r, OP_GE, js, tr_konst(r, 0, DT_I64));
+	jc = bin(r, OP_MAXIMUM, js, tr_konst(r, 0, DT_I64));
+	args[0] = v;
+	args[1] = jc;
+	vt.d[dim] = A;
+	g = tr_emit(r, OP_TAKE, args, 2, &dim, 1, &vt);
+	return where(r, bcast(r, has, at.rank, at.d, &dim), g, a);
+}
+
+/* prims.index_copy(a, index, value, dim) */
+uint32_t
+tr_lower_index_copy(Reader *r, const Expr *c, Op op)
+{
+	static const Param ps[] = { { "a", false }, { "index", false }, { "value", false }, { "dim", false } };
+	const Expr *a[4];
+
+	(void)op;
+	tr_bind(r, c, ps, 4, a);
+	return index_copy(r, a[0], a[1], a[2], a[3]);
+}
+
+/* torch.index_copy(input, dim, index, source), as the torch executor prints it */
+uint32_t
+tr_lower_torch_index_copy(Reader *r, const Expr *c, Op op)
+{
+	static const Param ps[] = { { "input|a", false }, { "dim", false }, { "index", false },
+		{ "source|tensor", false } };
+	const Expr *a[4];
+
+	(void)op;
+	tr_bind(r, c, ps, 4, a);
+	return index_copy(r, a[0], a[2], a[3], a[1]);
 }
 
 /* ---- batch_norm ---- */
