@@ -1,9 +1,9 @@
 /* compose.c — prims that lower to several IR ops: var, var_mean and std,
- * argmax and argmin, index_copy, batch_norm, embedding and its backward. Reductions
- * compute in f32 for f16 and bf16 inputs (f64 stays f64), as PyTorch's
- * kernels accumulate; their sums match PyTorch within a tolerance, not bit
- * for bit, since the order of a sum is the kernel's (docs/ir.md,
- * "Numerics"); max, min and the indices are exact. */
+ * argmax and argmin, index_copy, unfold, batch_norm, embedding and its
+ * backward. Reductions compute in f32 for f16 and bf16 inputs (f64 stays
+ * f64), as PyTorch's kernels accumulate; their sums match PyTorch within a
+ * tolerance, not bit for bit, since the order of a sum is the kernel's
+ * (docs/ir.md, "Numerics"); max, min, indices and copies are exact. */
 #include "trace.h"
 
 /* ---- building blocks ---- */
@@ -326,6 +326,68 @@ tr_lower_torch_index_copy(Reader *r, const Expr *c, Op op)
 	(void)op;
 	tr_bind(r, c, ps, 4, a);
 	return index_copy(r, a[0], a[2], a[3], a[1]);
+}
+
+/* ---- unfold ---- */
+
+/* unfold(a, dim, size, step): the windows of `size` elements along dim,
+ * `step` apart, as a new last dim (dim keeps the window count). Composed,
+ * exact: a take of dim at w*step + j for each window w and element j, then a
+ * reshape and a transpose that moves j last. */
+uint32_t
+tr_lower_unfold(Reader *r, const Expr *c, Op op)
+{
+	static const Param ps[] = { { "a", false }, { "dim", false }, { "size", false }, { "step", false } };
+	const Expr *a[4];
+	uint32_t x, wi, ji, ix, args[2];
+	int64_t dim, size, step, n, io[2] = { 0, 1 }, sp[2], b0 = 0, b1 = 1, nd[IR_MAXRANK], perm[IR_MAXRANK];
+	Type t, it = { DT_I64, 1, { 0 } };
+	int rank;
+
+	(void)op;
+	tr_bind(r, c, ps, 4, a);
+	x = tr_tensor(r, a[0]);
+	tr_vtype(r->fn, x, &t);
+	if (t.rank == 0 || t.rank >= IR_MAXRANK)
+		tr_errat(r, a[0]->line, a[0]->col, "%s: expected a tensor of rank 1 to %d", r->callee, IR_MAXRANK - 1);
+	dim = tr_norm_dim(r, a[1], tr_int_arg(r, a[1], "dim"), t.rank);
+	size = tr_int_arg(r, a[2], "size");
+	step = tr_int_arg(r, a[3], "step");
+	if (size < 1 || size > t.d[dim])
+		tr_errat(r, a[2]->line, a[2]->col, "%s: size %lld is not within 1 and dim %lld's %lld", r->callee,
+			(long long)size, (long long)dim, (long long)t.d[dim]);
+	if (step < 1)
+		tr_errat(r, a[3]->line, a[3]->col, "%s: step must be positive", r->callee);
+	n = (t.d[dim] - size) / step + 1;
+	io[1] = step;
+	it.d[0] = n;
+	wi = tr_emit(r, OP_IOTA, NULL, 0, io, 2, &it);
+	io[1] = 1;
+	it.d[0] = size;
+	ji = tr_emit(r, OP_IOTA, NULL, 0, io, 2, &it);
+	sp[0] = n;
+	sp[1] = size;
+	ix = bin(r, OP_ADD, bcast(r, wi, 2, sp, &b0), bcast(r, ji, 2, sp, &b1));
+	n *= size;
+	ix = reshape(r, ix, 1, &n);
+	args[0] = x;
+	args[1] = ix;
+	t.d[dim] = n;
+	x = tr_emit(r, OP_TAKE, args, 2, &dim, 1, &t);
+	rank = t.rank + 1;
+	for (int i = 0; i < rank; i++)
+		nd[i] = i < dim ? t.d[i] : i == dim ? n / size : i == dim + 1 ? size : t.d[i - 1];
+	x = reshape(r, x, rank, nd);
+	if (dim + 2 == rank)
+		return x;
+	for (int i = 0, k = 0; i < rank; i++)
+		if (i != dim + 1)
+			perm[k++] = i;
+	perm[rank - 1] = dim + 1;
+	t.rank = rank;
+	for (int i = 0; i < rank; i++)
+		t.d[i] = nd[perm[i]];
+	return tr_emit(r, OP_TRANSPOSE, &x, 1, perm, rank, &t);
 }
 
 /* ---- batch_norm ---- */
