@@ -29,7 +29,8 @@ parse_def(Reader *r)
 	Tok *t;
 	bool star;
 
-	tr_lex_line(r, 0, false);
+	if (tr_lex_line(r, 0, false)) /* its tokens would end without T_EOF */
+		tr_errat(r, r->lineno, r->llen + 1, "the def line ends in '\\': Thunder prints it on one line");
 	tr_check_brackets(r);
 	r->pos = 1;
 	if ((t = tr_peek(r))->kind != T_NAME)
