@@ -125,6 +125,13 @@ for ptx in "$dir"/ptx/*.ptx; do
 			grep Frobenius /tmp/layer.log
 			;;
 		esac
+		# the prims fp8cc composes (argmax, argmin, index_copy, unfold) done again by torch
+		case $name in
+		indices*)
+			python3 tests/gpu/torch_indices.py "$in" "$got" > /tmp/indices.log 2>&1 &&
+				echo "ok   $name $s against PyTorch" || { bad "$name $s against PyTorch"; cat /tmp/indices.log; }
+			;;
+		esac
 		# matmul and scaled_mm programs done again by torch, on the normal draws only (torch rounds
 		# after the product and after the bias, so near overflow its NaN and inf differ)
 		case $name.$s in

@@ -1,0 +1,63 @@
+#!/usr/bin/env python3
+"""Check the corpus program `indices` against PyTorch on the same inputs.
+
+usage: torch_indices.py INPUTS.safetensors OUTPUTS.safetensors
+
+tests/gpu/corpus/indices.trace uses the prims fp8cc composes from other ops
+(argmax, argmin, index_copy with the copy_ that makes it in place, unfold);
+the corpus compares fp8run's outputs with the interpreter's, and this does
+each again with torch on the GPU and compares fp8run's outputs bit for bit:
+torch.argmax / torch.argmin (the first index of a tie, the first NaN),
+Tensor.unfold, and the caches updated in place (cache_updated and
+c8_updated). PyTorch leaves which of two equal positions wins in
+index_copy_ unspecified, so the caches are checked against the rows copied
+one by one in order (the last wins, as fp8cc documents), and against
+torch's index_copy_ itself when the positions are distinct. Exit 1 on any
+mismatch."""
+import sys
+
+import torch
+from safetensors.torch import load_file
+
+from check import same_bits
+
+
+def main(inputs, outputs):
+    i = {k: v.cuda() for k, v in load_file(inputs).items()}
+    got = {k: v.cuda() for k, v in load_file(outputs).items()}
+    pos = torch.remainder(i["rp"], 256)
+    want = {
+        "tok": torch.argmax(i["logits"], 1),
+        "col": torch.argmin(i["x"], 0),
+        "kr": torch.argmin(i["k"], -1),
+        "whole": torch.argmax(i["x"]),
+        "win": i["x"].unfold(0, 8, 4),
+    }
+    cache, c8 = i["cache"].clone(), i["c8"].clone()
+    for j, p in enumerate(pos.tolist()):   # in order: the last of equal positions wins
+        cache[:, :, p] = i["kv"][:, :, j]
+        c8[:, p] = i["kv8"][:, j]
+    want["cache_updated"], want["c8_updated"] = cache, c8
+    ok = True
+    if len(set(pos.tolist())) == pos.numel():
+        ok &= same_bits("index_copy_ (torch) against the rows one by one", i["cache"].clone().index_copy_(2, pos, i["kv"]),
+                        cache)
+        ok &= same_bits("index_copy_ (torch, e4m3) against the rows one by one",
+                        i["c8"].clone().index_copy_(1, pos, i["kv8"]), c8)
+    else:
+        print("  (duplicate positions: torch's index_copy_ leaves the winner unspecified; rows one by one only)")
+    for name, w in want.items():
+        if name not in got:
+            print(f"FAILED {name}: not in {outputs}")
+            ok = False
+            continue
+        good = got[name].shape == w.shape and same_bits(name, got[name], w)
+        print(f"{'ok  ' if good else 'FAILED'} {name} {tuple(w.shape)}")
+        ok &= good
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    if len(sys.argv) != 3:
+        sys.exit(__doc__)
+    sys.exit(main(sys.argv[1], sys.argv[2]))
