@@ -1,9 +1,11 @@
 /* compose.c — prims that lower to several IR ops: var, var_mean and std,
- * argmax and argmin, index_copy, unfold, batch_norm, embedding and its
- * backward. Reductions compute in f32 for f16 and bf16 inputs (f64 stays
+ * argmax, argmin and topk, index_copy, unfold, batch_norm, embedding and
+ * its backward. Reductions compute in f32 for f16 and bf16 inputs (f64 stays
  * f64), as PyTorch's kernels accumulate; their sums match PyTorch within a
  * tolerance, not bit for bit, since the order of a sum is the kernel's
  * (docs/ir.md, "Numerics"); max, min, indices and copies are exact. */
+#include <math.h>
+
 #include "trace.h"
 
 /* ---- building blocks ---- */
@@ -243,6 +245,140 @@ tr_lower_argmax(Reader *r, const Expr *c, Op op)
 	tr_vtype(r->fn, cand, &t);
 	tr_drop_dims(&t, &d);
 	return tr_emit(r, OP_AMIN, &cand, 1, d.v, d.n, &t);
+}
+
+/* ---- topk ---- */
+
+/* One round of topk along the dims d (one dim, n elements): the index of
+ * the first alive element that comes first in topk's order — the largest,
+ * or for !largest the smallest — NaN above every number either way, as
+ * PyTorch orders (so a NaN comes first, or for !largest once no number is
+ * left). ix: the dim's indices broadcast to x's shape. The result has x's
+ * shape without the dim. */
+static uint32_t
+topk_round(Reader *r, uint32_t x, uint32_t alive, uint32_t ix, int64_t n, const Ints *d, bool largest)
+{
+	DType t = tr_vdtype(r, x);
+	bool f = dt_isfloat(t);
+	uint32_t live = alive, nan = IR_NONE, m, hit, cand;
+	Type mt;
+
+	tr_vtype(r->fn, x, &mt);
+	tr_drop_dims(&mt, d);
+	if (f) {
+		nan = bin(r, OP_NE, x, x);
+		if (!largest)
+			live = bin(r, OP_BITWISE_AND, alive, un(r, OP_LOGICAL_NOT, nan));
+	}
+	/* dead elements (and, for !largest, NaNs) below (above) every live one */
+	m = where(r, live, x,
+		f ? tr_konst(r, largest ? -INFINITY : INFINITY, t)
+		  : tr_konst(r, t == DT_U8 ? 0 : -ldexp(1, ir_dtypes[t].bits - 1), t));
+	m = tr_emit(r, largest ? OP_AMAX : OP_AMIN, &m, 1, d->v, d->n, &mt);
+	hit = bin(r, OP_EQ, x, unreduce(r, m, x, d));
+	if (f && largest)
+		hit = bin(r, OP_BITWISE_OR, hit, nan);
+	hit = bin(r, OP_BITWISE_AND, hit, live);
+	if (f && !largest) { /* no number left alive: the alive NaNs */
+		Type it = mt;
+		uint32_t any;
+
+		it.dt = DT_I32;
+		any = cvt(r, live, DT_I32);
+		any = tr_emit(r, OP_AMAX, &any, 1, d->v, d->n, &it);
+		any = unreduce(r, bin(r, OP_NE, any, tr_konst(r, 0, DT_I32)), x, d);
+		hit = where(r, any, hit, bin(r, OP_BITWISE_AND, alive, nan));
+	}
+	cand = where(r, hit, ix, tr_konst(r, (double)n, DT_I64));
+	mt.dt = DT_I64;
+	return tr_emit(r, OP_AMIN, &cand, 1, d->v, d->n, &mt);
+}
+
+/* topk(a, k, dim, largest, sorted) -> (values, indices): k rounds, each
+ * taking the first alive element in topk's order (topk_round) and its value,
+ * which then leaves. Exact. PyTorch leaves the order of equal elements
+ * unspecified (and of all of them when not sorted): here the first index
+ * first, always sorted. The smallest integers are the largest of their
+ * complements (~x: exact, no overflow). Each round is two passes over the
+ * dim: right for a router's k of a few, slow for a sampler's k of 50. */
+static uint32_t
+topk(Reader *r, const Expr *ea, const Expr *ek, const Expr *ed, const Expr *el)
+{
+	uint32_t x, key, ix, alive, idx, vals[64], idxs[64], res[2];
+	int64_t k, n, dim, io[2] = { 0, 1 };
+	bool largest;
+	Type t, kt, it = { DT_I64, 1, { 0 } };
+	Ints d = { 1, { 0 }, { NULL }, NULL };
+
+	x = tr_tensor(r, ea);
+	tr_vtype(r->fn, x, &t);
+	if (t.rank == 0 || t.dt == DT_B8 || dt_isfp8(t.dt))
+		tr_errat(r, ea->line, ea->col, "%s: expected a float or integer tensor with at least one dim",
+			r->callee);
+	dim = tr_isnone(ed) ? t.rank - 1 : tr_norm_dim(r, ed, tr_int_arg(r, ed, "dim"), t.rank);
+	k = tr_int_arg(r, ek, "k");
+	n = t.d[dim];
+	if (k < 1 || k > n || k > 64)
+		tr_errat(r, ek->line, ek->col, "%s: k = %lld: fp8cc takes 1 to %lld (the dim's size, at most 64)",
+			r->callee, (long long)k, (long long)(n < 64 ? n : 64));
+	largest = tr_isnone(el) ? true : tr_bool_arg(r, el, true);
+	d.v[0] = dim;
+	key = x;
+	if (!largest && !dt_isfloat(t.dt)) {
+		key = un(r, OP_BITWISE_NOT, x);
+		largest = true;
+	}
+	it.d[0] = n;
+	ix = bcast(r, tr_emit(r, OP_IOTA, NULL, 0, io, 2, &it), t.rank, t.d, &dim);
+	alive = bcast(r, tr_konst(r, 1, DT_B8), t.rank, t.d, NULL);
+	kt = t;
+	kt.d[dim] = 1;
+	for (int64_t i = 0; i < k; i++) {
+		uint32_t args[2];
+
+		idx = topk_round(r, key, alive, ix, n, &d, largest);
+		kt.dt = DT_I64;
+		idxs[i] = reshape(r, idx, kt.rank, kt.d);
+		args[0] = x;
+		args[1] = idxs[i];
+		kt.dt = t.dt;
+		vals[i] = tr_emit(r, OP_GATHER, args, 2, &dim, 1, &kt);
+		if (i + 1 < k)
+			alive = bin(r, OP_BITWISE_AND, alive, bin(r, OP_NE, ix, unreduce(r, idx, x, &d)));
+	}
+	kt.d[dim] = k;
+	res[0] = k == 1 ? vals[0] : tr_emit(r, OP_CAT, vals, (int)k, &dim, 1, &kt);
+	kt.dt = DT_I64;
+	res[1] = k == 1 ? idxs[0] : tr_emit(r, OP_CAT, idxs, (int)k, &dim, 1, &kt);
+	results(r, 2, res);
+	return res[0];
+}
+
+/* prims.topk(a, k, dim, largest, sorted) */
+uint32_t
+tr_lower_topk(Reader *r, const Expr *c, Op op)
+{
+	static const Param ps[] = { { "a", false }, { "k", false }, { "dim", false }, { "largest", false },
+		{ "sorted", false } };
+	const Expr *a[5];
+
+	(void)op;
+	tr_bind(r, c, ps, 5, a);
+	return topk(r, a[0], a[1], a[2], a[3]);
+}
+
+/* torch.topk(input, k, dim=-1, largest=True, sorted=True), as the torch
+ * executor prints it */
+uint32_t
+tr_lower_torch_topk(Reader *r, const Expr *c, Op op)
+{
+	static const Param ps[] = { { "input|a", false }, { "k", false }, { "dim", true }, { "largest", true },
+		{ "sorted", true } };
+	const Expr *a[5];
+
+	(void)op;
+	tr_bind(r, c, ps, 5, a);
+	return topk(r, a[0], a[1], a[2], a[3]);
 }
 
 /* ---- index_copy ---- */

@@ -4,11 +4,14 @@
 usage: torch_indices.py INPUTS.safetensors OUTPUTS.safetensors
 
 tests/gpu/corpus/indices.trace uses the prims fp8cc composes from other ops
-(argmax, argmin, index_copy with the copy_ that makes it in place, unfold);
+(argmax, argmin, topk, index_copy with the copy_ that makes it in place,
+unfold);
 the corpus compares fp8run's outputs with the interpreter's, and this does
 each again with torch on the GPU and compares fp8run's outputs bit for bit:
 torch.argmax / torch.argmin (the first index of a tie, the first NaN),
-Tensor.unfold, and the caches updated in place (cache_updated and
+Tensor.unfold, torch.topk's values (its order of equal values is
+unspecified, so its indices are not compared: fp8cc's must be distinct and
+give fp8cc's values), and the caches updated in place (cache_updated and
 c8_updated). PyTorch leaves which of two equal positions wins in
 index_copy_ unspecified, so the caches are checked against the rows copied
 one by one in order (the last wins, as fp8cc documents), and against
@@ -46,6 +49,14 @@ def main(inputs, outputs):
                         i["c8"].clone().index_copy_(1, pos, i["kv8"]), c8)
     else:
         print("  (duplicate positions: torch's index_copy_ leaves the winner unspecified; rows one by one only)")
+    for v, ix, largest in (("tv", "ti", True), ("bv", "bi", False)):
+        w = torch.topk(i["router"], 2, 1, largest)[0]
+        g, gi = got[v], got[ix]
+        good = g.shape == w.shape and bool(((g == w) | (g.isnan() & w.isnan())).all())
+        good = good and same_bits(ix + " gives " + v, i["router"].gather(1, gi), g)
+        good = good and bool((gi[:, 0] != gi[:, 1]).all())
+        print(f"{'ok  ' if good else 'FAILED'} {v}, {ix} (topk, largest={largest})")
+        ok &= good
     for name, w in want.items():
         if name not in got:
             print(f"FAILED {name}: not in {outputs}")
