@@ -294,19 +294,20 @@ topk_round(Reader *r, uint32_t x, uint32_t alive, uint32_t ix, int64_t n, const 
 	return tr_emit(r, OP_AMIN, &cand, 1, d->v, d->n, &mt);
 }
 
-/* topk(a, k, dim, largest, sorted) -> (values, indices): k rounds, each
- * taking the first alive element in topk's order (topk_round) and its value,
- * which then leaves. Exact. PyTorch leaves the order of equal elements
- * unspecified (and of all of them when not sorted): here the first index
- * first, always sorted. The smallest integers are the largest of their
+/* The first k elements of a along dim (None: the last) in topk's order,
+ * values and indices (res): k rounds, each taking the first alive element
+ * (topk_round) and its value, which then leaves. Exact. PyTorch leaves the
+ * order of equal elements unspecified for topk (and of all of them when not
+ * sorted): here the first index first, always sorted — which is also
+ * torch.sort's stable order. The smallest integers are the largest of their
  * complements (~x: exact, no overflow). Each round is two passes over the
- * dim: right for a router's k of a few, slow for a sampler's k of 50. */
-static uint32_t
-topk(Reader *r, const Expr *ea, const Expr *ek, const Expr *ed, const Expr *el)
+ * dim: right for a router's k of a few, slow for a sampler's k of 50.
+ * ek: k's expression, NULL for every element (a sort). */
+static void
+select_first(Reader *r, const Expr *ea, const Expr *ek, const Expr *ed, bool largest, uint32_t res[2])
 {
-	uint32_t x, key, ix, alive, idx, vals[64], idxs[64], res[2];
+	uint32_t x, key, ix, alive, idx, vals[64], idxs[64];
 	int64_t k, n, dim, io[2] = { 0, 1 };
-	bool largest;
 	Type t, kt, it = { DT_I64, 1, { 0 } };
 	Ints d = { 1, { 0 }, { NULL }, NULL };
 
@@ -316,12 +317,15 @@ topk(Reader *r, const Expr *ea, const Expr *ek, const Expr *ed, const Expr *el)
 		tr_errat(r, ea->line, ea->col, "%s: expected a float or integer tensor with at least one dim",
 			r->callee);
 	dim = tr_isnone(ed) ? t.rank - 1 : tr_norm_dim(r, ed, tr_int_arg(r, ed, "dim"), t.rank);
-	k = tr_int_arg(r, ek, "k");
 	n = t.d[dim];
-	if (k < 1 || k > n || k > 64)
+	k = ek ? tr_int_arg(r, ek, "k") : n;
+	if (ek && (k < 1 || k > n || k > 64))
 		tr_errat(r, ek->line, ek->col, "%s: k = %lld: fp8cc takes 1 to %lld (the dim's size, at most 64)",
 			r->callee, (long long)k, (long long)(n < 64 ? n : 64));
-	largest = tr_isnone(el) ? true : tr_bool_arg(r, el, true);
+	if (!ek && (n < 1 || n > 64))
+		tr_errat(r, ea->line, ea->col,
+			"%s: a dim of %lld elements: fp8cc sorts dims of 1 to 64 elements (a round of a max each)",
+			r->callee, (long long)n);
 	d.v[0] = dim;
 	key = x;
 	if (!largest && !dt_isfloat(t.dt)) {
@@ -350,35 +354,46 @@ topk(Reader *r, const Expr *ea, const Expr *ek, const Expr *ed, const Expr *el)
 	res[0] = k == 1 ? vals[0] : tr_emit(r, OP_CAT, vals, (int)k, &dim, 1, &kt);
 	kt.dt = DT_I64;
 	res[1] = k == 1 ? idxs[0] : tr_emit(r, OP_CAT, idxs, (int)k, &dim, 1, &kt);
+}
+
+/* prims.topk(a, k, dim, largest, sorted), and torch.topk(input, k, dim=-1,
+ * largest=True, sorted=True) as the torch executor prints it (op OP_COUNT;
+ * prims.topk: OP_AMAX) */
+uint32_t
+tr_lower_topk(Reader *r, const Expr *c, Op op)
+{
+	static const Param pp[] = { { "a", false }, { "k", false }, { "dim", false }, { "largest", false },
+		{ "sorted", false } };
+	static const Param pt[] = { { "input|a", false }, { "k", false }, { "dim", true }, { "largest", true },
+		{ "sorted", true } };
+	const Expr *a[5];
+	uint32_t res[2];
+
+	tr_bind(r, c, op == OP_COUNT ? pt : pp, 5, a);
+	select_first(r, a[0], a[1], a[2], tr_isnone(a[3]) || tr_bool_arg(r, a[3], true), res);
 	results(r, 2, res);
 	return res[0];
 }
 
-/* prims.topk(a, k, dim, largest, sorted) */
+/* prims.sort(a, dim, descending, stable), and torch.sort(input, dim=-1,
+ * descending=False, stable=False) and torch.argsort (its indices) as the
+ * torch executor prints them (op OP_COUNT, OP_IOTA; prims.sort: OP_AMAX):
+ * select_first over the
+ * whole dim, which orders as torch's stable sort (NaN above every number) */
 uint32_t
-tr_lower_topk(Reader *r, const Expr *c, Op op)
+tr_lower_sort(Reader *r, const Expr *c, Op op)
 {
-	static const Param ps[] = { { "a", false }, { "k", false }, { "dim", false }, { "largest", false },
-		{ "sorted", false } };
-	const Expr *a[5];
+	static const Param pp[] = { { "a", false }, { "dim", false }, { "descending", false }, { "stable", false } };
+	static const Param pt[] = { { "input|a", false }, { "dim", true }, { "descending", true }, { "stable", true } };
+	const Expr *a[4];
+	uint32_t res[2];
 
-	(void)op;
-	tr_bind(r, c, ps, 5, a);
-	return topk(r, a[0], a[1], a[2], a[3]);
-}
-
-/* torch.topk(input, k, dim=-1, largest=True, sorted=True), as the torch
- * executor prints it */
-uint32_t
-tr_lower_torch_topk(Reader *r, const Expr *c, Op op)
-{
-	static const Param ps[] = { { "input|a", false }, { "k", false }, { "dim", true }, { "largest", true },
-		{ "sorted", true } };
-	const Expr *a[5];
-
-	(void)op;
-	tr_bind(r, c, ps, 5, a);
-	return topk(r, a[0], a[1], a[2], a[3]);
+	tr_bind(r, c, op == OP_AMAX ? pp : pt, 4, a);
+	select_first(r, a[0], NULL, a[1], !tr_isnone(a[2]) && tr_bool_arg(r, a[2], false), res);
+	if (op == OP_IOTA)
+		return res[1];
+	results(r, 2, res);
+	return res[0];
 }
 
 /* ---- index_copy ---- */
