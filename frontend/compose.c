@@ -1,9 +1,10 @@
 /* compose.c — prims that lower to several IR ops: var, var_mean and std,
- * argmax, argmin and topk, index_copy, unfold, batch_norm, embedding and
- * its backward. Reductions compute in f32 for f16 and bf16 inputs (f64 stays
- * f64), as PyTorch's kernels accumulate; their sums match PyTorch within a
- * tolerance, not bit for bit, since the order of a sum is the kernel's
- * (docs/ir.md, "Numerics"); max, min, indices and copies are exact. */
+ * argmax, argmin and topk, index_copy, copy_with_setitem, unfold,
+ * batch_norm, embedding and its backward. Reductions compute in f32 for
+ * f16 and bf16 inputs (f64 stays f64), as PyTorch's kernels accumulate;
+ * their sums match PyTorch within a tolerance, not bit for bit, since the
+ * order of a sum is the kernel's (docs/ir.md, "Numerics"); max, min,
+ * indices and copies are exact. */
 #include <math.h>
 
 #include "trace.h"
@@ -477,6 +478,193 @@ tr_lower_torch_index_copy(Reader *r, const Expr *c, Op op)
 	(void)op;
 	tr_bind(r, c, ps, 4, a);
 	return index_copy(r, a[0], a[2], a[3], a[1]);
+}
+
+/* ---- copy_with_setitem ---- */
+
+/* one entry of a setitem key: an int (the dim goes), a slice, or `...` */
+typedef struct {
+	enum { K_INT, K_SLICE, K_ELLIPSIS } kind;
+	int64_t v[3]; /* K_INT: v[0]; K_SLICE: start, stop, step (INT64_MIN: None) */
+	const Expr *e;
+} KeyItem;
+
+static int64_t
+slice_bound(Reader *r, const Expr *e)
+{
+	if (e->kind == E_NONE)
+		return INT64_MIN;
+	if (e->kind != E_INT)
+		tr_errat(r, e->line, e->col, "%s: a slice bound must be an int or None here", r->callee);
+	return e->i;
+}
+
+static void
+key_item(Reader *r, const Expr *e, KeyItem *k)
+{
+	k->e = e;
+	if (e->kind == E_INT) {
+		k->kind = K_INT;
+		k->v[0] = e->i;
+		return;
+	}
+	if (e->kind == E_ELLIPSIS) {
+		k->kind = K_ELLIPSIS;
+		return;
+	}
+	if (e->kind == E_CALL && !strcmp(e->fn->s, "slice") && e->nargs >= 1 && e->nargs <= 3) {
+		k->kind = K_SLICE;
+		k->v[0] = k->v[2] = INT64_MIN;
+		for (uint32_t i = 0; i < e->nargs; i++)
+			if (e->args[i].kw)
+				tr_errat(r, e->line, e->col, "%s: slice() takes no keywords", r->callee);
+		if (e->nargs == 1)
+			k->v[1] = slice_bound(r, e->args[0].e);
+		else
+			for (uint32_t i = 0; i < e->nargs; i++)
+				k->v[i] = slice_bound(r, e->args[i].e);
+		return;
+	}
+	if (e->kind == E_NONE)
+		tr_errat(r, e->line, e->col, "%s: a None (new dim) in the key is not supported yet", r->callee);
+	if (e->kind == E_NAME || e->kind == E_LIST)
+		tr_errat(r, e->line, e->col,
+			"%s: a tensor or list in the key (advanced indexing: a scatter) is not supported yet",
+			r->callee);
+	tr_errat(r, e->line, e->col, "%s: expected an int, a slice or '...' in the key", r->callee);
+}
+
+/* copy_with_setitem(a, key, value): a with a[key] = value, for a key of
+ * ints, slices and `...` (basic indexing). Composed, exact: the value
+ * broadcast to the view a[key] and converted to a's dtype, as torch's
+ * setitem does, placed in a's shape by a pad (a slice's step its interior
+ * padding), then a where on the same pad of a mask. */
+uint32_t
+tr_lower_setitem(Reader *r, const Expr *c, Op op)
+{
+	static const Param ps[] = { { "a", false }, { "key|index", false }, { "value", false } };
+	const Expr *a[3];
+	KeyItem k[IR_MAXRANK + 1];
+	const KeyItem *dk[IR_MAXRANK + 1];
+	int nk = 0, ndk = 0, ell = -1, vr = 0;
+	int64_t vd[IR_MAXRANK], pads[3 * IR_MAXRANK], lens[IR_MAXRANK];
+	uint32_t x, v, mask, args[2];
+	Opnd o;
+	Type t, ty;
+
+	(void)op;
+	tr_bind(r, c, ps, 3, a);
+	x = tr_tensor(r, a[0]);
+	tr_vtype(r->fn, x, &t);
+	if (a[1]->kind == E_TUPLE) {
+		if (a[1]->n > IR_MAXRANK + 1)
+			tr_errat(r, a[1]->line, a[1]->col, "%s: a key of %u entries", r->callee, a[1]->n);
+		for (uint32_t i = 0; i < a[1]->n; i++)
+			key_item(r, a[1]->elts[i], &k[nk++]);
+	} else {
+		key_item(r, a[1], &k[nk++]);
+	}
+	for (int i = 0; i < nk; i++)
+		if (k[i].kind == K_ELLIPSIS) {
+			if (ell >= 0)
+				tr_errat(r, k[i].e->line, k[i].e->col, "%s: two '...' in the key", r->callee);
+			ell = i;
+		}
+	if (nk - (ell >= 0) > t.rank)
+		tr_errat(r, a[1]->line, a[1]->col, "%s: a key of %d entries for a tensor of rank %d", r->callee,
+			nk - (ell >= 0), t.rank);
+	/* each dim's key item (NULL: all of it, for `...` and the dims after
+	 * the key), start, length and step in a; the view's dims */
+	for (int i = 0; i < nk; i++)
+		if (i == ell)
+			for (int j = 0; j < t.rank - (nk - 1); j++)
+				dk[ndk++] = NULL;
+		else
+			dk[ndk++] = &k[i];
+	while (ndk < t.rank)
+		dk[ndk++] = NULL;
+	for (int d = 0; d < t.rank; d++) {
+		const KeyItem *ki = dk[d];
+		int64_t n = t.d[d], st = 0, len = n, step = 1;
+
+		if (ki && ki->kind == K_INT) {
+			st = ki->v[0] < 0 ? ki->v[0] + n : ki->v[0];
+			if (st < 0 || st >= n)
+				tr_errat(r, ki->e->line, ki->e->col,
+					"%s: index %lld is out of range for dim %d of size %lld", r->callee,
+					(long long)ki->v[0], d, (long long)n);
+			len = 1;
+		} else {
+			if (ki) {
+				int64_t lo = ki->v[0], hi = ki->v[1];
+
+				step = ki->v[2] == INT64_MIN ? 1 : ki->v[2];
+				if (step < 1)
+					tr_errat(r, ki->e->line, ki->e->col, "%s: a slice's step must be positive",
+						r->callee);
+				lo = lo == INT64_MIN ? 0 : lo < 0 ? (lo + n < 0 ? 0 : lo + n) : (lo > n ? n : lo);
+				hi = hi == INT64_MIN ? n : hi < 0 ? (hi + n < 0 ? 0 : hi + n) : (hi > n ? n : hi);
+				st = lo;
+				len = hi > lo ? (hi - lo + step - 1) / step : 0;
+			}
+			vd[vr++] = len;
+		}
+		if (!len)
+			return x; /* an empty view: nothing is written */
+		lens[d] = len;
+		pads[d] = st;
+		pads[t.rank + d] = n - (st + (len - 1) * step + 1);
+		pads[2 * t.rank + d] = step - 1;
+	}
+	/* the value, broadcast to the view (right-aligned) and converted */
+	o = tr_operand(r, a[2]);
+	if (o.tensor) {
+		Type vt;
+		int64_t bd[IR_MAXRANK];
+
+		v = o.v;
+		tr_vtype(r->fn, v, &vt);
+		if (vt.rank > vr)
+			tr_errat(r, a[2]->line, a[2]->col, "%s: a value of rank %d for a view of rank %d", r->callee,
+				vt.rank, vr);
+		for (int i = 0; i < vt.rank; i++) {
+			int64_t want = vd[vr - vt.rank + i];
+
+			if (vt.d[i] != want && vt.d[i] != 1)
+				tr_errat(r, a[2]->line, a[2]->col, "%s: a value of dim %d size %lld for a view's %lld",
+					r->callee, i, (long long)vt.d[i], (long long)want);
+		}
+		if (vt.rank == vr && !memcmp(vt.d, vd, (size_t)vr * sizeof *vd)) {
+			v = cvt(r, v, t.dt);
+		} else {
+			/* size-1 dims first go (broadcast_in_dim maps dims of the same size) */
+			int n1 = 0;
+			int64_t kd[IR_MAXRANK];
+
+			for (int i = 0; i < vt.rank; i++)
+				if (vt.d[i] != 1 || vd[vr - vt.rank + i] == 1) {
+					kd[n1] = vt.d[i];
+					bd[n1++] = vr - vt.rank + i;
+				}
+			if (n1 != vt.rank)
+				v = reshape(r, v, n1, kd);
+			v = bcast(r, cvt(r, v, t.dt), vr, vd, bd);
+		}
+	} else {
+		v = o.num ? cvt(r, o.v, t.dt) : tr_konst(r, tr_scalar_in(r, a[2], t.dt), t.dt);
+		v = bcast(r, v, vr, vd, NULL);
+	}
+	v = reshape(r, v, t.rank, lens);
+	mask = bcast(r, tr_konst(r, 1, DT_B8), t.rank, lens, NULL);
+	ty = t;
+	args[0] = v;
+	args[1] = tr_konst(r, 0, t.dt);
+	v = tr_emit(r, OP_PAD, args, 2, pads, 3 * t.rank, &ty);
+	args[0] = mask;
+	args[1] = tr_konst(r, 0, DT_B8);
+	ty.dt = DT_B8;
+	mask = tr_emit(r, OP_PAD, args, 2, pads, 3 * t.rank, &ty);
+	return where(r, mask, v, x);
 }
 
 /* ---- unfold ---- */

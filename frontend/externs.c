@@ -131,8 +131,11 @@ value(Spec *sp, const Expr *e, int depth)
 		return;
 	case E_DICT:
 	case E_CALL:
+	case E_ELLIPSIS:
 		tr_errat(sp->r, e->line, e->col, "%s: a %s argument cannot be passed to an extern", sp->r->callee,
-			e->kind == E_DICT ? "dict" : "call");
+			e->kind == E_DICT           ? "dict"
+				: e->kind == E_CALL ? "call"
+						    : "'...'");
 	}
 }
 

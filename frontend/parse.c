@@ -184,6 +184,11 @@ atom(Reader *r)
 			exprs(r, e, ']', &comma);
 			return e;
 		}
+		if (t->p[0] == '.' && t[1].kind == T_PUNCT && t[1].p == t->p + 1 && t[1].p[0] == '.' &&
+			t[2].kind == T_PUNCT && t[2].p == t->p + 2 && t[2].p[0] == '.') { /* Ellipsis, x[..., 0]'s */
+			r->pos += 2;
+			return newexpr(r, E_ELLIPSIS, t);
+		}
 		r->pos--;
 		break;
 	default: break;

@@ -42,7 +42,7 @@ typedef struct {
 	double f;           /* T_FLOAT */
 } Tok;
 
-typedef enum { E_NAME, E_INT, E_FLOAT, E_STR, E_NONE, E_BOOL, E_TUPLE, E_LIST, E_DICT, E_CALL } ExprKind;
+typedef enum { E_NAME, E_INT, E_FLOAT, E_STR, E_NONE, E_BOOL, E_TUPLE, E_LIST, E_DICT, E_CALL, E_ELLIPSIS } ExprKind;
 
 typedef struct Expr Expr;
 
@@ -355,6 +355,7 @@ uint32_t tr_lower_torch_index_copy(Reader *r, const Expr *c, Op op);
 uint32_t tr_lower_unfold(Reader *r, const Expr *c, Op op);
 uint32_t tr_lower_topk(Reader *r, const Expr *c, Op op);
 uint32_t tr_lower_sort(Reader *r, const Expr *c, Op op);
+uint32_t tr_lower_setitem(Reader *r, const Expr *c, Op op);
 uint32_t tr_lower_batch_norm(Reader *r, const Expr *c, Op op);
 uint32_t tr_lower_embedding(Reader *r, const Expr *c, Op op);
 uint32_t tr_lower_embedding_backward(Reader *r, const Expr *c, Op op);

@@ -5,13 +5,13 @@ usage: torch_indices.py INPUTS.safetensors OUTPUTS.safetensors
 
 tests/gpu/corpus/indices.trace uses the prims fp8cc composes from other ops
 (argmax, argmin, topk, sort, index_copy with the copy_ that makes it in
-place, unfold); the corpus compares fp8run's outputs with the
+place, unfold, setitem); the corpus compares fp8run's outputs with the
 interpreter's, and this does each again with torch on the GPU and compares
 fp8run's outputs bit for bit: torch.argmax / torch.argmin (the first index
-of a tie, the first NaN), Tensor.unfold, torch.sort (stable: a defined
-order), torch.topk's values (its order of equal values is unspecified, so
-its indices are not compared: fp8cc's must be distinct and give fp8cc's
-values), and the caches updated in place (cache_updated and c8_updated).
+of a tie, the first NaN), Tensor.unfold, setitem, torch.sort (stable: a
+defined order), torch.topk's values (its order of equal values is
+unspecified, so its indices are not compared: fp8cc's must be distinct and
+give fp8cc's values), and the caches updated in place (cache_updated and c8_updated).
 PyTorch leaves which of two equal positions wins in index_copy_
 unspecified, so the caches are checked against the rows copied one by one
 in order (the last wins, as fp8cc documents), and against torch's
@@ -37,6 +37,9 @@ def main(inputs, outputs):
         "win": i["x"].unfold(0, 8, 4),
     }
     want["sv"], want["si"] = torch.sort(i["router"], dim=1, descending=True, stable=True)
+    want["xs"], want["xb"] = i["x"].clone(), i["logits"].clone()
+    want["xs"][8::3, -1] = 0.25
+    want["xb"][..., 0:100] = i["lrow"]
     cache, c8 = i["cache"].clone(), i["c8"].clone()
     for j, p in enumerate(pos.tolist()):   # in order: the last of equal positions wins
         cache[:, :, p] = i["kv"][:, :, j]
