@@ -443,6 +443,12 @@ compute(Cg *c, const Instr *in, LLVMValueRef *co)
 	case OC_COMPARE: return be_binary(c, (Op)in->op, operand(c, a[0], co), operand(c, a[1], co), at);
 	case OC_WHERE:
 		return LLVMBuildSelect(c->b, operand(c, a[0], co), operand(c, a[1], co), operand(c, a[2], co), "");
+	case OC_FMA: {
+		LLVMTypeRef ft = be_type(c, t);
+		LLVMValueRef x[3] = { operand(c, a[0], co), operand(c, a[1], co), operand(c, a[2], co) };
+
+		return be_call(c, "llvm.fma", &ft, 1, x, 3);
+	}
 	case OC_FULL:       return be_constant(c, in->fval, t);
 	case OC_CLONE:      return operand(c, a[0], co);
 	case OC_SHAPE:      return cg_value(c, a[0], fn->vals[a[0]].rank ? shape_coords(c, in, co) : NULL);

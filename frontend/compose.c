@@ -397,6 +397,61 @@ tr_lower_sort(Reader *r, const Expr *c, Op op)
 	return res[0];
 }
 
+/* ---- lerp ---- */
+
+/* lerp(start, end, weight), as PyTorch's CUDA kernel computes it, in f32
+ * for f16 and bf16 (f64 stays f64): |w| < 0.5 ? start + w*(end - start)
+ * : end - (end - start)*(1 - w), nvcc contracting each multiply-add into
+ * one fma — so composed of fma ops, exact. weight: a tensor or a Python
+ * number (known, or at run time). */
+uint32_t
+tr_lower_lerp(Reader *r, const Expr *c, Op op)
+{
+	static const Param ps[] = { { "start|input|a", false }, { "end", false }, { "weight", false } };
+	const Expr *a[3];
+	uint32_t s, e, w, d, small, r1, r2, args[3];
+	Type t, et;
+	DType ct, ot;
+	Opnd o;
+
+	(void)op;
+	tr_bind(r, c, ps, 3, a);
+	s = tr_tensor(r, a[0]);
+	e = tr_tensor(r, a[1]);
+	tr_vtype(r->fn, s, &t);
+	tr_vtype(r->fn, e, &et);
+	if (!dt_isfloat(t.dt) || et.dt != t.dt || !tr_same_shape(&t, &et))
+		tr_errat(r, a[1]->line, a[1]->col, "%s: start and end must be float tensors of one dtype and shape",
+			r->callee);
+	ot = t.dt;
+	ct = acc_dtype(t.dt);
+	o = tr_operand(r, a[2]);
+	if (o.tensor) {
+		Type wt;
+
+		tr_vtype(r->fn, o.v, &wt);
+		if (wt.dt != t.dt || (wt.rank && !tr_same_shape(&t, &wt)))
+			tr_errat(r, a[2]->line, a[2]->col, "%s: weight must have start's dtype and shape", r->callee);
+		w = cvt(r, o.v, ct);
+	} else {
+		w = o.num ? cvt(r, o.v, ct) : tr_konst(r, tr_scalar_in(r, a[2], ct), ct);
+	}
+	s = cvt(r, s, ct);
+	e = cvt(r, e, ct);
+	d = bin(r, OP_SUB, e, s);
+	small = bin(r, OP_LT, un(r, OP_ABS, w), tr_konst(r, 0.5, ct));
+	tr_vtype(r->fn, d, &t);
+	args[0] = w;
+	args[1] = d;
+	args[2] = s;
+	r1 = tr_emit(r, OP_FMA, args, 3, NULL, 0, &t);
+	args[0] = un(r, OP_NEG, d);
+	args[1] = bin(r, OP_SUB, tr_konst(r, 1, ct), w);
+	args[2] = e;
+	r2 = tr_emit(r, OP_FMA, args, 3, NULL, 0, &t);
+	return cvt(r, where(r, small, r1, r2), ot);
+}
+
 /* ---- index_copy ---- */
 
 /* index_copy of value into a along dim at index (a KV cache's update):

@@ -670,6 +670,7 @@ lower_prim(Reader *r, const Expr *c, Op op)
 	case OC_IOTA:       return prim_iota(r, c);
 	case OC_PAD:        return prim_pad(r, c);
 	case OC_BITCAST:    return prim_bitcast(r, c);
+	case OC_FMA:
 	case OC_GEMM:
 	case OC_EXTERN:
 	case OC_AUX:
@@ -1168,6 +1169,8 @@ static const struct {
 	{ "torch.argsort", tr_lower_sort, OP_IOTA },
 	{ "prims.copy_with_setitem", tr_lower_setitem, OP_COUNT },
 	{ "copy_with_setitem_impl", tr_lower_setitem, OP_COUNT },
+	{ "prims.lerp", tr_lower_lerp, OP_COUNT },
+	{ "torch.lerp", tr_lower_lerp, OP_COUNT },
 	{ "prims.batch_norm", tr_lower_batch_norm, OP_COUNT },
 	{ "prims.embedding", tr_lower_embedding, OP_COUNT },
 	{ "prims.embedding_backward", tr_lower_embedding_backward, OP_COUNT },
@@ -1221,19 +1224,7 @@ tr_find_known(const char *name, Op *op)
 
 /* ---- callees fp8cc knows of but cannot lower yet ---- */
 
-enum {
-	U_GEMM,
-	U_RANDOM,
-	U_COLLECTIVE,
-	U_CONV,
-	U_SCATTER,
-	U_FMA,
-	U_SPECIAL,
-	U_COMPLEX,
-	U_NUMBERS,
-	U_PROLOGUE,
-	U_NOT_YET
-};
+enum { U_GEMM, U_RANDOM, U_COLLECTIVE, U_CONV, U_SCATTER, U_SPECIAL, U_COMPLEX, U_NUMBERS, U_PROLOGUE, U_NOT_YET };
 
 static const char *const why[] = {
 	[U_GEMM] = "'%s' (a grouped GEMM) is not supported yet",
@@ -1242,8 +1233,6 @@ static const char *const why[] = {
 		"'%s' is a collective fp8cc does not run (it runs all-gather, reduce-scatter, all-reduce and their waits)",
 	[U_CONV] = "'%s' (a convolution) is not supported",
 	[U_SCATTER] = "'%s' writes at indices known only at run time (a scatter), which fp8cc does not compile yet",
-	[U_FMA] = "'%s' is not supported yet: PyTorch's kernel rounds its multiply-add once (a fused multiply-add), "
-		  "which fp8cc has no op for",
 	[U_SPECIAL] = "'%s' is not supported yet: fp8cc has no implementation that gives PyTorch's bits",
 	[U_COMPLEX] = "'%s' works on complex numbers, and fp8cc has no complex dtypes",
 	[U_NUMBERS] = "'%s' (on Python numbers) is not supported yet",
@@ -1276,7 +1265,6 @@ static const struct {
 	{ "prims.scatter_add", U_SCATTER },
 	{ "prims.index_add", U_SCATTER },
 	{ "prims.index_put", U_SCATTER },
-	{ "prims.lerp", U_FMA },
 	{ "prims.digamma", U_SPECIAL },
 	{ "prims.zeta", U_SPECIAL },
 	{ "prims.ndtri", U_SPECIAL },

@@ -83,7 +83,8 @@ op_elementwise(Op op)
 	case OC_UNARY:
 	case OC_BINARY:
 	case OC_COMPARE:
-	case OC_WHERE:   return true;
+	case OC_WHERE:
+	case OC_FMA:     return true;
 	default:         return false;
 	}
 }

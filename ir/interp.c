@@ -310,6 +310,17 @@ eval_where(Tensor *r, const Tensor *c, const Tensor *a, const Tensor *b, int64_t
 	}
 }
 
+/* a*b + c rounded once, in the operands' f32 or f64 */
+static void
+eval_fma(Tensor *r, const Tensor *a, const Tensor *b, const Tensor *c, int64_t n)
+{
+	for (int64_t i = 0; i < n; i++) {
+		double x = tensor_getf(a, AT(a, i)), y = tensor_getf(b, AT(b, i)), z = tensor_getf(c, AT(c, i));
+
+		tensor_setf(r, i, r->dtype == DT_F64 ? fma(x, y, z) : (double)fmaf((float)x, (float)y, (float)z));
+	}
+}
+
 /* ---- index arithmetic ---- */
 
 static void
@@ -735,6 +746,7 @@ eval_op(Func *fn, const Instr *in, Tensor **vals, Tensor *r, Tensor *x, int64_t 
 	case OC_BINARY:
 	case OC_COMPARE: eval_binary((Op)in->op, r, x, vals[a[1]], n); return;
 	case OC_WHERE:   eval_where(r, x, vals[a[1]], vals[a[2]], n); return;
+	case OC_FMA:     eval_fma(r, x, vals[a[1]], vals[a[2]], n); return;
 	case OC_REDUCE:  eval_reduce(fn, in, r, x); return;
 	case OC_CAT:     eval_cat(fn, in, r, vals); return;
 	case OC_FULL:    eval_full(in, r); return;

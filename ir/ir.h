@@ -94,6 +94,7 @@ typedef enum {
 	OC_BINARY,
 	OC_COMPARE,
 	OC_WHERE,
+	OC_FMA, /* a*b + c rounded once */
 	OC_REDUCE,
 	OC_SHAPE,
 	OC_CAT,

@@ -678,6 +678,10 @@ ir_check_instr(Func *fn, const Instr *in, char *err, size_t errlen)
 	case OC_BINARY:
 	case OC_COMPARE:
 	case OC_WHERE:   return check_elementwise(&c, a, r->dtype);
+	case OC_FMA:
+		if (fn->vals[a[0]].dtype != DT_F32 && fn->vals[a[0]].dtype != DT_F64)
+			return fail(&c, "takes f32 or f64 operands, not %s", ir_dtypes[fn->vals[a[0]].dtype].name);
+		return check_elementwise(&c, a, r->dtype);
 	case OC_CONVERT:
 		if (!ir_same_shape(fn, a[0], in->res))
 			return fail(&c, "result shape must be the operand's (%s)", tystr(fn, a[0], b1, sizeof b1));

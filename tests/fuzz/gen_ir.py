@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Write a random, valid fp8cc IR program: random shapes and a random DAG of
-elementwise ops, conversions (fp8 included), reductions, broadcasts,
+elementwise ops (fma too), conversions (fp8 included), reductions, broadcasts,
 transposes, reshapes, slices, cat and scaled_mm, some values returned.
 
 usage: gen_ir.py SEED > prog.ir
@@ -53,6 +53,8 @@ def step(p):
         if r.random() < 0.3:
             c = p.new(f"{r.choice(COMPARE)} %{args[0]}, %{args[1]}", "b8", shape)
             p.new(f"where %{c}, %{args[0]}, %{args[1]}", dt, shape)
+        elif dt in ("f32", "f64") and r.random() < 0.15:
+            p.new(f"fma %{args[0]}, %{args[1]}, %{name}", dt, shape)
         else:
             p.new(f"{r.choice(BINARY)} %{args[0]}, %{args[1]}", dt, shape)
     elif kind < 0.6:

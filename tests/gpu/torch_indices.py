@@ -5,10 +5,11 @@ usage: torch_indices.py INPUTS.safetensors OUTPUTS.safetensors
 
 tests/gpu/corpus/indices.trace uses the prims fp8cc composes from other ops
 (argmax, argmin, topk, sort, index_copy with the copy_ that makes it in
-place, unfold, setitem); the corpus compares fp8run's outputs with the
+place, unfold, setitem, lerp); the corpus compares fp8run's outputs with the
 interpreter's, and this does each again with torch on the GPU and compares
 fp8run's outputs bit for bit: torch.argmax / torch.argmin (the first index
-of a tie, the first NaN), Tensor.unfold, setitem, torch.sort (stable: a
+of a tie, the first NaN), Tensor.unfold, setitem, torch.lerp (fp8cc's
+fma for nvcc's contraction), torch.sort (stable: a
 defined order), torch.topk's values (its order of equal values is
 unspecified, so its indices are not compared: fp8cc's must be distinct and
 give fp8cc's values), and the caches updated in place (cache_updated and c8_updated).
@@ -40,6 +41,8 @@ def main(inputs, outputs):
     want["xs"], want["xb"] = i["x"].clone(), i["logits"].clone()
     want["xs"][8::3, -1] = 0.25
     want["xb"][..., 0:100] = i["lrow"]
+    want["lx"] = torch.lerp(i["la"], i["lb"], i["lw"])
+    want["ly"] = torch.lerp(i["x"], i["x2"], 0.7)
     cache, c8 = i["cache"].clone(), i["c8"].clone()
     for j, p in enumerate(pos.tolist()):   # in order: the last of equal positions wins
         cache[:, :, p] = i["kv"][:, :, j]

@@ -276,6 +276,7 @@ build_all_ops(Arena *a, bool kernels)
 			ir_instr(fn, op, ARGS(i, i), NOATTR, DT_B8, SH(2, 3));
 			break;
 		case OC_WHERE: ir_instr(fn, op, ARGS(b, x, s), NOATTR, DT_F32, SH(2, 3)); break;
+		case OC_FMA:   ir_instr(fn, op, ARGS(x, y, s), NOATTR, DT_F32, SH(2, 3)); break;
 		case OC_REDUCE:
 			red = ir_instr(fn, op, ARGS(x), ATTR(1), DT_F32, SH(2));
 			ir_instr(fn, op, ARGS(x), ATTR(0, 1), DT_F32, SCALAR);
@@ -580,6 +581,7 @@ static const char every_op_text1[] =
 	"  %ge = ge %e, %e : b8[]\n"
 	"  %where = where %b, %x, %s : f32[2,3]\n"
 	"  %where8 = where %b, %c1, %c1 : f8e4m3fn[2,3]\n"
+	"  %fma = fma %x, %y, %s : f32[2,3]\n"
 	"  %amax = amax %x [1] : f32[2]\n"
 	"  %amin = amin %x [0,1] : f32[]\n"
 	"  %sum = sum %x [] : f32[2,3]\n"
@@ -609,8 +611,8 @@ static const char every_op_text2[] =
 	"  %scaled_mm = scaled_mm %a8, %w8, %s, %s, %bias fast_accum : bf16[4,8]\n"
 	"  %mm2 = scaled_mm %a8, %w8, %s, %s : f32[4,8]\n"
 	"  %mm3 = scaled_mm %a8, %w8, %s, %s fast_accum no_fixup : f16[4,8]\n"
-	"  %90 = add %abs, %mul : f32[2,3]\n"
-	"  %91 = mul %90, %90 : f32[2,3]\n"
+	"  %91 = add %abs, %mul : f32[2,3]\n"
+	"  %92 = mul %91, %91 : f32[2,3]\n"
 	"  %acos = acos %x : f32[2,3]\n"
 	"  %acosh = acosh %x : f32[2,3]\n"
 	"  %asin = asin %x : f32[2,3]\n"
@@ -649,7 +651,7 @@ static const char every_op_text2[] =
 	"  %agw = wait %ag : f32[4,3]\n"
 	"  %rsw = wait %rs : f32[3]\n"
 	"  %arw = wait %ar : i32[2,3]\n"
-	"  return %scaled_mm, %amax as a_max, %91, %x as x_in, %91 as last\n"
+	"  return %scaled_mm, %amax as a_max, %92, %x as x_in, %92 as last\n"
 	"}\n";
 static char every_op_text[sizeof every_op_text1 + sizeof every_op_text2];
 
