@@ -452,6 +452,194 @@ tr_lower_lerp(Reader *r, const Expr *c, Op op)
 	return cvt(r, where(r, small, r1, r2), ot);
 }
 
+/* ---- scatter, scatter_add, index_add ---- */
+
+/* v (a's rank, index's shape) with dim moved last, in the space (a's dims
+ * but dim, then J) */
+static uint32_t
+to_space(Reader *r, uint32_t v, int64_t dim, const Type *sp, const int64_t *bd)
+{
+	int64_t perm[IR_MAXRANK];
+	int rank = sp->rank - 1;
+	Type t;
+
+	tr_vtype(r->fn, v, &t);
+	for (int d = 0, k = 0; d < rank; d++)
+		if (d != dim)
+			perm[k++] = d;
+	perm[rank - 1] = dim;
+	{
+		Type pt = t;
+
+		for (int d = 0; d < rank; d++)
+			pt.d[d] = t.d[perm[d]];
+		v = tr_emit(r, OP_TRANSPOSE, &v, 1, perm, rank, &pt);
+	}
+	return bcast(r, v, sp->rank, sp->d, bd);
+}
+
+/* Writes at indices known at run time, composed over the space of a's
+ * elements times J (the index's size along dim): at each element p of a,
+ * which j have index[..., j, ...] == p along dim. scatter takes the last
+ * such j's src (PyTorch leaves which of equal indices wins unspecified);
+ * scatter_add and index_add add the matching srcs, in j order, in f32 for
+ * f16 and bf16 (PyTorch adds with atomics in any order: a tolerance). The
+ * work is a's elements times J, so a space above 2^28 is an error rather
+ * than a kernel that would crawl. op: OP_WHERE (scatter) or OP_ADD. index
+ * has a's shape but along dim (index_add's 1-d index is broadcast so
+ * first); src: a tensor of index's shape or more, or a number (scatter). */
+static uint32_t
+scatter(Reader *r, Op op, const Expr *ea, uint32_t ix, const Expr *es, int64_t dim, const Expr *at)
+{
+	uint32_t x, src = IR_NONE, eq, out;
+	int64_t io[2] = { 0, 1 }, bd[IR_MAXRANK], J, P, jd;
+	Type t, it, jt = { DT_I64, 1, { 0 } }, sp, rt;
+	Ints last = { 1, { 0 }, { NULL }, NULL };
+	Opnd o;
+
+	x = tr_tensor(r, ea);
+	tr_vtype(r->fn, x, &t);
+	tr_vtype(r->fn, ix, &it);
+	if (t.rank == 0 || t.rank >= IR_MAXRANK || it.rank != t.rank || !dt_isint(it.dt))
+		tr_errat(r, at->line, at->col, "%s: expected integer indices of the tensor's rank (1 to %d)", r->callee,
+			IR_MAXRANK - 1);
+	for (int d = 0; d < t.rank; d++)
+		if (d != dim && it.d[d] != t.d[d])
+			tr_errat(r, at->line, at->col,
+				"%s: indices smaller than the tensor in a dim other than %lld are not supported yet",
+				r->callee, (long long)dim);
+	J = it.d[dim];
+	P = t.d[dim];
+	if ((double)ir_numel(r->fn, x) * (double)J > (double)(1 << 28))
+		tr_errat(r, at->line, at->col,
+			"%s: composed, it compares %lld elements with %lld indices each, too many: a scatter kernel is "
+			"not built yet",
+			r->callee, (long long)ir_numel(r->fn, x), (long long)J);
+	o = tr_operand(r, es);
+	if (o.tensor) {
+		int64_t attr[3 * IR_MAXRANK];
+		Type st;
+
+		src = o.v;
+		tr_vtype(r->fn, src, &st);
+		if (st.rank != t.rank || st.dt != t.dt)
+			tr_errat(r, es->line, es->col, "%s: the source must have the tensor's dtype and rank",
+				r->callee);
+		for (int d = 0; d < t.rank; d++) {
+			if (st.d[d] < it.d[d])
+				tr_errat(r, es->line, es->col, "%s: the source is smaller than the indices in dim %d",
+					r->callee, d);
+			attr[d] = 0;
+			attr[t.rank + d] = it.d[d];
+			attr[2 * t.rank + d] = 1;
+		}
+		if (memcmp(st.d, it.d, (size_t)t.rank * sizeof *st.d)) { /* PyTorch reads index's extent */
+			st = it;
+			st.dt = t.dt;
+			src = tr_emit(r, OP_SLICE, &src, 1, attr, 3 * t.rank, &st);
+		}
+	} else if (op != OP_WHERE) {
+		tr_errat(r, es->line, es->col, "%s: the values must be a tensor", r->callee);
+	}
+	if (J == 0 || P == 0)
+		return x;
+	/* the space: a's dims, then J; index (and src) go there with dim last */
+	sp = t;
+	sp.rank = t.rank + 1;
+	sp.d[t.rank] = J;
+	for (int d = 0, k = 0; d < t.rank; d++)
+		if (d != dim)
+			bd[k++] = d;
+	bd[t.rank - 1] = t.rank;
+	jt.d[0] = P;
+	eq = bin(r, OP_EQ, bcast(r, tr_emit(r, OP_IOTA, NULL, 0, io, 2, &jt), sp.rank, sp.d, &dim),
+		to_space(r, cvt(r, ix, DT_I64), dim, &sp, bd));
+	last.v[0] = t.rank;
+	rt = t;
+	if (op == OP_WHERE) { /* the last matching j, and its src */
+		uint32_t js, has, args[2];
+
+		jt.d[0] = J;
+		jd = t.rank;
+		js = where(r, eq, bcast(r, tr_emit(r, OP_IOTA, NULL, 0, io, 2, &jt), sp.rank, sp.d, &jd),
+			tr_konst(r, -1, DT_I64));
+		rt.dt = DT_I64;
+		js = tr_emit(r, OP_AMAX, &js, 1, last.v, 1, &rt);
+		has = bin(r, OP_GE, js, tr_konst(r, 0, DT_I64));
+		if (src != IR_NONE) {
+			args[0] = src;
+			args[1] = bin(r, OP_MAXIMUM, js, tr_konst(r, 0, DT_I64));
+			rt.dt = t.dt;
+			out = tr_emit(r, OP_GATHER, args, 2, &dim, 1, &rt);
+		} else {
+			out = o.num ? cvt(r, o.v, t.dt) : tr_konst(r, tr_scalar_in(r, es, t.dt), t.dt);
+		}
+		return where(r, has, out, x);
+	}
+	{ /* the matching srcs added, in f32 for f16 and bf16 */
+		DType ct = dt_isfloat(t.dt) ? acc_dtype(t.dt) : t.dt;
+		uint32_t v = where(r, eq, to_space(r, cvt(r, src, ct), dim, &sp, bd), tr_konst(r, 0, ct));
+
+		return cvt(r, bin(r, OP_ADD, cvt(r, x, ct), sum(r, v, &last)), t.dt);
+	}
+}
+
+/* prims.scatter(a, index, src, dim), prims.scatter_add(a, index, value,
+ * dim) (op OP_WHERE, OP_ADD); OP_COUNT, OP_SUB: torch.scatter and
+ * torch.scatter_add(input, dim, index, src), as the torch executor prints
+ * them */
+uint32_t
+tr_lower_scatter(Reader *r, const Expr *c, Op op)
+{
+	static const Param pp[] = { { "a", false }, { "index", false }, { "src|value", false }, { "dim", false } };
+	static const Param pt[] = { { "input|a", false }, { "dim", false }, { "index", false },
+		{ "src|value", false } };
+	bool torch = op == OP_COUNT || op == OP_SUB;
+	const Expr *a[4], *ed, *ei, *es;
+	uint32_t x;
+	int64_t dim;
+
+	tr_bind(r, c, torch ? pt : pp, 4, a);
+	ed = torch ? a[1] : a[3];
+	ei = torch ? a[2] : a[1];
+	es = torch ? a[3] : a[2];
+	x = tr_tensor(r, a[0]);
+	dim = tr_norm_dim(r, ed, tr_int_arg(r, ed, "dim"), r->fn->vals[x].rank ? r->fn->vals[x].rank : 1);
+	return scatter(r, op == OP_WHERE || op == OP_COUNT ? OP_WHERE : OP_ADD, a[0], tr_tensor(r, ei), es, dim, ei);
+}
+
+/* prims.index_add(a, index, value, dim); torch.index_add(input, dim, index,
+ * source) (op OP_COUNT): value's rows added at index's rows — a scatter_add
+ * whose 1-d index is broadcast to value's shape */
+uint32_t
+tr_lower_index_add(Reader *r, const Expr *c, Op op)
+{
+	static const Param pp[] = { { "a", false }, { "index", false }, { "value", false }, { "dim", false } };
+	static const Param pt[] = { { "input|a", false }, { "dim", false }, { "index", false },
+		{ "source|value", false } };
+	const Expr *a[4], *ed, *ei, *es;
+	uint32_t x, ix, v;
+	int64_t dim, n;
+	Type t, vt;
+
+	tr_bind(r, c, op == OP_COUNT ? pt : pp, 4, a);
+	ed = op == OP_COUNT ? a[1] : a[3];
+	ei = op == OP_COUNT ? a[2] : a[1];
+	es = op == OP_COUNT ? a[3] : a[2];
+	x = tr_tensor(r, a[0]);
+	tr_vtype(r->fn, x, &t);
+	dim = tr_norm_dim(r, ed, tr_int_arg(r, ed, "dim"), t.rank ? t.rank : 1);
+	ix = tr_tensor(r, ei);
+	v = tr_tensor(r, es);
+	tr_vtype(r->fn, v, &vt);
+	n = ir_numel(r->fn, ix);
+	if (r->fn->vals[ix].rank > 1 || vt.rank != t.rank || vt.d[dim] != n)
+		tr_errat(r, ei->line, ei->col, "%s: expected a 1-d index as long as the values' dim %lld", r->callee,
+			(long long)dim);
+	ix = bcast(r, reshape(r, ix, 1, &n), vt.rank, vt.d, &dim);
+	return scatter(r, OP_ADD, a[0], ix, es, dim, ei);
+}
+
 /* ---- index_copy ---- */
 
 /* index_copy of value into a along dim at index (a KV cache's update):

@@ -5,7 +5,7 @@ usage: torch_indices.py INPUTS.safetensors OUTPUTS.safetensors
 
 tests/gpu/corpus/indices.trace uses the prims fp8cc composes from other ops
 (argmax, argmin, topk, sort, index_copy with the copy_ that makes it in
-place, unfold, setitem, lerp); the corpus compares fp8run's outputs with the
+place, unfold, setitem, lerp, scatter, index_add); the corpus compares fp8run's outputs with the
 interpreter's, and this does each again with torch on the GPU and compares
 fp8run's outputs bit for bit: torch.argmax / torch.argmin (the first index
 of a tie, the first NaN), Tensor.unfold, setitem, torch.lerp (fp8cc's
@@ -16,8 +16,9 @@ give fp8cc's values), and the caches updated in place (cache_updated and c8_upda
 PyTorch leaves which of two equal positions wins in index_copy_
 unspecified, so the caches are checked against the rows copied one by one
 in order (the last wins, as fp8cc documents), and against torch's
-index_copy_ itself when the positions are distinct. Exit 1 on any
-mismatch."""
+index_copy_ itself when the positions are distinct. The index_add's sums
+(torch's atomics add in any order) are compared within 1e-5 relative. Exit
+1 on any mismatch."""
 import sys
 
 import torch
@@ -43,12 +44,19 @@ def main(inputs, outputs):
     want["xb"][..., 0:100] = i["lrow"]
     want["lx"] = torch.lerp(i["la"], i["lb"], i["lw"])
     want["ly"] = torch.lerp(i["x"], i["x2"], 0.7)
+    want["hot"] = torch.zeros(8, 32000, dtype=torch.bfloat16, device="cuda").scatter(1, want["tok"][:, None], 1.0)
+    # index_add: torch adds with atomics, in any order: within f32 rounding of the sums
+    ia = i["acc"].index_add(0, torch.remainder(i["rp"], 64), i["vals"])
+    g = got["ia"]
+    close = ((g - ia).abs() <= 1e-5 * (ia.abs() + 1)) | (ia.isnan() & g.isnan()) | (ia == g)
+    good = g.shape == ia.shape and bool(close.all())
+    print(f"{'ok  ' if good else 'FAILED'} ia (index_add, within 1e-5 relative)")
+    ok = good
     cache, c8 = i["cache"].clone(), i["c8"].clone()
     for j, p in enumerate(pos.tolist()):   # in order: the last of equal positions wins
         cache[:, :, p] = i["kv"][:, :, j]
         c8[:, p] = i["kv8"][:, j]
     want["cache_updated"], want["c8_updated"] = cache, c8
-    ok = True
     if len(set(pos.tolist())) == pos.numel():
         ok &= same_bits("index_copy_ (torch) against the rows one by one", i["cache"].clone().index_copy_(2, pos, i["kv"]),
                         cache)
