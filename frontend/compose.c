@@ -972,6 +972,49 @@ tr_lower_unfold(Reader *r, const Expr *c, Op op)
 	return tr_emit(r, OP_TRANSPOSE, &x, 1, perm, rank, &t);
 }
 
+/* ---- index_put ---- */
+
+/* index_put(a, indices, values, accumulate) with one 1-d index (rows of
+ * dim 0: a[index] = values, or += when accumulating): index_copy's or
+ * index_add's composition. Several indices, and values that need
+ * broadcasting, are errors. */
+uint32_t
+tr_lower_index_put(Reader *r, const Expr *c, Op op)
+{
+	static const Param ps[] = { { "a", false }, { "indices", false }, { "values", false }, { "accumulate", true } };
+	const Expr *a[4], *ei;
+	Expr d0;
+	uint32_t x, ix, v;
+	int64_t n, dim = 0;
+	Type t, it, vt;
+
+	(void)op;
+	tr_bind(r, c, ps, 4, a);
+	if ((a[1]->kind != E_LIST && a[1]->kind != E_TUPLE) || a[1]->n != 1)
+		tr_errat(
+			r, a[1]->line, a[1]->col, "%s: indices other than one tensor are not supported yet", r->callee);
+	ei = a[1]->elts[0];
+	x = tr_tensor(r, a[0]);
+	ix = tr_tensor(r, ei);
+	v = tr_tensor(r, a[2]);
+	tr_vtype(r->fn, x, &t);
+	tr_vtype(r->fn, ix, &it);
+	tr_vtype(r->fn, v, &vt);
+	n = ir_numel(r->fn, ix);
+	if (it.rank != 1 || t.rank < 1 || vt.rank != t.rank || vt.d[0] != n ||
+		memcmp(vt.d + 1, t.d + 1, (size_t)(t.rank - 1) * sizeof *t.d))
+		tr_errat(r, a[2]->line, a[2]->col,
+			"%s: supported: a 1-d index and values of the rows' shape (no broadcasting) yet", r->callee);
+	if (tr_isnone(a[3]) || !tr_bool_arg(r, a[3], false)) {
+		d0 = *ei;
+		d0.kind = E_INT;
+		d0.i = 0;
+		return index_copy(r, a[0], ei, a[2], &d0);
+	}
+	ix = bcast(r, ix, vt.rank, vt.d, &dim);
+	return scatter(r, OP_ADD, a[0], ix, a[2], 0, ei);
+}
+
 /* ---- batch_norm ---- */
 
 /* batch_norm(a, weight, bias, running_mean, running_var, training, momentum,

@@ -1177,6 +1177,7 @@ static const struct {
 	{ "torch.scatter_add", tr_lower_scatter, OP_SUB },
 	{ "prims.index_add", tr_lower_index_add, OP_ADD },
 	{ "torch.index_add", tr_lower_index_add, OP_COUNT },
+	{ "prims.index_put", tr_lower_index_put, OP_COUNT },
 	{ "prims.batch_norm", tr_lower_batch_norm, OP_COUNT },
 	{ "prims.embedding", tr_lower_embedding, OP_COUNT },
 	{ "prims.embedding_backward", tr_lower_embedding_backward, OP_COUNT },
@@ -1230,7 +1231,7 @@ tr_find_known(const char *name, Op *op)
 
 /* ---- callees fp8cc knows of but cannot lower yet ---- */
 
-enum { U_GEMM, U_RANDOM, U_COLLECTIVE, U_CONV, U_SCATTER, U_SPECIAL, U_COMPLEX, U_NUMBERS, U_PROLOGUE, U_NOT_YET };
+enum { U_GEMM, U_RANDOM, U_COLLECTIVE, U_CONV, U_SPECIAL, U_COMPLEX, U_NUMBERS, U_PROLOGUE, U_NOT_YET };
 
 static const char *const why[] = {
 	[U_GEMM] = "'%s' (a grouped GEMM) is not supported yet",
@@ -1238,7 +1239,6 @@ static const char *const why[] = {
 	[U_COLLECTIVE] =
 		"'%s' is a collective fp8cc does not run (it runs all-gather, reduce-scatter, all-reduce and their waits)",
 	[U_CONV] = "'%s' (a convolution) is not supported",
-	[U_SCATTER] = "'%s' writes at indices known only at run time (a scatter), which fp8cc does not compile yet",
 	[U_SPECIAL] = "'%s' is not supported yet: fp8cc has no implementation that gives PyTorch's bits",
 	[U_COMPLEX] = "'%s' works on complex numbers, and fp8cc has no complex dtypes",
 	[U_NUMBERS] = "'%s' (on Python numbers) is not supported yet",
@@ -1267,7 +1267,6 @@ static const struct {
 	{ "ltorch.dropout", U_RANDOM },
 	{ "prims.broadcast", U_COLLECTIVE },
 	{ "torch_broadcast_prim_impl", U_COLLECTIVE },
-	{ "prims.index_put", U_SCATTER },
 	{ "prims.digamma", U_SPECIAL },
 	{ "prims.zeta", U_SPECIAL },
 	{ "prims.ndtri", U_SPECIAL },

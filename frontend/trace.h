@@ -359,6 +359,7 @@ uint32_t tr_lower_setitem(Reader *r, const Expr *c, Op op);
 uint32_t tr_lower_lerp(Reader *r, const Expr *c, Op op);
 uint32_t tr_lower_scatter(Reader *r, const Expr *c, Op op);
 uint32_t tr_lower_index_add(Reader *r, const Expr *c, Op op);
+uint32_t tr_lower_index_put(Reader *r, const Expr *c, Op op);
 uint32_t tr_lower_batch_norm(Reader *r, const Expr *c, Op op);
 uint32_t tr_lower_embedding(Reader *r, const Expr *c, Op op);
 uint32_t tr_lower_embedding_backward(Reader *r, const Expr *c, Op op);
