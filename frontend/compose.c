@@ -848,7 +848,7 @@ tr_lower_setitem(Reader *r, const Expr *c, Op op)
 				lo = lo == INT64_MIN ? 0 : lo < 0 ? (lo + n < 0 ? 0 : lo + n) : (lo > n ? n : lo);
 				hi = hi == INT64_MIN ? n : hi < 0 ? (hi + n < 0 ? 0 : hi + n) : (hi > n ? n : hi);
 				st = lo;
-				len = hi > lo ? (hi - lo + step - 1) / step : 0;
+				len = hi > lo ? (hi - lo - 1) / step + 1 : 0; /* no overflow for any step */
 			}
 			vd[vr++] = len;
 		}
@@ -857,7 +857,7 @@ tr_lower_setitem(Reader *r, const Expr *c, Op op)
 		lens[d] = len;
 		pads[d] = st;
 		pads[t.rank + d] = n - (st + (len - 1) * step + 1);
-		pads[2 * t.rank + d] = step - 1;
+		pads[2 * t.rank + d] = len > 1 ? step - 1 : 0;
 	}
 	/* the value, broadcast to the view (right-aligned) and converted */
 	o = tr_operand(r, a[2]);
