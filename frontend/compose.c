@@ -128,6 +128,51 @@ results(Reader *r, int n, const uint32_t *v)
 	memcpy(r->multi, v, (size_t)n * sizeof *v);
 }
 
+/* the indices 0 .. n-1 along dim of the shape (rank, dims), as i64 */
+static uint32_t
+dim_iota(Reader *r, int64_t n, int rank, const int64_t *dims, int64_t dim)
+{
+	int64_t io[2] = { 0, 1 };
+	Type t = { DT_I64, 1, { n } };
+
+	return bcast(r, tr_emit(r, OP_IOTA, NULL, 0, io, 2, &t), rank, dims, &dim);
+}
+
+/* v's dims in the order perm */
+static uint32_t
+transpose(Reader *r, uint32_t v, const int64_t *perm)
+{
+	Type t, pt;
+
+	tr_vtype(r->fn, v, &t);
+	pt = t;
+	for (int d = 0; d < t.rank; d++)
+		pt.d[d] = t.d[perm[d]];
+	return tr_emit(r, OP_TRANSPOSE, &v, 1, perm, t.rank, &pt);
+}
+
+/* along eq's last dim, the last index where eq holds, -1 where none does */
+static uint32_t
+last_match(Reader *r, uint32_t eq)
+{
+	int64_t last;
+	Type t;
+
+	tr_vtype(r->fn, eq, &t);
+	last = t.rank - 1;
+	eq = where(r, eq, dim_iota(r, t.d[last], t.rank, t.d, last), tr_konst(r, -1, DT_I64));
+	t.rank--;
+	t.dt = DT_I64;
+	return tr_emit(r, OP_AMAX, &eq, 1, &last, 1, &t);
+}
+
+/* the torch executor's spelling (torch.X), whose arguments are torch's */
+static bool
+torch_spelling(const Reader *r)
+{
+	return strncmp(r->callee, "torch.", 6) == 0;
+}
+
 /* ---- var, var_mean, std ---- */
 
 /* the mean of x (in its accumulation dtype) over d and the variance with
@@ -196,20 +241,22 @@ tr_lower_var(Reader *r, const Expr *c, Op op)
 
 /* ---- argmax, argmin ---- */
 
+static uint32_t topk_round(Reader *r, uint32_t x, uint32_t alive, uint32_t ix, const Ints *d, bool largest);
+
 /* argmax(a, dim), argmin(a, dim) (op: OP_AMAX, OP_AMIN): the first index
  * along dim (of a flattened when dim is None) where a has its max (min), as
  * an i64. As in PyTorch a NaN is both the max and the min, so a row with
- * NaNs gives its first NaN's index. Composed, and exact: the row's max
- * (a NaN where the row has one), then the least index where a equals it or
- * is NaN (no element is NaN unless the max is). */
+ * NaNs gives its first NaN's index. Exact: topk's first round (a NaN above
+ * every number), argmin's on the order reversed — -x, which keeps NaN a
+ * NaN, and for integers ~x, which cannot overflow. */
 uint32_t
 tr_lower_argmax(Reader *r, const Expr *c, Op op)
 {
 	static const Param ps[] = { { "a", false }, { "dim", false } };
 	const Expr *a[2];
-	uint32_t x, mb, hit, idx, cand;
-	int64_t n, io[2] = { 0, 1 };
-	Type t, it = { DT_I64, 1, { 0 } };
+	uint32_t x;
+	int64_t n;
+	Type t;
 	Ints d = { 1, { 0 }, { NULL }, NULL };
 
 	tr_bind(r, c, ps, 2, a);
@@ -227,59 +274,50 @@ tr_lower_argmax(Reader *r, const Expr *c, Op op)
 		x = reshape(r, x, 1, &n);
 		tr_vtype(r->fn, x, &t);
 	}
-	n = t.d[d.v[0]];
-	if (n == 0)
+	if (t.d[d.v[0]] == 0)
 		tr_errat(r, c->line, r->ccol, "%s: dim %lld has no elements to take the %s of", r->callee,
 			(long long)d.v[0], op == OP_AMAX ? "max" : "min");
-	{
-		Type mt = t;
-
-		tr_drop_dims(&mt, &d);
-		mb = unreduce(r, tr_emit(r, op, &x, 1, d.v, d.n, &mt), x, &d);
-	}
-	hit = bin(r, OP_EQ, x, mb);
-	if (dt_isfloat(t.dt))
-		hit = bin(r, OP_BITWISE_OR, hit, bin(r, OP_NE, x, x));
-	it.d[0] = n;
-	idx = tr_emit(r, OP_IOTA, NULL, 0, io, 2, &it);
-	cand = where(r, hit, bcast(r, idx, t.rank, t.d, d.v), tr_konst(r, (double)n, DT_I64));
-	tr_vtype(r->fn, cand, &t);
-	tr_drop_dims(&t, &d);
-	return tr_emit(r, OP_AMIN, &cand, 1, d.v, d.n, &t);
+	if (op == OP_AMIN)
+		x = un(r, dt_isfloat(t.dt) ? OP_NEG : OP_BITWISE_NOT, x);
+	return topk_round(r, x, IR_NONE, IR_NONE, &d, true);
 }
 
 /* ---- topk ---- */
 
-/* One round of topk along the dims d (one dim, n elements): the index of
- * the first alive element that comes first in topk's order — the largest,
- * or for !largest the smallest — NaN above every number either way, as
- * PyTorch orders (so a NaN comes first, or for !largest once no number is
- * left). ix: the dim's indices broadcast to x's shape. The result has x's
- * shape without the dim. */
+/* One round of topk along the dims d (one dim): the index of the first
+ * alive element that comes first in topk's order — the largest, or for
+ * !largest the smallest — NaN above every number either way, as PyTorch
+ * orders (so a NaN comes first, or for !largest once no number is left).
+ * alive: IR_NONE for every element; ix: the dim's indices broadcast to x's
+ * shape (IR_NONE: made here). The result has x's shape without the dim. */
 static uint32_t
-topk_round(Reader *r, uint32_t x, uint32_t alive, uint32_t ix, int64_t n, const Ints *d, bool largest)
+topk_round(Reader *r, uint32_t x, uint32_t alive, uint32_t ix, const Ints *d, bool largest)
 {
 	DType t = tr_vdtype(r, x);
 	bool f = dt_isfloat(t);
-	uint32_t live = alive, nan = IR_NONE, m, hit, cand;
-	Type mt;
+	uint32_t live = alive, nan = IR_NONE, m = x, hit, cand;
+	Type mt, xt;
 
-	tr_vtype(r->fn, x, &mt);
+	tr_vtype(r->fn, x, &xt);
+	mt = xt;
 	tr_drop_dims(&mt, d);
-	if (f) {
+	if (f && !largest) {
 		nan = bin(r, OP_NE, x, x);
-		if (!largest)
-			live = bin(r, OP_BITWISE_AND, alive, un(r, OP_LOGICAL_NOT, nan));
+		live = un(r, OP_LOGICAL_NOT, nan);
+		if (alive != IR_NONE)
+			live = bin(r, OP_BITWISE_AND, alive, live);
 	}
 	/* dead elements (and, for !largest, NaNs) below (above) every live one */
-	m = where(r, live, x,
-		f ? tr_konst(r, largest ? -INFINITY : INFINITY, t)
-		  : tr_konst(r, t == DT_U8 ? 0 : -ldexp(1, ir_dtypes[t].bits - 1), t));
+	if (live != IR_NONE)
+		m = where(r, live, x,
+			f ? tr_konst(r, largest ? -INFINITY : INFINITY, t)
+			  : tr_konst(r, t == DT_U8 ? 0 : -ldexp(1, ir_dtypes[t].bits - 1), t));
 	m = tr_emit(r, largest ? OP_AMAX : OP_AMIN, &m, 1, d->v, d->n, &mt);
 	hit = bin(r, OP_EQ, x, unreduce(r, m, x, d));
 	if (f && largest)
-		hit = bin(r, OP_BITWISE_OR, hit, nan);
-	hit = bin(r, OP_BITWISE_AND, hit, live);
+		hit = bin(r, OP_BITWISE_OR, hit, nan = bin(r, OP_NE, x, x));
+	if (live != IR_NONE)
+		hit = bin(r, OP_BITWISE_AND, hit, live);
 	if (f && !largest) { /* no number left alive: the alive NaNs */
 		Type it = mt;
 		uint32_t any;
@@ -288,9 +326,11 @@ topk_round(Reader *r, uint32_t x, uint32_t alive, uint32_t ix, int64_t n, const 
 		any = cvt(r, live, DT_I32);
 		any = tr_emit(r, OP_AMAX, &any, 1, d->v, d->n, &it);
 		any = unreduce(r, bin(r, OP_NE, any, tr_konst(r, 0, DT_I32)), x, d);
-		hit = where(r, any, hit, bin(r, OP_BITWISE_AND, alive, nan));
+		hit = where(r, any, hit, alive == IR_NONE ? nan : bin(r, OP_BITWISE_AND, alive, nan));
 	}
-	cand = where(r, hit, ix, tr_konst(r, (double)n, DT_I64));
+	if (ix == IR_NONE)
+		ix = dim_iota(r, xt.d[d->v[0]], xt.rank, xt.d, d->v[0]);
+	cand = where(r, hit, ix, tr_konst(r, (double)xt.d[d->v[0]], DT_I64));
 	mt.dt = DT_I64;
 	return tr_emit(r, OP_AMIN, &cand, 1, d->v, d->n, &mt);
 }
@@ -308,8 +348,8 @@ static void
 select_first(Reader *r, const Expr *ea, const Expr *ek, const Expr *ed, bool largest, uint32_t res[2])
 {
 	uint32_t x, key, ix, alive, idx, vals[64], idxs[64];
-	int64_t k, n, dim, io[2] = { 0, 1 };
-	Type t, kt, it = { DT_I64, 1, { 0 } };
+	int64_t k, n, dim;
+	Type t, kt;
 	Ints d = { 1, { 0 }, { NULL }, NULL };
 
 	x = tr_tensor(r, ea);
@@ -333,15 +373,14 @@ select_first(Reader *r, const Expr *ea, const Expr *ek, const Expr *ed, bool lar
 		key = un(r, OP_BITWISE_NOT, x);
 		largest = true;
 	}
-	it.d[0] = n;
-	ix = bcast(r, tr_emit(r, OP_IOTA, NULL, 0, io, 2, &it), t.rank, t.d, &dim);
+	ix = dim_iota(r, n, t.rank, t.d, dim);
 	alive = bcast(r, tr_konst(r, 1, DT_B8), t.rank, t.d, NULL);
 	kt = t;
 	kt.d[dim] = 1;
 	for (int64_t i = 0; i < k; i++) {
 		uint32_t args[2];
 
-		idx = topk_round(r, key, alive, ix, n, &d, largest);
+		idx = topk_round(r, key, alive, ix, &d, largest);
 		kt.dt = DT_I64;
 		idxs[i] = reshape(r, idx, kt.rank, kt.d);
 		args[0] = x;
@@ -358,8 +397,7 @@ select_first(Reader *r, const Expr *ea, const Expr *ek, const Expr *ed, bool lar
 }
 
 /* prims.topk(a, k, dim, largest, sorted), and torch.topk(input, k, dim=-1,
- * largest=True, sorted=True) as the torch executor prints it (op OP_COUNT;
- * prims.topk: OP_AMAX) */
+ * largest=True, sorted=True) as the torch executor prints it */
 uint32_t
 tr_lower_topk(Reader *r, const Expr *c, Op op)
 {
@@ -370,7 +408,8 @@ tr_lower_topk(Reader *r, const Expr *c, Op op)
 	const Expr *a[5];
 	uint32_t res[2];
 
-	tr_bind(r, c, op == OP_COUNT ? pt : pp, 5, a);
+	(void)op;
+	tr_bind(r, c, torch_spelling(r) ? pt : pp, 5, a);
 	select_first(r, a[0], a[1], a[2], tr_isnone(a[3]) || tr_bool_arg(r, a[3], true), res);
 	results(r, 2, res);
 	return res[0];
@@ -378,9 +417,8 @@ tr_lower_topk(Reader *r, const Expr *c, Op op)
 
 /* prims.sort(a, dim, descending, stable), and torch.sort(input, dim=-1,
  * descending=False, stable=False) and torch.argsort (its indices) as the
- * torch executor prints them (op OP_COUNT, OP_IOTA; prims.sort: OP_AMAX):
- * select_first over the
- * whole dim, which orders as torch's stable sort (NaN above every number) */
+ * torch executor prints them: select_first over the whole dim, which orders
+ * as torch's stable sort (NaN above every number) */
 uint32_t
 tr_lower_sort(Reader *r, const Expr *c, Op op)
 {
@@ -389,9 +427,10 @@ tr_lower_sort(Reader *r, const Expr *c, Op op)
 	const Expr *a[4];
 	uint32_t res[2];
 
-	tr_bind(r, c, op == OP_AMAX ? pp : pt, 4, a);
+	(void)op;
+	tr_bind(r, c, torch_spelling(r) ? pt : pp, 4, a);
 	select_first(r, a[0], NULL, a[1], !tr_isnone(a[2]) && tr_bool_arg(r, a[2], false), res);
-	if (op == OP_IOTA)
+	if (!strcmp(r->callee, "torch.argsort"))
 		return res[1];
 	results(r, 2, res);
 	return res[0];
@@ -455,27 +494,18 @@ tr_lower_lerp(Reader *r, const Expr *c, Op op)
 /* ---- scatter, scatter_add, index_add ---- */
 
 /* v (a's rank, index's shape) with dim moved last, in the space (a's dims
- * but dim, then J) */
+ * but dim, then J; bd maps them) */
 static uint32_t
 to_space(Reader *r, uint32_t v, int64_t dim, const Type *sp, const int64_t *bd)
 {
 	int64_t perm[IR_MAXRANK];
 	int rank = sp->rank - 1;
-	Type t;
 
-	tr_vtype(r->fn, v, &t);
 	for (int d = 0, k = 0; d < rank; d++)
 		if (d != dim)
 			perm[k++] = d;
 	perm[rank - 1] = dim;
-	{
-		Type pt = t;
-
-		for (int d = 0; d < rank; d++)
-			pt.d[d] = t.d[perm[d]];
-		v = tr_emit(r, OP_TRANSPOSE, &v, 1, perm, rank, &pt);
-	}
-	return bcast(r, v, sp->rank, sp->d, bd);
+	return bcast(r, transpose(r, v, perm), sp->rank, sp->d, bd);
 }
 
 /* Writes at indices known at run time, composed over the space of a's
@@ -487,17 +517,17 @@ to_space(Reader *r, uint32_t v, int64_t dim, const Type *sp, const int64_t *bd)
  * work is a's elements times J, so a space above 2^28 is an error rather
  * than a kernel that would crawl. op: OP_WHERE (scatter) or OP_ADD. index
  * has a's shape but along dim (index_add's 1-d index is broadcast so
- * first); src: a tensor of index's shape or more, or a number (scatter). */
+ * first); src: a tensor of index's shape or more, or a number (scatter).
+ * at: where errors about the indices point. */
 static uint32_t
-scatter(Reader *r, Op op, const Expr *ea, uint32_t ix, const Expr *es, int64_t dim, const Expr *at)
+scatter(Reader *r, Op op, uint32_t x, uint32_t ix, const Expr *es, int64_t dim, const Expr *at)
 {
-	uint32_t x, src = IR_NONE, eq, out;
-	int64_t io[2] = { 0, 1 }, bd[IR_MAXRANK], J, P, jd;
-	Type t, it, jt = { DT_I64, 1, { 0 } }, sp, rt;
+	uint32_t src = IR_NONE, eq, out;
+	int64_t bd[IR_MAXRANK], J, P;
+	Type t, it, sp, rt;
 	Ints last = { 1, { 0 }, { NULL }, NULL };
 	Opnd o;
 
-	x = tr_tensor(r, ea);
 	tr_vtype(r->fn, x, &t);
 	tr_vtype(r->fn, ix, &it);
 	if (t.rank == 0 || t.rank >= IR_MAXRANK || it.rank != t.rank || !dt_isint(it.dt))
@@ -551,25 +581,14 @@ scatter(Reader *r, Op op, const Expr *ea, uint32_t ix, const Expr *es, int64_t d
 		if (d != dim)
 			bd[k++] = d;
 	bd[t.rank - 1] = t.rank;
-	jt.d[0] = P;
-	eq = bin(r, OP_EQ, bcast(r, tr_emit(r, OP_IOTA, NULL, 0, io, 2, &jt), sp.rank, sp.d, &dim),
-		to_space(r, cvt(r, ix, DT_I64), dim, &sp, bd));
-	last.v[0] = t.rank;
-	rt = t;
+	eq = bin(r, OP_EQ, dim_iota(r, P, sp.rank, sp.d, dim), to_space(r, cvt(r, ix, DT_I64), dim, &sp, bd));
 	if (op == OP_WHERE) { /* the last matching j, and its src */
-		uint32_t js, has, args[2];
+		uint32_t js = last_match(r, eq), has = bin(r, OP_GE, js, tr_konst(r, 0, DT_I64)), args[2];
 
-		jt.d[0] = J;
-		jd = t.rank;
-		js = where(r, eq, bcast(r, tr_emit(r, OP_IOTA, NULL, 0, io, 2, &jt), sp.rank, sp.d, &jd),
-			tr_konst(r, -1, DT_I64));
-		rt.dt = DT_I64;
-		js = tr_emit(r, OP_AMAX, &js, 1, last.v, 1, &rt);
-		has = bin(r, OP_GE, js, tr_konst(r, 0, DT_I64));
 		if (src != IR_NONE) {
 			args[0] = src;
 			args[1] = bin(r, OP_MAXIMUM, js, tr_konst(r, 0, DT_I64));
-			rt.dt = t.dt;
+			rt = t;
 			out = tr_emit(r, OP_GATHER, args, 2, &dim, 1, &rt);
 		} else {
 			out = o.num ? cvt(r, o.v, t.dt) : tr_konst(r, tr_scalar_in(r, es, t.dt), t.dt);
@@ -580,13 +599,14 @@ scatter(Reader *r, Op op, const Expr *ea, uint32_t ix, const Expr *es, int64_t d
 		DType ct = dt_isfloat(t.dt) ? acc_dtype(t.dt) : t.dt;
 		uint32_t v = where(r, eq, to_space(r, cvt(r, src, ct), dim, &sp, bd), tr_konst(r, 0, ct));
 
+		last.v[0] = t.rank;
 		return cvt(r, bin(r, OP_ADD, cvt(r, x, ct), sum(r, v, &last)), t.dt);
 	}
 }
 
-/* prims.scatter(a, index, src, dim), prims.scatter_add(a, index, value,
- * dim) (op OP_WHERE, OP_ADD); OP_COUNT, OP_SUB: torch.scatter and
- * torch.scatter_add(input, dim, index, src), as the torch executor prints
+/* prims.scatter(a, index, src, dim) and prims.scatter_add(a, index, value,
+ * dim) (op OP_WHERE, OP_ADD), and torch.scatter and
+ * torch.scatter_add(input, dim, index, src) as the torch executor prints
  * them */
 uint32_t
 tr_lower_scatter(Reader *r, const Expr *c, Op op)
@@ -594,38 +614,39 @@ tr_lower_scatter(Reader *r, const Expr *c, Op op)
 	static const Param pp[] = { { "a", false }, { "index", false }, { "src|value", false }, { "dim", false } };
 	static const Param pt[] = { { "input|a", false }, { "dim", false }, { "index", false },
 		{ "src|value", false } };
-	bool torch = op == OP_COUNT || op == OP_SUB;
+	bool torch = torch_spelling(r);
 	const Expr *a[4], *ed, *ei, *es;
 	uint32_t x;
-	int64_t dim;
 
 	tr_bind(r, c, torch ? pt : pp, 4, a);
 	ed = torch ? a[1] : a[3];
 	ei = torch ? a[2] : a[1];
 	es = torch ? a[3] : a[2];
 	x = tr_tensor(r, a[0]);
-	dim = tr_norm_dim(r, ed, tr_int_arg(r, ed, "dim"), r->fn->vals[x].rank ? r->fn->vals[x].rank : 1);
-	return scatter(r, op == OP_WHERE || op == OP_COUNT ? OP_WHERE : OP_ADD, a[0], tr_tensor(r, ei), es, dim, ei);
+	return scatter(r, op, x, tr_tensor(r, ei), es,
+		tr_norm_dim(r, ed, tr_int_arg(r, ed, "dim"), r->fn->vals[x].rank ? r->fn->vals[x].rank : 1), ei);
 }
 
-/* prims.index_add(a, index, value, dim); torch.index_add(input, dim, index,
- * source) (op OP_COUNT): value's rows added at index's rows — a scatter_add
- * whose 1-d index is broadcast to value's shape */
+/* prims.index_add(a, index, value, dim) and torch.index_add(input, dim,
+ * index, source): value's rows added at index's rows — a scatter_add whose
+ * 1-d index is broadcast to value's shape */
 uint32_t
 tr_lower_index_add(Reader *r, const Expr *c, Op op)
 {
 	static const Param pp[] = { { "a", false }, { "index", false }, { "value", false }, { "dim", false } };
 	static const Param pt[] = { { "input|a", false }, { "dim", false }, { "index", false },
 		{ "source|value", false } };
+	bool torch = torch_spelling(r);
 	const Expr *a[4], *ed, *ei, *es;
 	uint32_t x, ix, v;
 	int64_t dim, n;
 	Type t, vt;
 
-	tr_bind(r, c, op == OP_COUNT ? pt : pp, 4, a);
-	ed = op == OP_COUNT ? a[1] : a[3];
-	ei = op == OP_COUNT ? a[2] : a[1];
-	es = op == OP_COUNT ? a[3] : a[2];
+	(void)op;
+	tr_bind(r, c, torch ? pt : pp, 4, a);
+	ed = torch ? a[1] : a[3];
+	ei = torch ? a[2] : a[1];
+	es = torch ? a[3] : a[2];
 	x = tr_tensor(r, a[0]);
 	tr_vtype(r->fn, x, &t);
 	dim = tr_norm_dim(r, ed, tr_int_arg(r, ed, "dim"), t.rank ? t.rank : 1);
@@ -637,33 +658,27 @@ tr_lower_index_add(Reader *r, const Expr *c, Op op)
 		tr_errat(r, ei->line, ei->col, "%s: expected a 1-d index as long as the values' dim %lld", r->callee,
 			(long long)dim);
 	ix = bcast(r, reshape(r, ix, 1, &n), vt.rank, vt.d, &dim);
-	return scatter(r, OP_ADD, a[0], ix, es, dim, ei);
+	return scatter(r, OP_ADD, x, ix, es, dim, ei);
 }
 
 /* ---- index_copy ---- */
 
-/* index_copy of value into a along dim at index (a KV cache's update):
- * row index[j] of a becomes row j of value. Composed, exact: for each row
- * i of a the last j with index[j] == i (a small rows x indices compare of
- * the indices alone), then a take of value's rows and a where. PyTorch
- * leaves duplicates' winner unspecified (here the last); an index out of
- * range, an error in PyTorch, changes no row. */
+/* index_copy of v into a along dim at index ix (a KV cache's update): row
+ * ix[j] of a becomes row j of v. Composed, exact: for each row i of a the
+ * last j with ix[j] == i (a small rows x indices compare of the indices
+ * alone), then a take of v's rows and a where. PyTorch leaves duplicates'
+ * winner unspecified (here the last); an index out of range, an error in
+ * PyTorch, changes no row. ei, ev: where errors about ix and v point. */
 static uint32_t
-index_copy(Reader *r, const Expr *ea, const Expr *ei, const Expr *ev, const Expr *ed)
+index_copy(Reader *r, uint32_t a, uint32_t ix, uint32_t v, int64_t dim, const Expr *ei, const Expr *ev)
 {
-	uint32_t a, ix, v, ia, ib, eq, js, has, jc, g, args[2];
-	int64_t A, N, dim, io[2] = { 0, 1 }, s[2], b0 = 0, b1 = 1;
-	Type at, it, vt, t = { DT_I64, 1, { 0 } };
+	uint32_t has, js, g, args[2];
+	int64_t A, N, s[2];
+	Type at, it, vt;
 
-	a = tr_tensor(r, ea);
-	ix = tr_tensor(r, ei);
-	v = tr_tensor(r, ev);
 	tr_vtype(r->fn, a, &at);
 	tr_vtype(r->fn, ix, &it);
 	tr_vtype(r->fn, v, &vt);
-	if (at.rank == 0)
-		tr_errat(r, ea->line, ea->col, "%s: expected a tensor with at least one dim", r->callee);
-	dim = tr_norm_dim(r, ed, tr_int_arg(r, ed, "dim"), at.rank);
 	N = ir_numel(r->fn, ix);
 	if (!dt_isint(it.dt) || it.rank > 1)
 		tr_errat(r, ei->line, ei->col, "%s: the index must be integers of rank 0 or 1", r->callee);
@@ -678,49 +693,41 @@ index_copy(Reader *r, const Expr *ea, const Expr *ei, const Expr *ev, const Expr
 	A = at.d[dim];
 	if (A == 0 || N == 0)
 		return a;
-	ix = cvt(r, reshape(r, ix, 1, &N), DT_I64);
-	t.d[0] = A;
-	ia = tr_emit(r, OP_IOTA, NULL, 0, io, 2, &t);
-	t.d[0] = N;
-	ib = tr_emit(r, OP_IOTA, NULL, 0, io, 2, &t);
 	s[0] = A;
 	s[1] = N;
-	eq = bin(r, OP_EQ, bcast(r, ia, 2, s, &b0), bcast(r, ix, 2, s, &b1));
-	js = where(r, eq, bcast(r, ib, 2, s, &b1), tr_konst(r, -1, DT_I64));
-	t.d[0] = A;
-	js = tr_emit(r, OP_AMAX, &js, 1, &b1, 1, &t);
+	js = last_match(r,
+		bin(r, OP_EQ, dim_iota(r, A, 2, s, 0),
+			bcast(r, cvt(r, reshape(r, ix, 1, &N), DT_I64), 2, s, (int64_t[]){ 1 })));
 	has = bin(r, OP_GE, js, tr_konst(r, 0, DT_I64));
-	jc = bin(r, OP_MAXIMUM, js, tr_konst(r, 0, DT_I64));
 	args[0] = v;
-	args[1] = jc;
+	args[1] = bin(r, OP_MAXIMUM, js, tr_konst(r, 0, DT_I64));
 	vt.d[dim] = A;
 	g = tr_emit(r, OP_TAKE, args, 2, &dim, 1, &vt);
 	return where(r, bcast(r, has, at.rank, at.d, &dim), g, a);
 }
 
-/* prims.index_copy(a, index, value, dim) */
+/* prims.index_copy(a, index, value, dim), and torch.index_copy(input, dim,
+ * index, source) as the torch executor prints it */
 uint32_t
 tr_lower_index_copy(Reader *r, const Expr *c, Op op)
 {
-	static const Param ps[] = { { "a", false }, { "index", false }, { "value", false }, { "dim", false } };
-	const Expr *a[4];
-
-	(void)op;
-	tr_bind(r, c, ps, 4, a);
-	return index_copy(r, a[0], a[1], a[2], a[3]);
-}
-
-/* torch.index_copy(input, dim, index, source), as the torch executor prints it */
-uint32_t
-tr_lower_torch_index_copy(Reader *r, const Expr *c, Op op)
-{
-	static const Param ps[] = { { "input|a", false }, { "dim", false }, { "index", false },
+	static const Param pp[] = { { "a", false }, { "index", false }, { "value", false }, { "dim", false } };
+	static const Param pt[] = { { "input|a", false }, { "dim", false }, { "index", false },
 		{ "source|tensor", false } };
-	const Expr *a[4];
+	bool torch = torch_spelling(r);
+	const Expr *a[4], *ed, *ei, *ev;
+	uint32_t x;
 
 	(void)op;
-	tr_bind(r, c, ps, 4, a);
-	return index_copy(r, a[0], a[2], a[3], a[1]);
+	tr_bind(r, c, torch ? pt : pp, 4, a);
+	ed = torch ? a[1] : a[3];
+	ei = torch ? a[2] : a[1];
+	ev = torch ? a[3] : a[2];
+	x = tr_tensor(r, a[0]);
+	if (r->fn->vals[x].rank == 0)
+		tr_errat(r, a[0]->line, a[0]->col, "%s: expected a tensor with at least one dim", r->callee);
+	return index_copy(r, x, tr_tensor(r, ei), tr_tensor(r, ev),
+		tr_norm_dim(r, ed, tr_int_arg(r, ed, "dim"), r->fn->vals[x].rank), ei, ev);
 }
 
 /* ---- copy_with_setitem ---- */
@@ -966,10 +973,7 @@ tr_lower_unfold(Reader *r, const Expr *c, Op op)
 		if (i != dim + 1)
 			perm[k++] = i;
 	perm[rank - 1] = dim + 1;
-	t.rank = rank;
-	for (int i = 0; i < rank; i++)
-		t.d[i] = nd[perm[i]];
-	return tr_emit(r, OP_TRANSPOSE, &x, 1, perm, rank, &t);
+	return transpose(r, x, perm);
 }
 
 /* ---- index_put ---- */
@@ -983,7 +987,6 @@ tr_lower_index_put(Reader *r, const Expr *c, Op op)
 {
 	static const Param ps[] = { { "a", false }, { "indices", false }, { "values", false }, { "accumulate", true } };
 	const Expr *a[4], *ei;
-	Expr d0;
 	uint32_t x, ix, v;
 	int64_t n, dim = 0;
 	Type t, it, vt;
@@ -1005,14 +1008,9 @@ tr_lower_index_put(Reader *r, const Expr *c, Op op)
 		memcmp(vt.d + 1, t.d + 1, (size_t)(t.rank - 1) * sizeof *t.d))
 		tr_errat(r, a[2]->line, a[2]->col,
 			"%s: supported: a 1-d index and values of the rows' shape (no broadcasting) yet", r->callee);
-	if (tr_isnone(a[3]) || !tr_bool_arg(r, a[3], false)) {
-		d0 = *ei;
-		d0.kind = E_INT;
-		d0.i = 0;
-		return index_copy(r, a[0], ei, a[2], &d0);
-	}
-	ix = bcast(r, ix, vt.rank, vt.d, &dim);
-	return scatter(r, OP_ADD, a[0], ix, a[2], 0, ei);
+	if (tr_isnone(a[3]) || !tr_bool_arg(r, a[3], false))
+		return index_copy(r, x, ix, v, 0, ei, a[2]);
+	return scatter(r, OP_ADD, x, bcast(r, ix, vt.rank, vt.d, &dim), a[2], 0, ei);
 }
 
 /* ---- batch_norm ---- */

@@ -52,8 +52,9 @@ typed_name(Reader *r, const Stmt *s)
 		(int)s->ty.nlen, s->ty.name);
 }
 
-static void
-define_val(Reader *r, const char *name, uint32_t v)
+/* name stands for the tensor v from here on */
+void
+tr_define_val(Reader *r, const char *name, uint32_t v)
 {
 	Sym sym = { 0 };
 
@@ -94,7 +95,7 @@ bind_tensor(Reader *r, const Stmt *s, const Name *tn, uint32_t i, uint32_t v, ui
 		return;
 	if (v >= nv0 && !r->fn->vals[v].name)
 		name_value(r, v, s->names[i].s);
-	define_val(r, s->names[i].s, v);
+	tr_define_val(r, s->names[i].s, v);
 }
 
 /* the results of a callee with several, one for each name */
@@ -164,7 +165,7 @@ bind_result(Reader *r, const Stmt *s, uint32_t v, uint32_t nv0, const Sym *num)
 	}
 	if (v >= nv0 && !r->fn->vals[v].name)
 		name_value(r, v, s->names[0].s);
-	define_val(r, s->names[0].s, v);
+	tr_define_val(r, s->names[0].s, v);
 }
 
 /* collect the tensors in e, in order: names of tensors and of objects, inside
@@ -893,7 +894,7 @@ add_param(Reader *r, uint32_t i)
 		return;
 	}
 	if (!tc->present && sig_type(r, r->params[i].s, i, &t)) {
-		define_val(r, r->params[i].s, new_param(r, r->params[i].s, &t));
+		tr_define_val(r, r->params[i].s, new_param(r, r->params[i].s, &t));
 		return;
 	}
 	if (!tc->present)
@@ -901,7 +902,7 @@ add_param(Reader *r, uint32_t i)
 			"parameter '%s' has no type comment (# %s: \"cuda:0 f32[...]\")%s", r->params[i].s,
 			r->params[i].s, r->link && r->link->sig ? "" : " and no --signature gives it one");
 	tr_parse_type(r, r->ptypeline[i], tc, &t, &dtcol, &shcol);
-	define_val(r, r->params[i].s, new_param(r, r->params[i].s, &t));
+	tr_define_val(r, r->params[i].s, new_param(r, r->params[i].s, &t));
 }
 
 /* the parameters; one that has an error is left undefined */

@@ -1111,13 +1111,8 @@ lower_copy(Reader *r, const Expr *c, Op op)
 		tr_errat(r, a[0]->line, a[0]->col, "%s: copies a %s into a %s: the shapes and dtypes must be the same",
 			r->callee, tr_tystr(&ft, b1, sizeof b1), tr_tystr(&tt, b2, sizeof b2));
 	tr_update(r, to, from, tr_name_of(a[1]));
-	if (tr_name_of(a[1])) {
-		Sym sym = { 0 };
-
-		sym.kind = SYM_VAL;
-		sym.val = from;
-		tr_define(r, a[1]->s, sym);
-	}
+	if (tr_name_of(a[1]))
+		tr_define_val(r, a[1]->s, from);
 	return from;
 }
 
@@ -1161,22 +1156,22 @@ static const struct {
 	{ "prims.argmax", tr_lower_argmax, OP_AMAX },
 	{ "prims.argmin", tr_lower_argmax, OP_AMIN },
 	{ "prims.index_copy", tr_lower_index_copy, OP_COUNT },
-	{ "torch.index_copy", tr_lower_torch_index_copy, OP_COUNT },
+	{ "torch.index_copy", tr_lower_index_copy, OP_COUNT },
 	{ "prims.unfold", tr_lower_unfold, OP_COUNT },
-	{ "prims.topk", tr_lower_topk, OP_AMAX },
+	{ "prims.topk", tr_lower_topk, OP_COUNT },
 	{ "torch.topk", tr_lower_topk, OP_COUNT },
-	{ "prims.sort", tr_lower_sort, OP_AMAX },
+	{ "prims.sort", tr_lower_sort, OP_COUNT },
 	{ "torch.sort", tr_lower_sort, OP_COUNT },
-	{ "torch.argsort", tr_lower_sort, OP_IOTA },
+	{ "torch.argsort", tr_lower_sort, OP_COUNT },
 	{ "prims.copy_with_setitem", tr_lower_setitem, OP_COUNT },
 	{ "copy_with_setitem_impl", tr_lower_setitem, OP_COUNT },
 	{ "prims.lerp", tr_lower_lerp, OP_COUNT },
 	{ "torch.lerp", tr_lower_lerp, OP_COUNT },
 	{ "prims.scatter", tr_lower_scatter, OP_WHERE },
 	{ "prims.scatter_add", tr_lower_scatter, OP_ADD },
-	{ "torch.scatter", tr_lower_scatter, OP_COUNT },
-	{ "torch.scatter_add", tr_lower_scatter, OP_SUB },
-	{ "prims.index_add", tr_lower_index_add, OP_ADD },
+	{ "torch.scatter", tr_lower_scatter, OP_WHERE },
+	{ "torch.scatter_add", tr_lower_scatter, OP_ADD },
+	{ "prims.index_add", tr_lower_index_add, OP_COUNT },
 	{ "torch.index_add", tr_lower_index_add, OP_COUNT },
 	{ "prims.index_put", tr_lower_index_put, OP_COUNT },
 	{ "prims.batch_norm", tr_lower_batch_norm, OP_COUNT },

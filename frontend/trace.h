@@ -314,6 +314,7 @@ void tr_parse_type(Reader *r, uint32_t line, const TypeCmt *tc, Type *t, uint32_
 Sym *tr_lookup(Reader *r, const Expr *e);                            /* errors for undefined, deleted, local, untyped */
 Sym *tr_sym(Reader *r, const char *name);                            /* the symbol, if any; no errors */
 void tr_define(Reader *r, const char *name, Sym s);                  /* (re)define; logged inside a frame */
+void tr_define_val(Reader *r, const char *name, uint32_t v);         /* tr_define of a tensor */
 noreturn void tr_refuse(Reader *r, const Stmt *s, const char *what); /* once per callee, with its count */
 
 /* ---- lower.c ---- */
@@ -351,7 +352,6 @@ uint32_t tr_lower_var_mean(Reader *r, const Expr *c, Op op);
 uint32_t tr_lower_var(Reader *r, const Expr *c, Op op);
 uint32_t tr_lower_argmax(Reader *r, const Expr *c, Op op);
 uint32_t tr_lower_index_copy(Reader *r, const Expr *c, Op op);
-uint32_t tr_lower_torch_index_copy(Reader *r, const Expr *c, Op op);
 uint32_t tr_lower_unfold(Reader *r, const Expr *c, Op op);
 uint32_t tr_lower_topk(Reader *r, const Expr *c, Op op);
 uint32_t tr_lower_sort(Reader *r, const Expr *c, Op op);
