@@ -604,6 +604,25 @@ scatter(Reader *r, Op op, uint32_t x, uint32_t ix, const Expr *es, int64_t dim, 
 	}
 }
 
+/* the arguments of an indexed write: prims' (a, index, value, dim), or
+ * torch's (input, dim, index, source) for the torch executor's spelling */
+static void
+bind_indexed(Reader *r, const Expr *c, const Expr **ea, const Expr **ed, const Expr **ei, const Expr **ev)
+{
+	static const Param pp[] = { { "a", false }, { "index", false }, { "value|src|source", false },
+		{ "dim", false } };
+	static const Param pt[] = { { "input|a", false }, { "dim", false }, { "index", false },
+		{ "source|src|value|tensor", false } };
+	bool torch = torch_spelling(r);
+	const Expr *a[4];
+
+	tr_bind(r, c, torch ? pt : pp, 4, a);
+	*ea = a[0];
+	*ed = torch ? a[1] : a[3];
+	*ei = torch ? a[2] : a[1];
+	*ev = torch ? a[3] : a[2];
+}
+
 /* prims.scatter(a, index, src, dim) and prims.scatter_add(a, index, value,
  * dim) (op OP_WHERE, OP_ADD), and torch.scatter and
  * torch.scatter_add(input, dim, index, src) as the torch executor prints
@@ -611,18 +630,11 @@ scatter(Reader *r, Op op, uint32_t x, uint32_t ix, const Expr *es, int64_t dim, 
 uint32_t
 tr_lower_scatter(Reader *r, const Expr *c, Op op)
 {
-	static const Param pp[] = { { "a", false }, { "index", false }, { "src|value", false }, { "dim", false } };
-	static const Param pt[] = { { "input|a", false }, { "dim", false }, { "index", false },
-		{ "src|value", false } };
-	bool torch = torch_spelling(r);
-	const Expr *a[4], *ed, *ei, *es;
+	const Expr *ea, *ed, *ei, *es;
 	uint32_t x;
 
-	tr_bind(r, c, torch ? pt : pp, 4, a);
-	ed = torch ? a[1] : a[3];
-	ei = torch ? a[2] : a[1];
-	es = torch ? a[3] : a[2];
-	x = tr_tensor(r, a[0]);
+	bind_indexed(r, c, &ea, &ed, &ei, &es);
+	x = tr_tensor(r, ea);
 	return scatter(r, op, x, tr_tensor(r, ei), es,
 		tr_norm_dim(r, ed, tr_int_arg(r, ed, "dim"), r->fn->vals[x].rank ? r->fn->vals[x].rank : 1), ei);
 }
@@ -633,21 +645,14 @@ tr_lower_scatter(Reader *r, const Expr *c, Op op)
 uint32_t
 tr_lower_index_add(Reader *r, const Expr *c, Op op)
 {
-	static const Param pp[] = { { "a", false }, { "index", false }, { "value", false }, { "dim", false } };
-	static const Param pt[] = { { "input|a", false }, { "dim", false }, { "index", false },
-		{ "source|value", false } };
-	bool torch = torch_spelling(r);
-	const Expr *a[4], *ed, *ei, *es;
+	const Expr *ea, *ed, *ei, *es;
 	uint32_t x, ix, v;
 	int64_t dim, n;
 	Type t, vt;
 
 	(void)op;
-	tr_bind(r, c, torch ? pt : pp, 4, a);
-	ed = torch ? a[1] : a[3];
-	ei = torch ? a[2] : a[1];
-	es = torch ? a[3] : a[2];
-	x = tr_tensor(r, a[0]);
+	bind_indexed(r, c, &ea, &ed, &ei, &es);
+	x = tr_tensor(r, ea);
 	tr_vtype(r->fn, x, &t);
 	dim = tr_norm_dim(r, ed, tr_int_arg(r, ed, "dim"), t.rank ? t.rank : 1);
 	ix = tr_tensor(r, ei);
@@ -711,21 +716,14 @@ index_copy(Reader *r, uint32_t a, uint32_t ix, uint32_t v, int64_t dim, const Ex
 uint32_t
 tr_lower_index_copy(Reader *r, const Expr *c, Op op)
 {
-	static const Param pp[] = { { "a", false }, { "index", false }, { "value", false }, { "dim", false } };
-	static const Param pt[] = { { "input|a", false }, { "dim", false }, { "index", false },
-		{ "source|tensor", false } };
-	bool torch = torch_spelling(r);
-	const Expr *a[4], *ed, *ei, *ev;
+	const Expr *ea, *ed, *ei, *ev;
 	uint32_t x;
 
 	(void)op;
-	tr_bind(r, c, torch ? pt : pp, 4, a);
-	ed = torch ? a[1] : a[3];
-	ei = torch ? a[2] : a[1];
-	ev = torch ? a[3] : a[2];
-	x = tr_tensor(r, a[0]);
+	bind_indexed(r, c, &ea, &ed, &ei, &ev);
+	x = tr_tensor(r, ea);
 	if (r->fn->vals[x].rank == 0)
-		tr_errat(r, a[0]->line, a[0]->col, "%s: expected a tensor with at least one dim", r->callee);
+		tr_errat(r, ea->line, ea->col, "%s: expected a tensor with at least one dim", r->callee);
 	return index_copy(r, x, tr_tensor(r, ei), tr_tensor(r, ev),
 		tr_norm_dim(r, ed, tr_int_arg(r, ed, "dim"), r->fn->vals[x].rank), ei, ev);
 }
