@@ -28,6 +28,8 @@ step "machine"
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader
 echo "commit $(cat "$dir/commit")  date $(date -u +%F)"
 
+tests/gpu/twins.sh "$dir" || bad "the -O0 programs' files (tests/gpu/twins.sh)"
+
 step "build libfp8rt, fp8run, rt_tests"
 # the .deb files prepare.sh carried (criterion, jansson), unpacked, not installed:
 # no apt repository there; CMAKE_PREFIX_PATH and LD_LIBRARY_PATH find them

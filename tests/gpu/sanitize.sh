@@ -17,6 +17,7 @@
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 dir=${1:-.carry/gpu}
+tests/gpu/twins.sh "$dir"
 shift || true
 tools=("$@")
 [ ${#tools[@]} -gt 0 ] || tools=(memcheck racecheck synccheck initcheck)
