@@ -502,7 +502,9 @@ FP8RT_API fp8rt_status fp8rt_register_extern(
  * all-reduce: Thunder's FSDP and DDP) loads only into a context with a
  * communicator of as many ranks as the program was compiled for; every rank
  * runs the same program on its own shard. The collectives run on a stream
- * of the context's, beside the caller's work until their waits. */
+ * of the context's, beside the caller's work until their waits; with graphs
+ * on, a function's graph holds them (every rank must then replay its graphs
+ * in the same order, as it must run its collectives). */
 #define FP8RT_NCCL_ID_BYTES 128
 
 /* A new NCCL unique id (NCCL_UNIQUE_ID_BYTES bytes into id), made on one

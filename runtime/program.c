@@ -49,7 +49,7 @@ typedef struct {
 	int ws_caller;     /* ws is the caller's (fp8rt_function_set_workspace) */
 	Launch *launch;    /* per step (unused for gemm and copy) */
 	Call *calls;       /* per step (used for call) */
-	int nograph;       /* it calls an extern that cannot be captured, or runs collectives */
+	int nograph;       /* it calls an extern that cannot be captured */
 	CUevent *ev;       /* per collective: ready (2 id), done (2 id + 1) */
 	CUdeviceptr *ptrs; /* this run's inputs, outputs, then the state's base */
 	Graph graph[RT_GRAPHS];
@@ -498,8 +498,10 @@ resolve_externs(fp8rt_program *p)
 }
 
 /* A program with collectives wants the context's communicator, of the
- * ranks it was compiled for, and two events a collective. Its functions
- * run step by step, not as graphs (docs/design.md, "Collectives"). */
+ * ranks it was compiled for, and two events a collective. A graph of one
+ * of its functions holds its collectives too: the events fork the
+ * context's collective stream into the capture and join it back at each
+ * wait (docs/design.md, "Collectives"). */
 static fp8rt_status
 resolve_collectives(fp8rt_program *p)
 {
@@ -521,7 +523,6 @@ resolve_collectives(fp8rt_program *p)
 					"%s:%d: the collective is over %d ranks; the context's communicator has %d",
 					p->name, s->line, s->u.coll.ranks, ctx->nranks);
 		}
-		fn->nograph = 1;
 		if (!(fn->ev = calloc(2 * (size_t)fn->f->ncoll, sizeof *fn->ev)))
 			return rt_err(ctx, FP8RT_OUT_OF_MEMORY, "%s: out of host memory", p->name);
 		for (int i = 0; i < 2 * fn->f->ncoll; i++)
@@ -1413,10 +1414,10 @@ run(fp8rt_program *p, Fn *fn, fp8rt_state *s, CUstream stream)
 	if (p->graphs || fn->nograph)
 		CHECK(drv.cuStreamIsCapturing(stream, &cs));
 	if (fn->nograph && cs != CU_STREAM_CAPTURE_STATUS_NONE)
-		return rt_err(ctx, FP8RT_INVALID_ARGUMENT, "%s: function %s %s, and the stream is being captured",
-			p->name, fn->f->name,
-			fn->f->ncoll ? "runs collectives (never captured)"
-				     : "calls an extern registered with FP8RT_EXTERN_NO_GRAPH");
+		return rt_err(ctx, FP8RT_INVALID_ARGUMENT,
+			"%s: function %s calls an extern registered with FP8RT_EXTERN_NO_GRAPH, and the stream is "
+			"being captured",
+			p->name, fn->f->name);
 	st = p->graphs && !fn->nograph && cs == CU_STREAM_CAPTURE_STATUS_NONE ? run_graph(p, fn, stream)
 									      : enqueue_func(p, fn, stream);
 	for (int i = 0; st == FP8RT_OK && s && i < p->plan.nstate; i++)

@@ -220,19 +220,29 @@ typedef struct {
 struct CUgraph_st {
 	int n, cap;
 	Op *ops;
+	/* the streams a wait for one of the capture's events brought into it,
+	 * and whether the capture's own stream waited for them again */
+	struct CUstream_st *forked[8];
+	int joined[8], nforked;
 };
 
 struct CUgraphExec_st {
 	struct CUgraph_st g;
 };
 
+/* the graphs being captured now */
+#define MAXCAPTURES 8
+static struct CUgraph_st *captures[MAXCAPTURES];
+
 struct CUstream_st {
 	int capturing, invalid;
-	struct CUgraph_st *graph;
+	struct CUgraph_st *graph; /* the capture's; a forked stream's is its origin's */
 };
 
 struct CUevent_st {
 	double t;
+	struct CUstream_st *stream; /* recorded into a capture from this stream; NULL: not */
+	struct CUgraph_st *graph;
 };
 
 static void
@@ -688,7 +698,39 @@ cuStreamBeginCapture(CUstream s, CUstreamCaptureMode mode)
 	s->invalid = 0;
 	s->graph = calloc(1, sizeof *s->graph);
 	live.graphs++;
+	for (int i = 0; i < MAXCAPTURES; i++)
+		if (!captures[i]) {
+			captures[i] = s->graph;
+			break;
+		}
 	return CUDA_SUCCESS;
+}
+
+static void
+capture_ends(CUgraph g)
+{
+	for (int i = 0; i < MAXCAPTURES; i++)
+		if (captures[i] == g)
+			captures[i] = NULL;
+}
+
+static int
+capturing_now(CUgraph g)
+{
+	for (int i = 0; g && i < MAXCAPTURES; i++)
+		if (captures[i] == g)
+			return 1;
+	return 0;
+}
+
+/* s is in a capture another stream began */
+static int
+forked_into(CUstream s)
+{
+	for (int i = 0; s->graph && i < s->graph->nforked; i++)
+		if (s->graph->forked[i] == s)
+			return 1;
+	return 0;
 }
 
 static void
@@ -707,14 +749,30 @@ cuGraphDestroy(CUgraph g)
 	DONE();
 }
 
-/* An injected failure ends the capture all the same and makes no graph. */
+/* An injected failure ends the capture all the same and makes no graph; so
+ * does a stream forked into it and not joined back. The forked streams leave
+ * the capture with it. */
 API CUresult CUDAAPI
 cuStreamEndCapture(CUstream s, CUgraph *g)
 {
 	FAULT_AFTER();
-	if (!s->capturing)
+	if (!s->capturing || forked_into(s))
 		return CUDA_ERROR_ILLEGAL_STATE;
 	s->capturing = 0;
+	capture_ends(s->graph);
+	int unjoined = 0;
+	for (int i = 0; i < s->graph->nforked; i++) {
+		struct CUstream_st *f = s->graph->forked[i];
+		unjoined |= !s->graph->joined[i];
+		s->invalid |= f->invalid;
+		f->capturing = 0, f->graph = NULL, f->invalid = 0;
+	}
+	s->graph->nforked = 0;
+	if (unjoined && !failed_ && !s->invalid) {
+		graph_free(s->graph);
+		*g = NULL;
+		return CUDA_ERROR_STREAM_CAPTURE_UNJOINED;
+	}
 	if (s->invalid || failed_) {
 		graph_free(s->graph);
 		*g = NULL;
@@ -772,19 +830,39 @@ API CUresult CUDAAPI
 cuEventRecord(CUevent e, CUstream s)
 {
 	struct timespec ts;
-	(void)s;
 	FAULT();
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	e->t = (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec * 1e-6;
+	e->stream = s && s->capturing ? s : NULL;
+	e->graph = e->stream ? s->graph : NULL;
 	return CUDA_SUCCESS;
 }
 
-/* streams run their work as it is enqueued: nothing to wait for */
+/* Streams run their work as it is enqueued: nothing to wait for. A wait for
+ * an event recorded into a capture brings the stream into that capture (its
+ * work is recorded into the same graph, in the order it is enqueued, which
+ * is an order the real graph may run it in); the capture's own stream
+ * waiting for an event of a stream so brought in joins that stream back. */
 API CUresult CUDAAPI
 cuStreamWaitEvent(CUstream s, CUevent e, unsigned int flags)
 {
-	(void)s, (void)e, (void)flags;
+	(void)flags;
 	FAULT();
+	if (!capturing_now(e->graph)) /* not recorded into a capture still going */
+		return CUDA_SUCCESS;
+	struct CUgraph_st *g = e->graph;
+	if (!s->capturing) {
+		if (g->nforked == 8)
+			return CUDA_ERROR_NOT_SUPPORTED;
+		s->capturing = 1, s->invalid = 0, s->graph = g;
+		g->forked[g->nforked] = s, g->joined[g->nforked++] = 0;
+		return CUDA_SUCCESS;
+	}
+	if (s->graph != g)
+		return CUDA_ERROR_STREAM_CAPTURE_ISOLATION;
+	for (int i = 0; i < g->nforked; i++)
+		if (g->forked[i] == e->stream && s != e->stream)
+			g->joined[i] = 1;
 	return CUDA_SUCCESS;
 }
 

@@ -1,12 +1,15 @@
 /* mock_nccl.c — a fake NCCL for testing libfp8rt's collectives without a
  * GPU (FP8RT_NCCL points libfp8rt at it). A communicator of one rank runs
  * each collective as the copy it is over one rank, on the mock driver's
- * host memory, at once (the mock's streams run work as it is enqueued); one
+ * host memory, enqueued on its stream like any of the mock's work (done at
+ * once, or recorded into the stream's capture and done at each replay); one
  * of more ranks says the others never came (ncclInvalidUsage), which is
  * enough to test that libfp8rt reports what NCCL says. Communicators are
  * counted (mocknccl_live) and calls too (mocknccl_calls), and
  * mocknccl_fail_next makes the next collective fail. */
+#include <dlfcn.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -98,9 +101,27 @@ ncclGetErrorString(int r)
 
 static const size_t size[] = { 1, 1, 4, 4, 8, 8, 2, 4, 8, 2 };
 
-static int
-copy(void *comm, const void *send, void *recv, size_t count, int type)
+typedef struct {
+	const void *send;
+	void *recv;
+	size_t bytes;
+} Copy;
+
+static void
+run_copy(const void *arg)
 {
+	const Copy *c = arg;
+	memmove(c->recv, c->send, c->bytes);
+}
+
+/* The collective over one rank, a copy on the stream: on the mock driver's
+ * (mockcuda_host_op: done now, or recorded into the stream's capture and
+ * done at each replay, as NCCL's kernels are), at once without one. */
+static int
+copy(void *comm, const void *send, void *recv, size_t count, int type, void *stream)
+{
+	static int (*host_op)(void *, void (*)(const void *), const void *, size_t);
+	static int looked;
 	calls++;
 	if (fail_next) {
 		fail_next = 0;
@@ -110,27 +131,35 @@ copy(void *comm, const void *send, void *recv, size_t count, int type)
 		return 5;
 	if (type < 0 || type > 9)
 		return 4;
-	memmove(recv, send, count * size[type]);
+	if (!looked) {
+		const char *cuda = getenv("FP8RT_LIBCUDA");
+		void *lib = cuda ? dlopen(cuda, RTLD_NOW | RTLD_NOLOAD) : NULL;
+		host_op = lib ? (int (*)(void *, void (*)(const void *), const void *, size_t))(uintptr_t)dlsym(
+					lib, "mockcuda_host_op")
+			      : NULL;
+		looked = 1; /* the handle stays open: the driver outlives this library's use */
+	}
+	Copy c = { send, recv, count * size[type] };
+	if (host_op)
+		return host_op(stream, run_copy, &c, sizeof c) ? 2 : 0;
+	run_copy(&c);
 	return 0;
 }
 
 API int
 ncclAllGather(const void *send, void *recv, size_t count, int type, void *comm, void *stream)
 {
-	(void)stream;
-	return copy(comm, send, recv, count, type);
+	return copy(comm, send, recv, count, type, stream);
 }
 
 API int
 ncclReduceScatter(const void *send, void *recv, size_t count, int type, int op, void *comm, void *stream)
 {
-	(void)stream;
-	return op < 0 || op > 4 ? 4 : copy(comm, send, recv, count, type);
+	return op < 0 || op > 4 ? 4 : copy(comm, send, recv, count, type, stream);
 }
 
 API int
 ncclAllReduce(const void *send, void *recv, size_t count, int type, int op, void *comm, void *stream)
 {
-	(void)stream;
-	return op < 0 || op > 4 ? 4 : copy(comm, send, recv, count, type);
+	return op < 0 || op > 4 ? 4 : copy(comm, send, recv, count, type, stream);
 }

@@ -165,7 +165,7 @@ def fsdp_traces(d, rank, world, dev):
         err = rel(grads[name], want)
         check(err <= 1e-5, f"traces 22+23: the gradient shard {name} {tuple(want.shape)} as torch.distributed's "
               f"(relative Frobenius {err:.1e})")
-    # again, for the same bits (each run of a program with collectives runs step by step)
+    # again, for the same bits (a graph of the step, collectives included, when its pointers repeat)
     again = dict(zip((o.name for o in bwd.outputs), bwd(t0)))
     torch.cuda.synchronize()
     check(all(torch.equal(again[n], grads[n]) for n in grads), "traces 22+23: a second run, the same bits")

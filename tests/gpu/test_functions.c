@@ -1203,16 +1203,26 @@ Test(collectives, run_on_the_communicator)
 	Buf x = buf_new(ctx, 1, (int64_t[]){ N }, 3), g = buf_new(ctx, 1, (int64_t[]){ N }, 0),
 	    r = buf_new(ctx, 1, (int64_t[]){ N }, 0), s = buf_new(ctx, 1, (int64_t[]){ N }, 0);
 	fp8rt_tensor outs[3] = { g.t, r.t, s.t };
-	for (int run = 0; run < 2; run++) { /* graphs on: a function with collectives runs step by step */
-		int before = nccl_fn("mocknccl_calls")();
+	/* graphs on: the first run captures the collectives with the kernels
+	 * (NCCL is called then), the next replays them (NCCL is not called, and
+	 * the new inputs' results show that the graph ran them); graphs off:
+	 * NCCL every run */
+	for (int run = 0; run < 4; run++) {
+		if (run == 2)
+			CHECK_OK(fp8rt_program_set_graphs(p, 0), ctx);
+		for (int i = 0; i < N; i++)
+			x.h[i] = (float)((i * 7 + run * 3) % 11) - 5;
+		CHECK_OK(fp8rt_memcpy_htod(ctx, x.d, x.h, N * 4), ctx);
+		int before = nccl_fn("mocknccl_calls")(), want = run == 1 ? 0 : 3;
 		CHECK_OK(fp8rt_run(p, &x.t, 1, outs, 3, NULL), ctx);
-		cr_assert_eq(nccl_fn("mocknccl_calls")() - before, 3, "three collectives a run");
+		cr_assert_eq(nccl_fn("mocknccl_calls")() - before, want, "run %d: %d NCCL calls", run, want);
 		buf_get(ctx, &g, N), buf_get(ctx, &r, N), buf_get(ctx, &s, N);
 		for (int i = 0; i < N; i++)
 			cr_assert(g.h[i] == 2 * x.h[i] && r.h[i] == 2 * x.h[i] && s.h[i] == x.h[i],
-				"[%d]: x %g, all_gather %g, reduce_scatter %g, all_reduce %g", i, x.h[i], g.h[i],
-				r.h[i], s.h[i]);
+				"run %d [%d]: x %g, all_gather %g, reduce_scatter %g, all_reduce %g", run, i, x.h[i],
+				g.h[i], r.h[i], s.h[i]);
 	}
+	CHECK_OK(fp8rt_program_set_graphs(p, 1), ctx);
 	((void (*)(void))(uintptr_t)nccl_fn("mocknccl_fail_next"))();
 	ASSERT_FAILS(fp8rt_run(p, &x.t, 1, outs, 3, NULL), FP8RT_NCCL_ERROR, ctx,
 		"coll.ptx:12: collective: ncclAllGather failed: mock NCCL error (NCCL error 3)");
