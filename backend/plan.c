@@ -180,9 +180,9 @@ print_call(FILE *f, Func *fn, const Plan *p, const Instr *in, const char *pre)
 	fputc('\n', f);
 }
 
-/* a collective: collective KIND in=R out=R count=N dtype=T [op=OP] ranks=N
- * id=N, count the elements the op's NCCL call takes (all-gather: each
- * rank's; reduce-scatter: the result's), id its wait's; wait id=N */
+/* a collective: collective KIND in=R out=R count=N dtype=T [op=OP | root=R]
+ * ranks=N id=N, count the elements the op's NCCL call takes (all-gather:
+ * each rank's; reduce-scatter: the result's), id its wait's; wait id=N */
 static void
 print_collective(FILE *f, Func *fn, const Plan *p, const Instr *in, uint32_t id, const char *pre)
 {
@@ -196,7 +196,9 @@ print_collective(FILE *f, Func *fn, const Plan *p, const Instr *in, uint32_t id,
 	print_ref(f, p, in->res);
 	fprintf(f, " count=%lld dtype=%s", (long long)ir_numel(fn, in->op == OP_ALL_GATHER ? a[0] : in->res),
 		ir_dtypes[fn->vals[in->res].dtype].name);
-	if (in->op != OP_ALL_GATHER)
+	if (in->op == OP_BCAST)
+		fprintf(f, " root=%lld", (long long)at[0]);
+	else if (in->op != OP_ALL_GATHER)
 		fprintf(f, " op=%s", red[at[0]]);
 	fprintf(f, " ranks=%lld id=%u\n", (long long)ir_ranks(fn, in), id);
 }
@@ -241,18 +243,25 @@ be_print_plan_head(FILE *f, const Program *prog, Launch *const *l, const char *g
 }
 
 /* 1 for a program that needs nothing past version 1: one function, no state,
- * no GEMM but torch._scaled_mm's with tensor-wise scales, no extern; 5 for
- * one with collectives; 4 for one with a launch of at most so many blocks
- * an SM; 3 for one with row-wise or block-wise scales; else 2 */
+ * no GEMM but torch._scaled_mm's with tensor-wise scales, no extern; 6 for
+ * one with a broadcast; 5 for one with other collectives; 4 for one with a
+ * launch of at most so many blocks an SM; 3 for one with row-wise or
+ * block-wise scales; else 2 */
 int
 be_plan_version(const Program *prog, Launch *const *l)
 {
-	int v = prog->nfns > 1 || prog->nslots > 0 ? 2 : 1;
+	int v = prog->nfns > 1 || prog->nslots > 0 ? 2 : 1, coll = 0;
 
 	for (uint32_t fi = 0; fi < prog->nfns; fi++)
-		for (uint32_t i = 0; i < prog->fns[fi]->nins; i++)
-			if (ir_ops[prog->fns[fi]->ins[i].op].cls == OC_COLLECTIVE)
-				return 5;
+		for (uint32_t i = 0; i < prog->fns[fi]->nins; i++) {
+			const Instr *in = &prog->fns[fi]->ins[i];
+			if (in->op == OP_BCAST)
+				return 6;
+			if (ir_ops[in->op].cls == OC_COLLECTIVE)
+				coll = 5;
+		}
+	if (coll)
+		return coll;
 	for (uint32_t fi = 0; fi < prog->nfns; fi++) {
 		Func *fn = prog->fns[fi];
 

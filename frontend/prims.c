@@ -993,6 +993,20 @@ collective_type(Reader *r, uint32_t x, const Expr *dim, bool gather, Type *t)
 	return ranks;
 }
 
+/* a collective's result as the call gives it: in flight (a FUTURE, read
+ * through a wait the trace has) when do_async is True, as Thunder's FSDP
+ * and DDP pass; the tensor itself, waited for here, when it is False */
+static uint32_t
+collective_result(Reader *r, const Expr *do_async, uint32_t v)
+{
+	Type t;
+
+	if (tr_bool_arg(r, do_async, true))
+		return v;
+	tr_vtype(r->fn, v, &t);
+	return tr_emit(r, OP_WAIT, &v, 1, NULL, 0, &t);
+}
+
 /* torch_all_gather_prim_impl(a, group, do_async, dim=None), prims.all_gather */
 static uint32_t
 lower_all_gather(Reader *r, const Expr *c, Op op)
@@ -1007,7 +1021,7 @@ lower_all_gather(Reader *r, const Expr *c, Op op)
 	tr_bind(r, c, ps, 4, a);
 	x = tr_tensor(r, a[0]);
 	ranks = collective_type(r, x, a[3], true, &t);
-	return tr_emit(r, OP_ALL_GATHER, &x, 1, &ranks, 1, &t);
+	return collective_result(r, a[2], tr_emit(r, OP_ALL_GATHER, &x, 1, &ranks, 1, &t));
 }
 
 /* torch_reduce_scatter_prim_impl(a, op, group, do_async, dim=None),
@@ -1031,7 +1045,28 @@ lower_reduction(Reader *r, const Expr *c, Op op)
 		at[1] = collective_type(r, x, a[4], false, &t);
 	else
 		tr_vtype(r->fn, x, &t);
-	return tr_emit(r, op, &x, 1, at, 2, &t);
+	return collective_result(r, a[3], tr_emit(r, op, &x, 1, at, 2, &t));
+}
+
+/* torch_broadcast_prim_impl(a, root, group, do_async), prims.broadcast:
+ * rank root's a on every rank (root a rank of the communicator) */
+static uint32_t
+lower_broadcast(Reader *r, const Expr *c, Op op)
+{
+	static const Param ps[] = { { "a", false }, { "root", false }, { "group", false }, { "do_async", true } };
+	const Expr *a[4];
+	uint32_t x;
+	int64_t at[2] = { 0, 0 };
+	Type t;
+
+	(void)op;
+	tr_bind(r, c, ps, 4, a);
+	x = tr_tensor(r, a[0]);
+	at[0] = tr_int_arg(r, a[1], "root");
+	if (at[0] < 0 || at[0] >= 1 << 20)
+		tr_errat(r, a[1]->line, a[1]->col, "%s: root %lld is no rank", r->callee, (long long)at[0]);
+	tr_vtype(r->fn, x, &t);
+	return collective_result(r, a[3], tr_emit(r, OP_BCAST, &x, 1, at, 2, &t));
 }
 
 /* torch_wait_prim_impl(a), prims.wait: a collective's result */
@@ -1198,6 +1233,8 @@ static const struct {
 	{ "prims.reduce_scatter", lower_reduction, OP_REDUCE_SCATTER },
 	{ "torch_all_reduce_prim_impl", lower_reduction, OP_ALL_REDUCE },
 	{ "prims.all_reduce", lower_reduction, OP_ALL_REDUCE },
+	{ "torch_broadcast_prim_impl", lower_broadcast, OP_COUNT },
+	{ "prims.broadcast", lower_broadcast, OP_COUNT },
 	{ "torch_wait_prim_impl", lower_wait, OP_COUNT },
 	{ "prims.wait", lower_wait, OP_COUNT },
 	{ "prims.synchronize", lower_synchronize, OP_COUNT },
@@ -1227,13 +1264,11 @@ tr_find_known(const char *name, Op *op)
 
 /* ---- callees fp8cc knows of but cannot lower yet ---- */
 
-enum { U_GEMM, U_RANDOM, U_COLLECTIVE, U_CONV, U_SPECIAL, U_COMPLEX, U_NUMBERS, U_PROLOGUE, U_NOT_YET };
+enum { U_GEMM, U_RANDOM, U_CONV, U_SPECIAL, U_COMPLEX, U_NUMBERS, U_PROLOGUE, U_NOT_YET };
 
 static const char *const why[] = {
 	[U_GEMM] = "'%s' (a grouped GEMM) is not supported yet",
 	[U_RANDOM] = "'%s' draws random numbers: fp8cc cannot reproduce torch's generator, so it is not supported",
-	[U_COLLECTIVE] =
-		"'%s' is a collective fp8cc does not run (it runs all-gather, reduce-scatter, all-reduce and their waits)",
 	[U_CONV] = "'%s' (a convolution) is not supported",
 	[U_SPECIAL] = "'%s' is not supported yet: fp8cc has no implementation that gives PyTorch's bits",
 	[U_COMPLEX] = "'%s' works on complex numbers, and fp8cc has no complex dtypes",
@@ -1261,8 +1296,6 @@ static const struct {
 	{ "torch.randint", U_RANDOM },
 	{ "torch.nn.functional.dropout", U_RANDOM },
 	{ "ltorch.dropout", U_RANDOM },
-	{ "prims.broadcast", U_COLLECTIVE },
-	{ "torch_broadcast_prim_impl", U_COLLECTIVE },
 	{ "prims.digamma", U_SPECIAL },
 	{ "prims.zeta", U_SPECIAL },
 	{ "prims.ndtri", U_SPECIAL },

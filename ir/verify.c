@@ -488,7 +488,7 @@ check_collective(Check *c, const uint32_t *a)
 	const Instr *in = c->in;
 	const int64_t *at = ir_attr(fn, in);
 	int64_t n = ir_numel(fn, a[0]), m = ir_numel(fn, in->res), ranks;
-	int want = in->op == OP_ALL_GATHER ? 1 : in->op == OP_WAIT ? 0 : 2;
+	int want = in->op == OP_ALL_GATHER ? 1 : in->op == OP_WAIT ? 0 : 2; /* broadcast: [root, ranks] */
 	char b1[64];
 
 	if (in->kernel >= 0)
@@ -500,7 +500,11 @@ check_collective(Check *c, const uint32_t *a)
 	if (fn->vals[a[0]].layout != IR_NONE || fn->vals[in->res].layout != IR_NONE)
 		return fail(c, "takes and gives row-major tensors");
 	if ((int)in->nattr != want)
-		return fail(c, want == 0 ? "takes no attributes" : want == 1 ? "takes [ranks]" : "takes [op, ranks]");
+		return fail(c,
+			want == 0                    ? "takes no attributes"
+				: want == 1          ? "takes [ranks]"
+				: in->op == OP_BCAST ? "takes [root, ranks]"
+						     : "takes [op, ranks]");
 	if (in->op == OP_WAIT) {
 		const Instr *d = ir_def(fn, a[0]);
 		if (!d || !op_collective((Op)d->op))
@@ -508,17 +512,19 @@ check_collective(Check *c, const uint32_t *a)
 		return ir_same_shape(fn, a[0], in->res) || fail(c, "result must be %s", tystr(fn, a[0], b1, sizeof b1));
 	}
 	ranks = ir_ranks(fn, in);
-	if (want == 2 && (at[0] < 0 || at[0] >= RED_COUNT))
+	if (want == 2 && in->op != OP_BCAST && (at[0] < 0 || at[0] >= RED_COUNT))
 		return fail(c, "op %lld is none of 0 sum, 1 avg, 2 prod, 3 min, 4 max", (long long)at[0]);
-	if (ranks < (in->op == OP_ALL_REDUCE ? 0 : 1) || ranks > 1 << 20)
+	if (ranks < (in->op == OP_ALL_REDUCE || in->op == OP_BCAST ? 0 : 1) || ranks > 1 << 20)
 		return fail(c, "%lld ranks", (long long)ranks);
+	if (in->op == OP_BCAST && (at[0] < 0 || at[0] >= (ranks ? ranks : 1 << 20)))
+		return fail(c, "root %lld is no rank of %lld", (long long)at[0], (long long)ranks);
 	if (in->op == OP_ALL_GATHER && m != n * ranks)
 		return fail(c, "gathers %lld elements from each of %lld ranks: the result must have %lld, not %lld",
 			(long long)n, (long long)ranks, (long long)(n * ranks), (long long)m);
 	if (in->op == OP_REDUCE_SCATTER && n != m * ranks)
 		return fail(c, "scatters %lld elements over %lld ranks: the result must have %lld, not %lld",
 			(long long)n, (long long)ranks, (long long)(ranks ? n / ranks : 0), (long long)m);
-	if (in->op == OP_ALL_REDUCE && !ir_same_shape(fn, a[0], in->res))
+	if ((in->op == OP_ALL_REDUCE || in->op == OP_BCAST) && !ir_same_shape(fn, a[0], in->res))
 		return fail(c, "result must be %s", tystr(fn, a[0], b1, sizeof b1));
 	return true;
 }

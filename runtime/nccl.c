@@ -50,7 +50,8 @@ enum { nccl_sum, nccl_prod, nccl_max, nccl_min, nccl_avg };
 	X(ncclGetErrorString, const char *, (ncclResult_t)) \
 	X(ncclAllGather, ncclResult_t, (const void *, void *, size_t, int, void *, CUstream)) \
 	X(ncclReduceScatter, ncclResult_t, (const void *, void *, size_t, int, int, void *, CUstream)) \
-	X(ncclAllReduce, ncclResult_t, (const void *, void *, size_t, int, int, void *, CUstream))
+	X(ncclAllReduce, ncclResult_t, (const void *, void *, size_t, int, int, void *, CUstream)) \
+	X(ncclBroadcast, ncclResult_t, (const void *, void *, size_t, int, int, void *, CUstream))
 // clang-format on
 
 #define NCCL_FIELD(name, ret, args) ret(*name) args;
@@ -208,12 +209,12 @@ rt_comm_free(fp8rt_context *ctx, fp8rt_status st)
 }
 
 /* NCCL's type for a reduction's dtype (the plan checker allows no other);
- * an all-gather moves bytes: *count is then theirs */
+ * an all-gather or a broadcast moves bytes: *count is then theirs */
 static int
 nccl_type(const RtCollective *c, size_t *count)
 {
 	*count = (size_t)c->count;
-	if (c->kind != RT_ALL_GATHER)
+	if (c->kind != RT_ALL_GATHER && c->kind != RT_BROADCAST)
 		switch (c->dtype) {
 		case FP8RT_U8:   return nccl_uint8;
 		case FP8RT_I8:   return nccl_int8;
@@ -234,7 +235,7 @@ rt_collective(fp8rt_context *ctx, const RtCollective *c, CUdeviceptr in, CUdevic
 	CUstream stream)
 {
 	static const int ops[] = { nccl_sum, nccl_avg, nccl_prod, nccl_min, nccl_max };
-	static const char *const names[] = { "ncclAllGather", "ncclReduceScatter", "ncclAllReduce" };
+	static const char *const names[] = { "ncclAllGather", "ncclReduceScatter", "ncclAllReduce", "ncclBroadcast" };
 	fp8rt_status st = FP8RT_OK;
 	size_t count;
 	int type = nccl_type(c, &count);
@@ -247,6 +248,9 @@ rt_collective(fp8rt_context *ctx, const RtCollective *c, CUdeviceptr in, CUdevic
 	else if (c->kind == RT_REDUCE_SCATTER)
 		r = nccl.ncclReduceScatter((void *)(uintptr_t)in, (void *)(uintptr_t)out, count, type, ops[c->op],
 			ctx->comm, ctx->comm_stream);
+	else if (c->kind == RT_BROADCAST)
+		r = nccl.ncclBroadcast((void *)(uintptr_t)in, (void *)(uintptr_t)out, count, type, c->root, ctx->comm,
+			ctx->comm_stream);
 	else
 		r = nccl.ncclAllReduce((void *)(uintptr_t)in, (void *)(uintptr_t)out, count, type, ops[c->op],
 			ctx->comm, ctx->comm_stream);

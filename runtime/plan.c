@@ -1159,25 +1159,30 @@ parse_copy(Parser *p, const Str *w, int nw, RtStep *step)
 	return FP8RT_OK;
 }
 
-/* collective KIND in=R out=R count=N dtype=T [op=OP] ranks=N id=N */
+/* collective KIND in=R out=R count=N dtype=T [op=OP | root=R] ranks=N id=N */
 static fp8rt_status
 parse_collective(Parser *p, const Str *w, int nw, RtStep *step)
 {
-	static const char *const keys[] = { "in", "out", "count", "dtype", "op", "ranks", "id" };
-	static const char *const kinds[] = { "all_gather", "reduce_scatter", "all_reduce" };
+	static const char *const keys[] = { "in", "out", "count", "dtype", "op", "ranks", "id", "root" };
+	static const char *const kinds[] = { "all_gather", "reduce_scatter", "all_reduce", "broadcast" };
 	static const char *const ops[] = { "sum", "avg", "prod", "min", "max" };
-	Str val[7] = { { 0 } };
+	/* the keys each kind has (bit k: keys[k]) */
+	static const unsigned want[] = { 0x6Fu, 0x7Fu, 0x7Fu, 0xEFu };
+	Str val[8] = { { 0 } };
 	RtCollective *c = &step->u.coll;
 	int64_t v;
 	fp8rt_status st;
 	step->kind = STEP_COLLECTIVE;
 	c->kind = (RtCollKind)-1;
-	for (int k = 0; nw >= 2 && k < 3; k++)
+	for (int k = 0; nw >= 2 && k < 4; k++)
 		if (eq(w[1], kinds[k]))
 			c->kind = (RtCollKind)k;
 	if ((int)c->kind < 0)
-		return fail(p, "'collective' wants its kind first (all_gather, reduce_scatter or all_reduce)");
-	if ((st = parse_keys(p, w, nw, 2, keys, 7, c->kind == RT_ALL_GATHER ? 0x6Fu : 0x7Fu, val, NULL, NULL)) ||
+		return fail(
+			p, "'collective' wants its kind first (all_gather, reduce_scatter, all_reduce or broadcast)");
+	if (c->kind == RT_BROADCAST && p->plan->version < 6)
+		return fail(p, "a broadcast needs plan version 6 (this plan is version %d)", p->plan->version);
+	if ((st = parse_keys(p, w, nw, 2, keys, 8, want[c->kind], val, NULL, NULL)) ||
 		(st = parse_ref(p, val[0], &c->in)) || (st = parse_ref(p, val[1], &c->out)) ||
 		(st = parse_int(p, val[2], 0, INT64_MAX / 4, "count", &c->count)) ||
 		(st = parse_dtype_val(p, val[3], "dtype", &c->dtype)) ||
@@ -1187,10 +1192,19 @@ parse_collective(Parser *p, const Str *w, int nw, RtStep *step)
 	if ((st = parse_int(p, val[6], 0, INT32_MAX, "id", &v)))
 		return st;
 	c->id = (int)v;
-	if (c->kind == RT_ALL_GATHER && val[4].p)
-		return fail(p, "an all_gather has no op=");
+	if ((c->kind == RT_ALL_GATHER || c->kind == RT_BROADCAST) && val[4].p)
+		return fail(p, "%s has no op=", c->kind == RT_ALL_GATHER ? "an all_gather" : "a broadcast");
+	if (c->kind != RT_BROADCAST && val[7].p)
+		return fail(p, "only a broadcast has a root=");
 	c->op = RT_RED_SUM;
-	if (c->kind != RT_ALL_GATHER) {
+	c->root = 0;
+	if (c->kind == RT_BROADCAST) {
+		if ((st = parse_int(p, val[7], 0, (1 << 20) - 1, "root", &v)))
+			return st;
+		c->root = (int)v;
+		if (c->ranks && c->root >= c->ranks)
+			return fail(p, "root=%d is no rank of %d", c->root, c->ranks);
+	} else if (c->kind != RT_ALL_GATHER) {
 		int k = 0;
 		while (k < 5 && !eq(val[4], ops[k]))
 			k++;
@@ -1198,8 +1212,8 @@ parse_collective(Parser *p, const Str *w, int nw, RtStep *step)
 			return fail(p, "op: '%.*s' is none of sum, avg, prod, min, max", W(val[4]));
 		c->op = (RtRedOp)k;
 	}
-	if (c->ranks == 0 && c->kind != RT_ALL_REDUCE)
-		return fail(p, "ranks=0 (any number) is for all_reduce alone");
+	if (c->ranks == 0 && c->kind != RT_ALL_REDUCE && c->kind != RT_BROADCAST)
+		return fail(p, "ranks=0 (any number) is for all_reduce and broadcast alone");
 	return FP8RT_OK;
 }
 
@@ -1549,7 +1563,7 @@ check_collective(Parser *p, const RtCollective *c)
 	p->fn->ncoll++;
 	if (c->out.kind == REF_IN)
 		return fail(p, "collective out=%s writes a program input", rt_ref_str(c->out, rs, sizeof rs));
-	if (c->kind != RT_ALL_GATHER &&
+	if (c->kind != RT_ALL_GATHER && c->kind != RT_BROADCAST &&
 		(c->dtype == FP8RT_F8E4M3FN || c->dtype == FP8RT_F8E5M2 || c->dtype == FP8RT_BOOL ||
 			c->dtype == FP8RT_I16))
 		return fail(p, "a collective reduces no %s (NCCL reduces u8 i8 i32 i64 f16 bf16 f32 f64)",

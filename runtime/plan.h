@@ -16,7 +16,7 @@
 #include "fp8rt.h"
 
 #define RT_PLAN_VERSION_MIN 1 /* the plan versions this parser reads */
-#define RT_PLAN_VERSION_MAX 5
+#define RT_PLAN_VERSION_MAX 6
 
 typedef struct RtArena RtArena;
 
@@ -104,12 +104,15 @@ typedef struct {
 	fp8rt_arg *args; /* decoded: strings and names in the arena */
 } RtCall;
 
-/* collective KIND in=R out=R count=N dtype=T [op=OP] ranks=N id=N   (version 5)
+/* collective KIND in=R out=R count=N dtype=T [op=OP | root=R] ranks=N id=N
+ * (version 5; broadcast version 6)
  * KIND all_gather (count: each rank's elements; out holds ranks times as
- * many), reduce_scatter (count: out's; in holds ranks times as many) or
- * all_reduce (count: both's; op and ranks=0, any number, there); op sum,
- * avg, prod, min or max. id: the function's collectives in order, 0 first. */
-typedef enum { RT_ALL_GATHER, RT_REDUCE_SCATTER, RT_ALL_REDUCE } RtCollKind;
+ * many), reduce_scatter (count: out's; in holds ranks times as many),
+ * all_reduce (count: both's; op and ranks=0, any number, there) or
+ * broadcast (count: both's; root=R, the rank whose in every rank's out
+ * gets; ranks=0 there too); op sum, avg, prod, min or max. id: the
+ * function's collectives in order, 0 first. */
+typedef enum { RT_ALL_GATHER, RT_REDUCE_SCATTER, RT_ALL_REDUCE, RT_BROADCAST } RtCollKind;
 typedef enum { RT_RED_SUM, RT_RED_AVG, RT_RED_PROD, RT_RED_MIN, RT_RED_MAX } RtRedOp;
 
 typedef struct {
@@ -118,7 +121,8 @@ typedef struct {
 	int64_t count;
 	fp8rt_dtype dtype;
 	RtRedOp op;
-	int ranks; /* 0: any (all_reduce) */
+	int ranks; /* 0: any (all_reduce, broadcast) */
+	int root;  /* broadcast */
 	int id;
 } RtCollective;
 

@@ -522,6 +522,11 @@ resolve_collectives(fp8rt_program *p)
 				return rt_err(ctx, FP8RT_INVALID_ARGUMENT,
 					"%s:%d: the collective is over %d ranks; the context's communicator has %d",
 					p->name, s->line, s->u.coll.ranks, ctx->nranks);
+			if (s->kind == STEP_COLLECTIVE && s->u.coll.kind == RT_BROADCAST &&
+				s->u.coll.root >= ctx->nranks)
+				return rt_err(ctx, FP8RT_INVALID_ARGUMENT,
+					"%s:%d: the broadcast is from rank %d; the context's communicator has %d ranks",
+					p->name, s->line, s->u.coll.root, ctx->nranks);
 		}
 		if (!(fn->ev = calloc(2 * (size_t)fn->f->ncoll, sizeof *fn->ev)))
 			return rt_err(ctx, FP8RT_OUT_OF_MEMORY, "%s: out of host memory", p->name);

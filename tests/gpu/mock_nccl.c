@@ -159,6 +159,12 @@ ncclReduceScatter(const void *send, void *recv, size_t count, int type, int op, 
 }
 
 API int
+ncclBroadcast(const void *send, void *recv, size_t count, int type, int root, void *comm, void *stream)
+{
+	return root != 0 ? 4 : copy(comm, send, recv, count, type, stream);
+}
+
+API int
 ncclAllReduce(const void *send, void *recv, size_t count, int type, int op, void *comm, void *stream)
 {
 	return op < 0 || op > 4 ? 4 : copy(comm, send, recv, count, type, stream);

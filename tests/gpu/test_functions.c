@@ -1233,6 +1233,60 @@ Test(collectives, run_on_the_communicator)
 	free(ptx);
 }
 
+/* a broadcast (plan version 6) from root 0 of a communicator of one: its
+ * operand; what a plan or a communicator cannot give it, refused */
+Test(collectives, broadcast)
+{
+	fp8rt_context *ctx = mock_context();
+	fp8rt_program *p = NULL;
+	unsigned char id[FP8RT_NCCL_ID_BYTES];
+	const char *all_reduce = "collective all_reduce in=in:0 out=out:2 count=1024 dtype=f32 op=avg ranks=0 id=2";
+	char *v5 =
+		coll_ptx(all_reduce, "collective broadcast in=in:0 out=out:2 count=1024 dtype=f32 root=0 ranks=0 id=2");
+	char *ptx = test_replace(v5, "fp8cc-plan 5", "fp8cc-plan 6");
+	setenv("FP8RT_NCCL", MOCKNCCL_PATH, 1);
+	CHECK_OK(fp8rt_nccl_unique_id(ctx, id), ctx);
+	CHECK_OK(fp8rt_context_init_comm(ctx, id, 1, 0), ctx);
+	ASSERT_FAILS(fp8rt_program_load_data(ctx, v5, strlen(v5), "coll.ptx", &p), FP8RT_BAD_PROGRAM, ctx,
+		"a broadcast needs plan version 6 (this plan is version 5)");
+	static const struct {
+		const char *line, *msg;
+		fp8rt_status st;
+	} bad[] = {
+		{ "collective broadcast in=in:0 out=out:2 count=1024 dtype=f32 root=1 ranks=1 id=2",
+			"root=1 is no rank of 1", FP8RT_BAD_PROGRAM },
+		{ "collective broadcast in=in:0 out=out:2 count=1024 dtype=f32 op=sum root=0 ranks=0 id=2",
+			"a broadcast has no op=", FP8RT_BAD_PROGRAM },
+		{ "collective broadcast in=in:0 out=out:2 count=1024 dtype=f32 ranks=0 id=2", "missing key 'root='",
+			FP8RT_BAD_PROGRAM },
+		{ "collective all_reduce in=in:0 out=out:2 count=1024 dtype=f32 op=avg root=0 ranks=0 id=2",
+			"only a broadcast has a root=", FP8RT_BAD_PROGRAM },
+		{ "collective broadcast in=in:0 out=out:2 count=1024 dtype=f32 root=1 ranks=0 id=2",
+			"coll.ptx:16: the broadcast is from rank 1; the context's communicator has 1 ranks",
+			FP8RT_INVALID_ARGUMENT },
+	};
+	for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+		char *a = coll_ptx(all_reduce, bad[i].line), *b = test_replace(a, "fp8cc-plan 5", "fp8cc-plan 6");
+		ASSERT_FAILS(fp8rt_program_load_data(ctx, b, strlen(b), "coll.ptx", &p), bad[i].st, ctx, bad[i].msg);
+		free(a), free(b);
+	}
+	CHECK_OK(fp8rt_program_load_data(ctx, ptx, strlen(ptx), "coll.ptx", &p), ctx);
+	cr_assert_eq(fp8rt_program_plan_version(p), 6);
+	Buf x = buf_new(ctx, 1, (int64_t[]){ N }, 5), g = buf_new(ctx, 1, (int64_t[]){ N }, 0),
+	    r = buf_new(ctx, 1, (int64_t[]){ N }, 0), s = buf_new(ctx, 1, (int64_t[]){ N }, 0);
+	fp8rt_tensor outs[3] = { g.t, r.t, s.t };
+	for (int run = 0; run < 2; run++) { /* a capture, then a replay */
+		CHECK_OK(fp8rt_run(p, &x.t, 1, outs, 3, NULL), ctx);
+		buf_get(ctx, &s, N);
+		for (int i = 0; i < N; i++)
+			cr_assert(s.h[i] == x.h[i], "run %d [%d]: x %g, broadcast %g", run, i, x.h[i], s.h[i]);
+	}
+	buf_free(ctx, &x), buf_free(ctx, &g), buf_free(ctx, &r), buf_free(ctx, &s);
+	CHECK_OK(fp8rt_program_destroy(p), ctx);
+	CHECK_OK(fp8rt_context_destroy(ctx), NULL);
+	free(v5), free(ptx);
+}
+
 Test(collectives, no_nccl)
 {
 	fp8rt_context *ctx = mock_context();

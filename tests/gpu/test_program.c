@@ -309,8 +309,8 @@ Test(program, rejects_bad_programs)
 	char *t = test_program_ptx(2, "target sm_999a");
 	char *target = test_replace(t, ".target sm_90\n", ".target sm_999a\n");
 	load_fails(ctx, target, FP8RT_UNSUPPORTED, "the program targets sm_999a");
-	char *v2 = test_program_ptx(1, "fp8cc-plan 6");
-	load_fails(ctx, v2, FP8RT_BAD_PROGRAM, "bad.ptx:1: plan version 6; this runtime reads versions 1 to 5");
+	char *v2 = test_program_ptx(1, "fp8cc-plan 7");
+	load_fails(ctx, v2, FP8RT_BAD_PROGRAM, "bad.ptx:1: plan version 7; this runtime reads versions 1 to 6");
 	load_fails(ctx, "this is not PTX\n", FP8RT_BAD_PROGRAM, "not an fp8cc PTX file");
 	load_fails(ctx, test_kernels_ptx, FP8RT_BAD_PROGRAM, "not an fp8cc PTX file");
 	fp8rt_program *p = NULL;

@@ -385,6 +385,9 @@ build_all_ops(Arena *a, bool kernels)
 			} else if (op == OP_REDUCE_SCATTER) {
 				v = ir_instr(fn, op, ARGS(x), ATTR(RED_SUM, 2), DT_F32, SH(1, 3));
 				ir_instr(fn, OP_WAIT, ARGS(v), NOATTR, DT_F32, SH(1, 3));
+			} else if (op == OP_BCAST) {
+				v = ir_instr(fn, op, ARGS(x), ATTR(1, 0), DT_F32, SH(2, 3));
+				ir_instr(fn, OP_WAIT, ARGS(v), NOATTR, DT_F32, SH(2, 3));
 			}
 			break;
 		default: built[op] = false;
@@ -648,9 +651,11 @@ static const char every_op_text2[] =
 	"  %ag = all_gather %x [2] : f32[4,3]\n"
 	"  %rs = reduce_scatter %x [0,2] : f32[3]\n"
 	"  %ar = all_reduce %i [4,0] : i32[2,3]\n"
+	"  %bc = broadcast %a8 [1,0] : f8e4m3fn[4,16]\n"
 	"  %agw = wait %ag : f32[4,3]\n"
 	"  %rsw = wait %rs : f32[3]\n"
 	"  %arw = wait %ar : i32[2,3]\n"
+	"  %bcw = wait %bc : f8e4m3fn[4,16]\n"
 	"  return %scaled_mm, %amax as a_max, %92, %x as x_in, %92 as last\n"
 	"}\n";
 static char every_op_text[sizeof every_op_text1 + sizeof every_op_text2];
