@@ -250,18 +250,18 @@ be_print_plan_head(FILE *f, const Program *prog, Launch *const *l, const char *g
 int
 be_plan_version(const Program *prog, Launch *const *l)
 {
-	int v = prog->nfns > 1 || prog->nslots > 0 ? 2 : 1, coll = 0;
+	int v = prog->nfns > 1 || prog->nslots > 0 ? 2 : 1;
+	bool coll = false;
 
 	for (uint32_t fi = 0; fi < prog->nfns; fi++)
 		for (uint32_t i = 0; i < prog->fns[fi]->nins; i++) {
 			const Instr *in = &prog->fns[fi]->ins[i];
 			if (in->op == OP_BCAST)
 				return 6;
-			if (ir_ops[in->op].cls == OC_COLLECTIVE)
-				coll = 5;
+			coll |= ir_ops[in->op].cls == OC_COLLECTIVE;
 		}
 	if (coll)
-		return coll;
+		return 5;
 	for (uint32_t fi = 0; fi < prog->nfns; fi++) {
 		Func *fn = prog->fns[fi];
 

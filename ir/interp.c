@@ -832,7 +832,8 @@ eval_collective(Func *fn, const Instr *in, Tensor ***vals, int nranks, char *err
 	uint32_t x = ir_args(fn, in)[0];
 	int64_t ranks = ir_ranks(fn, in), n = tensor_numel(vals[0][x]), m = tensor_numel(vals[0][in->res]);
 	size_t bytes = tensor_bytes(vals[0][x]);
-	int op = in->nattr == 2 ? (int)ir_attr(fn, in)[0] : RED_SUM; /* broadcast: its root */
+	int op = in->nattr == 2 && in->op != OP_BCAST ? (int)ir_attr(fn, in)[0] : RED_SUM;
+	int root = in->op == OP_BCAST ? (int)ir_attr(fn, in)[0] : 0;
 	bool any = in->op == OP_ALL_REDUCE || in->op == OP_BCAST;
 
 	if (in->op != OP_WAIT && ranks != nranks && !(any && ranks == 0)) {
@@ -840,8 +841,8 @@ eval_collective(Func *fn, const Instr *in, Tensor ***vals, int nranks, char *err
 			(long long)ranks, nranks);
 		return false;
 	}
-	if (in->op == OP_BCAST && op >= nranks) {
-		snprintf(err, errlen, "broadcast from rank %d, but the interpreter runs %d", op, nranks);
+	if (root >= nranks) {
+		snprintf(err, errlen, "broadcast from rank %d, but the interpreter runs %d", root, nranks);
 		return false;
 	}
 	for (int r = 0; r < nranks; r++) {
@@ -850,7 +851,7 @@ eval_collective(Func *fn, const Instr *in, Tensor ***vals, int nranks, char *err
 		if (in->op == OP_WAIT || nranks == 1)
 			memcpy(res->data, vals[r][x]->data, tensor_bytes(res));
 		else if (in->op == OP_BCAST)
-			memcpy(res->data, vals[op][x]->data, tensor_bytes(res));
+			memcpy(res->data, vals[root][x]->data, tensor_bytes(res));
 		else if (in->op == OP_ALL_GATHER)
 			for (int k = 0; k < nranks; k++)
 				memcpy((char *)res->data + (size_t)k * bytes, vals[k][x]->data, bytes);

@@ -68,12 +68,13 @@ def main(inputs, outputs):
     # inputs and results to zero: each of a sum's additions may lose less
     # than f32's smallest normal, which fp8cc (IEEE, as torch on the CPU)
     # keeps (2026-12-05, H200: -0.0 + -1.4e-45 gave -0.0 there)
-    terms = torch.ones_like(mag).index_add(0, rows, torch.ones_like(i["vals"], dtype=torch.float64))
-    tiny = terms * torch.finfo(torch.float32).tiny
+    count = torch.ones_like(mag).index_add(0, rows, torch.ones_like(i["vals"], dtype=torch.float64))
+    tiny = count * torch.finfo(torch.float32).tiny
     close = torch.where(finite & ~huge, (g.double() - ia.double()).abs() <= 1e-5 * mag + tiny, same) | huge
     good = g.shape == ia.shape and bool(close.all())
     print(f"{'ok  ' if good else 'FAILED'} ia (index_add: non-finite terms give the same bits, finite ones within "
-          f"1e-5 of their magnitudes' sum and the subnormals torch's atomics flush; {int(huge.sum())} sums that may overflow in some order not compared)")
+          f"1e-5 of their magnitudes' sum and the subnormals torch's atomics flush; {int(huge.sum())} sums "
+          "that may overflow in some order not compared)")
     if not good and g.shape == ia.shape:
         rows_of = rows.tolist()
         for r, c in (~close).nonzero().tolist()[:4]:
