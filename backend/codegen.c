@@ -726,37 +726,55 @@ store_relaxed(Cg *c, LLVMValueRef x, LLVMValueRef p)
  * at that line); apart, about 4 µs less at 4096² — and sleeping between
  * polls (nanosleep, 32 to 1000 ns) changed nothing more. */
 
+/* thread 0 of a block at barrier p, after a fence: its arrival; true in
+ * the last block in */
+static LLVMValueRef
+arrive(Cg *c)
+{
+	LLVMValueRef old;
+
+	fence(c);
+	old = atomic_rmw(c, LLVMAtomicRMWBinOpAdd, scratch_at(c, SC_ARRIVED), i32c(c, 1));
+	return LLVMBuildICmp(c->b, LLVMIntEQ, LLVMBuildZExt(c->b, old, c->ity, ""),
+		LLVMBuildSub(c->b, c->nctaid, cg_ic(c, 1), ""), "");
+}
+
+/* what the last block into barrier p does for everyone: zero the max
+ * accumulators of the next generation (max_slot), reset the count, bump
+ * the generation */
 static void
-grid_barrier(Cg *c, uint32_t p)
+last_in(Cg *c, uint32_t p)
 {
 	Func *fn = c->fn;
 	const Kernel *k = &fn->kernels[c->k];
-	LLVMValueRef cnt = scratch_at(c, SC_ARRIVED), gen = scratch_at(c, SC_GENERATION), g, old, v;
-	LLVMBasicBlockRef join, last, wait, spin, done;
 
-	cg_syncthreads(c);
-	join = cg_if_begin(c, LLVMBuildICmp(c->b, LLVMIntEQ, c->tid, cg_ic(c, 0), ""));
-	g = load_relaxed(c, c->i32, gen);
-	fence(c);
-	old = atomic_rmw(c, LLVMAtomicRMWBinOpAdd, cnt, i32c(c, 1));
-	last = cg_block(c, "last");
-	wait = cg_block(c, "wait");
-	spin = cg_block(c, "spin");
-	done = cg_block(c, "arrived");
-	LLVMBuildCondBr(c->b,
-		LLVMBuildICmp(c->b, LLVMIntEQ, LLVMBuildZExt(c->b, old, c->ity, ""),
-			LLVMBuildSub(c->b, c->nctaid, cg_ic(c, 1), ""), ""),
-		last, wait);
-	LLVMPositionBuilderAtEnd(c->b, last);
 	for (uint32_t i = k->first; i < k->first + k->count; i++) {
 		uint32_t v = fn->ins[i].res;
 
 		if (ir_ops[fn->ins[i].op].cls == OC_REDUCE && fn->vals[v].rank == 0 && !cg_red_of(c, v).sum)
 			store_relaxed(c, LLVMConstInt(c->i64, 0, 0), max_slot(c, v, p + 1));
 	}
-	store_relaxed(c, i32c(c, 0), cnt);
+	store_relaxed(c, i32c(c, 0), scratch_at(c, SC_ARRIVED));
 	fence(c);
-	atomic_rmw(c, LLVMAtomicRMWBinOpAdd, gen, i32c(c, 1));
+	atomic_rmw(c, LLVMAtomicRMWBinOpAdd, scratch_at(c, SC_GENERATION), i32c(c, 1));
+}
+
+static void
+grid_barrier(Cg *c, uint32_t p)
+{
+	LLVMValueRef gen = scratch_at(c, SC_GENERATION), g, v;
+	LLVMBasicBlockRef join, last, wait, spin, done;
+
+	cg_syncthreads(c);
+	join = cg_if_begin(c, LLVMBuildICmp(c->b, LLVMIntEQ, c->tid, cg_ic(c, 0), ""));
+	g = load_relaxed(c, c->i32, gen);
+	last = cg_block(c, "last");
+	wait = cg_block(c, "wait");
+	spin = cg_block(c, "spin");
+	done = cg_block(c, "arrived");
+	LLVMBuildCondBr(c->b, arrive(c), last, wait);
+	LLVMPositionBuilderAtEnd(c->b, last);
+	last_in(c, p);
 	LLVMBuildBr(c->b, done);
 	LLVMPositionBuilderAtEnd(c->b, wait);
 	LLVMBuildBr(c->b, spin);
@@ -767,6 +785,26 @@ grid_barrier(Cg *c, uint32_t p)
 	fence(c);
 	cg_if_end(c, join);
 	cg_syncthreads(c);
+}
+
+/* Barrier p when the last phase only writes what completed at it (full
+ * reductions, and scalars computed from them): each block counts in as at
+ * a grid barrier, and thread 0 of the last one in, alone, runs the last
+ * phase; the others end there. Nobody waits, so this needs no cooperative
+ * launch. Returns the kernel's end, where the last phase goes on. */
+static LLVMBasicBlockRef
+last_arrival(Cg *c, uint32_t p)
+{
+	LLVMBasicBlockRef first = cg_block(c, "arrive"), last = cg_block(c, "last"), end = cg_block(c, "end");
+
+	cg_syncthreads(c);
+	LLVMBuildCondBr(c->b, LLVMBuildICmp(c->b, LLVMIntEQ, c->tid, cg_ic(c, 0), ""), first, end);
+	LLVMPositionBuilderAtEnd(c->b, first);
+	LLVMBuildCondBr(c->b, arrive(c), last, end);
+	LLVMPositionBuilderAtEnd(c->b, last);
+	last_in(c, p);
+	fence(c);
+	return end;
 }
 
 /* ---- reduction keys: unsigned integers that order like the values ---- */
@@ -1840,9 +1878,31 @@ phase(Cg *c, const KPlan *kp, uint32_t p, const Tasks *ts, Tasks *next, const Ke
 			(b = partial_reduction(c, v)) > blocks)
 			blocks = b;
 	}
-	if (p + 1 < kp->nphases)
-		grid_barrier(c, p);
 	return blocks;
+}
+
+/* The last phase only writes what completed at the barrier before it
+ * (full reductions, and scalars computed from them; no tile, no kept
+ * input, no partial reduction): one thread can run it (last_arrival). */
+static bool
+tail_phase(Cg *c, const KPlan *kp, const Tasks *ts, const Keep *kk)
+{
+	Func *fn = c->fn;
+	const Kernel *k = &fn->kernels[c->k];
+	uint32_t p = kp->nphases - 1;
+
+	if (p == 0 || ts[p].nt > 0 || (kk->p != IR_NONE && kk->p + 1 == p))
+		return false;
+	for (uint32_t gi = 0; gi < ts[p].ng; gi++)
+		if (fn->vals[ts[p].gs[gi].space].rank != 0)
+			return false;
+	for (uint32_t i = k->first; i < k->first + k->count; i++) {
+		uint32_t v = fn->ins[i].res;
+
+		if (ir_ops[fn->ins[i].op].cls == OC_REDUCE && fn->vals[v].rank > 0 && kp->phase[v] == p)
+			return false;
+	}
+	return true;
 }
 
 /* ---- the kernel function ---- */
@@ -1938,8 +1998,9 @@ kernel(Cg *c, uint32_t kidx, Launch *l)
 	Tasks *ts = NULL;
 	Keep kk = { .p = IR_NONE };
 	Rows rs;
-	bool rows;
+	bool rows, tail = false;
 	uint32_t blocks = 1, b;
+	LLVMBasicBlockRef end = NULL;
 
 	c->k = kidx;
 	c->ity = needs_wide_index(fn, &fn->kernels[kidx]) ? c->i64 : c->i32;
@@ -1948,7 +2009,6 @@ kernel(Cg *c, uint32_t kidx, Launch *l)
 		kp.nphases = 1;
 		kp.scratch = 0;
 	}
-	c->stream = kp.nphases > 1;
 	signature(c, &kp);
 	LLVMPositionBuilderAtEnd(c->b, cg_block(c, "entry"));
 	c->tid = sreg(c, "llvm.nvvm.read.ptx.sreg.tid.x");
@@ -1961,6 +2021,7 @@ kernel(Cg *c, uint32_t kidx, Launch *l)
 	 * barrier 0 before this one arrives there (a kernel of one phase has
 	 * no barrier, and reads no accumulator: its generation stays 0) */
 	c->gen = kp.scratch ? load_relaxed(c, c->i32, scratch_at(c, SC_GENERATION)) : NULL;
+	c->stream = false;
 	if (rows)
 		blocks = cg_rows_kernel(c, &rs);
 	if (!rows) {
@@ -1968,12 +2029,26 @@ kernel(Cg *c, uint32_t kidx, Launch *l)
 		for (uint32_t p = 0; p < kp.nphases; p++)
 			phase_tasks(c, &kp, p, &ts[p]);
 		plan_keep(c, &kp, ts, &kk);
+		tail = tail_phase(c, &kp, ts, &kk);
+		c->stream = kp.nphases - tail > 1;
 	}
-	for (uint32_t p = 0; !rows && p < kp.nphases; p++)
+	for (uint32_t p = 0; !rows && p < kp.nphases; p++) {
+		if (tail && p + 1 == kp.nphases)
+			c->gtid = cg_ic(c, 0); /* the one thread's: element 0 of each scalar */
 		if ((b = phase(c, &kp, p, &ts[p], p + 1 < kp.nphases ? &ts[p + 1] : NULL, &kk)) > blocks)
 			blocks = b;
+		if (tail && p + 2 == kp.nphases)
+			end = last_arrival(c, p);
+		else if (p + 1 < kp.nphases)
+			grid_barrier(c, p);
+	}
+	if (end) {
+		LLVMBuildBr(c->b, end);
+		LLVMPositionBuilderAtEnd(c->b, end);
+	}
 	LLVMBuildRetVoid(c->b);
-	*l = (Launch){ blocks > BE_MAXGRID ? BE_MAXGRID : blocks, BE_BLOCK, 0, kp.nphases > 1, kp.nphases, IR_NONE, 0 };
+	*l = (Launch){ blocks > BE_MAXGRID ? BE_MAXGRID : blocks, BE_BLOCK, 0, kp.nphases - tail > 1, kp.nphases - tail,
+		IR_NONE, 0 };
 	for (uint32_t p = 0; !rows && p < kp.nphases; p++)
 		for (uint32_t i = 0; i < ts[p].nt; i++)
 			if (ts[p].tiles[i].walked && blocks > BE_WALK_PER_SM * BE_WALK_SMS)

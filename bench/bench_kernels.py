@@ -6,8 +6,8 @@ measured in one run.
 usage: bench_kernels.py FP8RUN OUT.md LABEL=PTXDIR [LABEL=PTXDIR ...]
        (ONLY=REGEX in the environment: the cases whose names match)
 
-For each case of bench/kernel_ir.py (tensor-wise, row-wise and
-both-layouts e4m3 quantize, softmax, RMSNorm, LayerNorm, the tanh and erf
+For each case of bench/kernel_ir.py (tensor-wise, row-wise,
+both-layouts and delayed-scaling e4m3 quantize, softmax, RMSNorm, LayerNorm, the tanh and erf
 GELUs) each PTXDIR holds
 kernel_CASE.ptx (compiled by tests/gpu/prepare.sh; two directories compare
 two compilers in the same run). fp8run runs each program once on inputs
@@ -51,6 +51,8 @@ def operands(name):
         ops["w"] = (1 + 0.1 * torch.randn(c, device="cuda")).to(torch.bfloat16)
     if form == "layernorm":
         ops["b"] = (0.1 * torch.randn(c, device="cuda")).to(torch.bfloat16)
+    if form == "quant_delayed":   # a scale from an earlier step's amax: a little off this x's
+        ops["s"] = (448.0 / (1.1 * ops["x"].float().abs().amax())).reshape(())
     return ops
 
 
@@ -68,6 +70,12 @@ def quantize(x, dim=None):
 
 def quant(x):
     return quantize(x)
+
+
+def quant_delayed(x, s):
+    """delayed scaling: the cast takes the scale s, and the amax of |x| is
+    an output only"""
+    return (x.float() * s).clamp(-448, 448).to(torch.float8_e4m3fn), x.float().abs().amax()
 
 
 def quant_row(x):
@@ -99,10 +107,11 @@ def gelu_erf(x):
     return F.gelu(x)
 
 
-FUNCS = {"quant": quant, "quant_row": quant_row, "quant_tt": quant_tt, "softmax": softmax, "rmsnorm": rmsnorm,
-         "layernorm": layernorm, "gelu_tanh": gelu_tanh, "gelu_erf": gelu_erf}
+FUNCS = {"quant": quant, "quant_row": quant_row, "quant_tt": quant_tt, "quant_delayed": quant_delayed,
+         "softmax": softmax, "rmsnorm": rmsnorm, "layernorm": layernorm, "gelu_tanh": gelu_tanh, "gelu_erf": gelu_erf}
 # the program's outputs by name, in the order torch's function returns them
-OUTPUTS = {"quant": ("q", "inv"), "quant_row": ("q", "inv"), "quant_tt": ("q", "qt", "inv")}
+OUTPUTS = {"quant": ("q", "inv"), "quant_row": ("q", "inv"), "quant_tt": ("q", "qt", "inv"),
+           "quant_delayed": ("q", "am")}
 
 
 def copy_bandwidth():

@@ -12,6 +12,9 @@ shape (rows, cols) of a bf16 input x. Forms:
   quant_row  the same per row (amax over dim 1, a scale per row)
   quant_tt   tensor-wise, both layouts: q and its transpose as its own
              row-major tensor (what a backward's GEMMs read)
+  quant_delayed  delayed scaling (Transformer Engine's recipe): the cast
+             takes a scale s it is given, and the amax of |x| is only an
+             output (the history the next steps' scales come from) -> q, amax
   softmax    over the last dim, in f32, bf16 out
   rmsnorm    x * rsqrt(mean(x^2) + 1e-6) * w, in f32, bf16 out
   layernorm  (x - mean) * rsqrt(var + 1e-5) * w + b, in f32, bf16 out
@@ -25,7 +28,7 @@ import sys
 SHAPES = {"4096": (4096, 4096), "8192": (8192, 8192), "14336x4096": (14336, 4096)}
 CASES = {}
 for _s, (_r, _c) in SHAPES.items():
-    for _f in ("quant", "quant_row", "quant_tt"):
+    for _f in ("quant", "quant_row", "quant_tt", "quant_delayed"):
         CASES[f"{_f}_{_s}"] = (_f, _r, _c)
 for _f in ("softmax", "rmsnorm", "layernorm"):
     CASES[f"{_f}_8192x4096"] = (_f, 8192, 4096)
@@ -73,8 +76,16 @@ def program(name):
         params += f", %w: {ty('bf16', c)}"
     if form == "layernorm":
         params += f", %b: {ty('bf16', c)}"
+    if form == "quant_delayed":
+        params += ", %s: f32[]"
     out = [f"func @{name}({params}) {{", f"  %xf = convert_element_type %x : {f32}"]
-    if form.startswith("quant"):
+    if form == "quant_delayed":
+        out += [f"  %ax = abs %xf : {f32}", "  %am = amax %ax [0,1] : f32[]",
+                f"  %sb = broadcast_in_dim %s [] : {f32}", f"  %y = mul %xf, %sb : {f32}",
+                "  %k = full 448 : f32[]", "  %n = full -448 : f32[]", f"  %y1 = maximum %y, %n : {f32}",
+                f"  %y2 = minimum %y1, %k : {f32}", f"  %q = convert_element_type %y2 : {ty('f8e4m3fn', r, c)}",
+                "  return %q, %am"]
+    elif form.startswith("quant"):
         out += quantize(r, c, form == "quant_row")
         if form == "quant_tt":
             out.append(f"  %qt = transpose %q [1,0] : {ty('f8e4m3fn', c, r)}")
@@ -128,6 +139,8 @@ def nbytes(name):
     n = r * c
     if form == "quant":
         return 2 * n + n
+    if form == "quant_delayed":
+        return 2 * n + n + 4 + 4
     if form == "quant_row":
         return 2 * n + n + 4 * r
     if form == "quant_tt":

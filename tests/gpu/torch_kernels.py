@@ -8,7 +8,8 @@ here, where the corpus's small programs never get there.
 
 usage: torch_kernels.py FP8RUN PTXDIR      (PTXDIR holds kernel_CASE.ptx)
 
-Every output of a quantize (q, its transpose, the scales) has eager's bits
+Every output of a quantize (q, its transpose, the scales, delayed
+scaling's amax) has eager's bits
 (amax is exact in any order; bench_kernels.quantize divides for the scale,
 as the program does). Softmax, RMSNorm and LayerNorm sum in another
 order than torch does, and the GELUs call libdevice's tanh and erf where
@@ -31,13 +32,10 @@ from safetensors.torch import load_file, save_file
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "bench"))
 from bench_backward import backward  # noqa: E402
 from bench_gemm import rel_error  # noqa: E402
-from bench_kernels import FUNCS, operands  # noqa: E402
+from bench_kernels import FUNCS, OUTPUTS, operands  # noqa: E402
 from check import frobenius, same_bits  # noqa: E402
 from kernel_ir import CASES  # noqa: E402
 from torch_layer import layer  # noqa: E402
-
-# each form's outputs, in the order its function returns them
-OUTPUTS = {"quant": ("q", "inv"), "quant_row": ("q", "inv"), "quant_tt": ("q", "qt", "inv")}
 
 
 def main():
