@@ -3,7 +3,8 @@
  * A kernel is a list of tasks — values to write, reductions to compute — run
  * in phases: a reduction completes at the end of its phase and its result is
  * read from the next one on, after a grid-wide barrier (the kernel is then
- * launched cooperatively). Each task loops over an iteration space (dims and
+ * launched cooperatively) — or, where the last phase only writes scalars,
+ * by the last block in, alone, with no one waiting (last_arrival). Each task loops over an iteration space (dims and
  * memory order) with a grid-stride loop; tasks with the same space share a
  * loop, so what they have in common is computed once. A thread takes V
  * consecutive elements (16 bytes of the narrowest tensor) so that loads and
