@@ -2000,7 +2000,7 @@ kernel(Cg *c, uint32_t kidx, Launch *l)
 	Keep kk = { .p = IR_NONE };
 	Rows rs;
 	bool rows, tail = false;
-	uint32_t blocks = 1, b;
+	uint32_t blocks = 1, b, cap;
 	LLVMBasicBlockRef end = NULL;
 
 	c->k = kidx;
@@ -2048,8 +2048,8 @@ kernel(Cg *c, uint32_t kidx, Launch *l)
 		LLVMPositionBuilderAtEnd(c->b, end);
 	}
 	LLVMBuildRetVoid(c->b);
-	*l = (Launch){ blocks > BE_MAXGRID ? BE_MAXGRID : blocks, BE_BLOCK, 0, kp.nphases - tail > 1, kp.nphases - tail,
-		IR_NONE, 0 };
+	cap = !rows && kp.nphases == 1 && !kp.scratch && !ts[0].nt ? BE_MAXGRID_MAP : BE_MAXGRID;
+	*l = (Launch){ blocks > cap ? cap : blocks, BE_BLOCK, 0, kp.nphases - tail > 1, kp.nphases - tail, IR_NONE, 0 };
 	for (uint32_t p = 0; !rows && p < kp.nphases; p++)
 		for (uint32_t i = 0; i < ts[p].nt; i++)
 			if (ts[p].tiles[i].walked && blocks > BE_WALK_PER_SM * BE_WALK_SMS)
