@@ -9,15 +9,16 @@
 #include "backend.h"
 #include "passes.h"
 
-#define BE_BLOCK   256  /* threads per block of every kernel */
-#define BE_MAXGRID 4096 /* persistent grids never exceed this many blocks */
-/* a map's grid (one phase, no reduction, no tile: nothing a block does but
- * its elements) never exceeds this many blocks: the GELUs of 8192x11008,
- * 44032 blocks' worth, took 2-3 % less time at 16384 blocks than at 4096
- * and 13-16 % less than on the resident grid, where a block's own work
- * (the sums' partials, the barrier's arrival) made 8192 blocks 24 % slower
- * than 4096 for the delayed-scaling quantize at 4096^2 (H100, 2026-12-05,
- * docs/gpu-results.md) */
+#define BE_BLOCK 256 /* threads per block of every kernel */
+/* the most blocks of a kernel but a map; a sum's partials in the scratch
+ * buffer have a slot for each of these many blocks (codegen.c, analyze) */
+#define BE_MAXGRID 4096
+/* the most blocks of a map (one phase, no scratch, no tile: a block does
+ * nothing but its elements). The GELUs of 8192x11008, 44032 blocks' worth,
+ * took 2-3 % less time at 16384 blocks than at 4096, and 15 % less than on
+ * the resident grid; a kernel whose blocks each add a partial and count in
+ * was 24 % slower at 8192 blocks than at 4096 (the delayed-scaling quantize
+ * of 4096^2), hence the two caps (H100, 2026-12-05, docs/gpu-results.md) */
 #define BE_MAXGRID_MAP 16384
 /* blocks an SM for a kernel whose amax walks the tiles of its cast
  * (cg_tile_walk): four took the both-layouts quantize 1.5-3 % less time
