@@ -6,6 +6,7 @@
  * for + - * / sqrt since float has more than twice their precision); fp8 only
  * through conversions. Integers compute in 64 bits and wrap to their width.
  * Shape ops copy bytes. Layouts are ignored: tensors here are logical. */
+#include <limits.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -358,7 +359,17 @@ typedef struct {
 	double f;
 	int64_t i;
 	bool any;
+	double mag;   /* a float sum's sum of |x|, a product's running |x| product */
+	int lsb;      /* a sum's lowest set bit among its terms: 2^lsb divides each */
+	bool special; /* a NaN, an inf or (a product) a zero among the terms */
 } Acc;
+
+/* results of the last ir_interpret whose bits another order of the terms
+ * could change (ir_interp_order_dependent) */
+static struct {
+	int64_t n;
+	uint32_t first;
+} order_dep;
 
 static void
 acc_add(Op op, Acc *acc, const Tensor *a, int64_t j)
@@ -367,13 +378,24 @@ acc_add(Op op, Acc *acc, const Tensor *a, int64_t j)
 	double x = fl ? tensor_getf(a, j) : 0;
 	int64_t y = fl ? 0 : tensor_geti(a, j);
 
+	if (fl && (!isfinite(x) || (op == OP_PROD && x == 0)))
+		acc->special = true;
 	switch (op) {
 	case OP_SUM:
 		acc->f += x;
+		acc->mag += fabs(x);
+		if (fl && x != 0 && isfinite(x)) {
+			int e;
+			uint64_t m = (uint64_t)ldexp(fabs(frexp(x, &e)), 53);
+
+			if (e - 53 + __builtin_ctzll(m) < acc->lsb)
+				acc->lsb = e - 53 + __builtin_ctzll(m);
+		}
 		acc->i = (int64_t)((uint64_t)acc->i + (uint64_t)y);
 		break;
 	case OP_PROD:
 		acc->f *= x;
+		acc->mag *= fabs(x);
 		acc->i = (int64_t)((uint64_t)acc->i * (uint64_t)y);
 		break;
 	case OP_AMAX:
@@ -393,7 +415,39 @@ acc_add(Op op, Acc *acc, const Tensor *a, int64_t j)
 	acc->any = true;
 }
 
-/* sums and products accumulate in double (in int64 for integers), then round */
+/* Whether another order of a float sum's or product's n terms could give
+ * other bits than acc's (in order) once rounded to dt. Each f64 step rounds
+ * by at most 2^-53 relative, so any order's result lies within
+ * E = n 2^-52 mag of the exact one, and within 2E of acc's: if both ends of
+ * that interval round to the same value, every order gives it (rounding is
+ * monotonic). A sum whose terms are all multiples of 2^lsb with
+ * mag < 2^(lsb+53) is exact in every order (every partial sum is such a
+ * multiple, small enough), even on a tie of dt's rounding, which the
+ * interval would straddle. NaN and inf terms decide the result in any
+ * order, and so does a zero a product's (f64 terms that overflow beside
+ * them aside); a product that reached 0 or inf from nonzero finite terms
+ * under- or overflowed on the way, which the order decides. */
+static bool
+order_matters(Op op, const Acc *acc, int64_t n, DType dt)
+{
+	double e = 2 * (double)n * 0x1p-52 * acc->mag, lo, hi;
+
+	if (acc->special || n < 2)
+		return false;
+	if (op == OP_PROD && (acc->f == 0 || !isfinite(acc->f) || !isfinite(acc->mag) || acc->mag == 0))
+		return true;
+	if (op == OP_SUM && (acc->mag == 0 || acc->mag < ldexp(1, acc->lsb + 53)))
+		return false;
+	if (!isfinite(e))
+		return true;
+	lo = ir_convert_scalar(acc->f - e, DT_F64, dt);
+	hi = ir_convert_scalar(acc->f + e, DT_F64, dt);
+	return memcmp(&lo, &hi, sizeof lo) != 0;
+}
+
+/* sums and products accumulate in double (in int64 for integers), then
+ * round; float results whose bits depend on the order are counted in
+ * order_dep */
 static void
 eval_reduce(Func *fn, const Instr *in, Tensor *r, const Tensor *a)
 {
@@ -408,7 +462,8 @@ eval_reduce(Func *fn, const Instr *in, Tensor *r, const Tensor *a)
 		red[dims[i]] = true;
 	strides_of(r, rs);
 	for (int64_t i = 0; i < nr; i++)
-		acc[i] = (Acc){ in->op == OP_PROD ? 1 : 0, in->op == OP_PROD ? 1 : 0, false };
+		acc[i] = (Acc){ in->op == OP_PROD ? 1 : 0, in->op == OP_PROD ? 1 : 0, false, in->op == OP_PROD ? 1 : 0,
+			INT_MAX, false };
 	for (int64_t j = 0; j < n; j++) {
 		int64_t o = 0;
 
@@ -419,6 +474,9 @@ eval_reduce(Func *fn, const Instr *in, Tensor *r, const Tensor *a)
 		acc_add(in->op, &acc[o], a, j);
 	}
 	for (int64_t i = 0; i < nr; i++) {
+		if (dt_isfloat(a->dtype) && (in->op == OP_SUM || in->op == OP_PROD) &&
+			order_matters(in->op, &acc[i], nr ? n / nr : 0, r->dtype) && order_dep.n++ == 0)
+			order_dep.first = in->res;
 		if (dt_isfloat(r->dtype))
 			tensor_setf(r, i, acc[i].f);
 		else
@@ -964,6 +1022,7 @@ ir_interpret_ranks(Func *fn, int nranks, Tensor **inputs, Tensor **outs, char *e
 	bool ok = vals != NULL;
 	char nb[16];
 
+	order_dep.n = 0;
 	for (int r = 0; ok && r < nranks; r++)
 		ok = (vals[r] = calloc(fn->nvals + 1, sizeof **vals)) != NULL;
 	if (!ok && nranks < 1)
@@ -1029,6 +1088,14 @@ ir_interpret_ranks(Func *fn, int nranks, Tensor **inputs, Tensor **outs, char *e
 	}
 	free(vals);
 	return ok;
+}
+
+int64_t
+ir_interp_order_dependent(uint32_t *first)
+{
+	if (order_dep.n && first)
+		*first = order_dep.first;
+	return order_dep.n;
 }
 
 bool

@@ -386,6 +386,12 @@ bool ir_interpret(Func *fn, Tensor **inputs, Tensor **outs, char *err, size_t er
  * do. A collective over another number of ranks is an error. */
 bool ir_interpret_ranks(Func *fn, int nranks, Tensor **inputs, Tensor **outs, char *err, size_t errlen);
 
+/* After the last ir_interpret(_ranks): how many elements of float sums and
+ * products could have other bits in another order of their terms (the f64
+ * accumulation rounds on these inputs, docs/design.md "Numbers"), and in
+ * *first the value of the first. 0 when every one is order-independent. */
+int64_t ir_interp_order_dependent(uint32_t *first);
+
 /* A host implementation of an extern for the interpreter (tests, and
  * programs whose externs have one): computes outs (allocated, of the
  * results' types) from ins, the call's tensor operands. false and a message

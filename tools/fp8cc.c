@@ -660,6 +660,8 @@ run_function(
 	       **res = calloc((size_t)nr * fn->nrets + 1, sizeof *res);
 	char err[512], nb[16], qb[256];
 	bool ok = ins && res;
+	int64_t nod;
+	uint32_t first = 0;
 
 	for (int r = 0; ok && r < nr; r++)
 		for (uint32_t p = 0; ok && p < fn->nparams; p++) {
@@ -677,6 +679,11 @@ run_function(
 		}
 	if (ok && !(ok = ir_interpret_ranks(fn, nr, ins, res, err, sizeof err)))
 		env_error("%s", err);
+	if (ok && (nod = ir_interp_order_dependent(&first)) > 0)
+		say("fp8cc: warning: @%s: %lld element%s of float sums or products (the first in %%%s) %s order-dependent "
+		    "on these inputs: their f64 accumulation rounds, so another order of the terms (the GPU's) may "
+		    "give other bits\n",
+			fn->name, (long long)nod, nod == 1 ? "" : "s", ir_name(fn, first, nb), nod == 1 ? "is" : "are");
 	for (int r = 0; ok && r < nr; r++)
 		for (uint32_t i = 0; ok && i < fn->nrets; i++) {
 			Tensor **t = &res[r * fn->nrets + i];
