@@ -3,10 +3,17 @@
 elementwise ops (fma too), conversions (fp8 included), reductions, broadcasts,
 transposes, reshapes, slices, cat and scaled_mm, some values returned.
 
-usage: gen_ir.py SEED > prog.ir
+usage: gen_ir.py SEED [--gpu] > prog.ir
 
 tests/fuzz/run.sh compiles such programs at -O0 and -O2 and checks that the
 interpreter gives the same bits, that PTX comes out and that ptxas takes it.
+--gpu writes the programs that tests/gpu/run.sh runs on the GPU against the
+interpreter bit for bit: flip, pad, isfinite, signbit and nextafter too,
+and only what fp8cc promises exact (no exp and tanh,
+which are libdevice's against the host's libm; no sum of f64, whose last
+bits are the order's; no scaled_mm, cuBLASLt's order), and larger dims
+(up to 1000 and 4099, at most 2^17 elements a tensor), so that kernels take
+several blocks, phases cross the grid barrier and tiles are partial.
 Standard library only."""
 import random
 import sys
@@ -23,6 +30,7 @@ class Prog:
         self.lines = []
         self.vals = []          # (name, dtype, shape)
         self.n = 0
+        self.gpu = False
 
     def new(self, op, dtype, shape):
         name = f"v{self.n}"
@@ -38,13 +46,16 @@ class Prog:
 
 def step(p):
     r = p.rng
+    unary = [u for u in UNARY if u not in ("exp", "tanh")] if p.gpu else UNARY
     kind = r.random()
     v = p.pick(lambda v: v[1] in FLOATS)
     if v is None:
         return
     name, dt, shape = v
-    if kind < 0.25:
-        p.new(f"{r.choice(UNARY)} %{name}", dt, shape)
+    if p.gpu and r.random() < 0.15:
+        gpu_step(p, name, dt, shape)
+    elif kind < 0.25:
+        p.new(f"{r.choice(unary)} %{name}", dt, shape)
     elif kind < 0.45:
         w = p.pick(lambda u: u[1] == dt and (u[2] == shape or u[2] == ()))
         if w is None or (w[2] == () and shape == ()):
@@ -65,7 +76,8 @@ def step(p):
     elif kind < 0.72 and shape:
         dims = sorted(r.sample(range(len(shape)), r.randint(1, len(shape))))
         rest = [d for i, d in enumerate(shape) if i not in dims]
-        red = p.new(f"{r.choice(['amax', 'amin', 'sum'])} %{name} [{','.join(map(str, dims))}]", dt, rest)
+        ops = ['amax', 'amin'] if p.gpu and dt == "f64" else ['amax', 'amin', 'sum']
+        red = p.new(f"{r.choice(ops)} %{name} [{','.join(map(str, dims))}]", dt, rest)
         if rest and r.random() < 0.7:   # broadcast it back and use it: a later phase
             kept = [i for i in range(len(shape)) if i not in dims]
             b = p.new(f"broadcast_in_dim %{red} [{','.join(map(str, kept))}]", dt, shape)
@@ -78,10 +90,7 @@ def step(p):
         r.shuffle(perm)
         p.new(f"transpose %{name} [{','.join(map(str, perm))}]", dt, [shape[i] for i in perm])
     elif kind < 0.85 and shape:
-        n = 1
-        for d in shape:
-            n *= d
-        p.new(f"reshape %{name}", dt, [n])
+        p.new(f"reshape %{name}", dt, [numel(shape)])
     elif kind < 0.9 and shape:
         lo = [r.randint(0, d - 1) for d in shape]
         hi = [r.randint(l + 1, d) for l, d in zip(lo, shape)]
@@ -92,7 +101,7 @@ def step(p):
         w = p.pick(lambda u: u[1] == dt and len(u[2]) == len(shape) and u[2][1:] == shape[1:])
         if w:
             p.new(f"cat %{name}, %{w[0]} [0]", dt, [shape[0] + w[2][0]] + list(shape[1:]))
-    elif len(shape) == 2 and shape[1] % 16 == 0:   # cuBLASLt: K, N multiples of 16
+    elif len(shape) == 2 and shape[1] % 16 == 0 and not p.gpu:   # cuBLASLt: K, N multiples of 16
         m, k = shape
         n = r.choice([16, 32])
         a = p.new(f"convert_element_type %{name}", "f8e4m3fn", [m, k])
@@ -104,14 +113,49 @@ def step(p):
               r.choice(["bf16", "f32"]), [m, n])
 
 
+def gpu_step(p, name, dt, shape):
+    """the exact ops only --gpu programs hold: index arithmetic (flip, pad)
+    and the predicates"""
+    r = p.rng
+    kind = r.random()
+    if kind < 0.3 and shape:
+        dims = sorted(r.sample(range(len(shape)), r.randint(1, len(shape))))
+        p.new(f"flip %{name} [{','.join(map(str, dims))}]", dt, shape)
+    elif kind < 0.6 and shape:
+        z = p.new(f"full {r.choice([0, -1.5, 448])}", dt, ())
+        lo = [r.randint(-1 if d > 1 else 0, 2) for d in shape]
+        hi = [r.randint(-1 if d > 2 else 0, 2) for d in shape]
+        it = [r.randint(0, 1) for _ in shape]
+        out = [d + (d - 1) * i + l + h for d, l, h, i in zip(shape, lo, hi, it)]
+        p.new(f"pad %{name}, %{z} [{','.join(map(str, lo + hi + it))}]", dt, out)
+    elif kind < 0.8:
+        c = p.new(f"{r.choice(['isfinite', 'signbit'])} %{name}", "b8", shape)
+        z = p.new("full 0", dt, ())
+        p.new(f"where %{c}, %{name}, %{z}", dt, shape)
+    else:
+        w = p.pick(lambda u: u[1] == dt and u[2] == shape)
+        p.new(f"nextafter %{name}, %{w[0]}", dt, shape)
+
+
+def numel(shape):
+    n = 1
+    for d in shape:
+        n *= d
+    return n
+
+
 def main():
     seed = int(sys.argv[1]) if len(sys.argv) > 1 else 0
     rng = random.Random(seed)
     p = Prog(rng)
+    p.gpu = "--gpu" in sys.argv[2:]
+    dims = [1, 3, 16, 32, 48] + ([129, 257, 1000, 4099] if p.gpu else [])
     params = []
     for i in range(rng.randint(1, 3)):
         rank = rng.randint(0, 3)
-        shape = [rng.choice([1, 3, 16, 32, 48]) for _ in range(rank)]
+        shape = [rng.choice(dims) for _ in range(rank)]
+        while p.gpu and numel(shape) > 1 << 17:
+            shape = [rng.choice(dims) for _ in range(rank)]
         dt = rng.choice(FLOATS)
         params.append(f"%p{i}: {dt}[{','.join(map(str, shape))}]")
         p.vals.append((f"p{i}", dt, tuple(shape)))

@@ -8,8 +8,9 @@
 #
 # usage: tests/gpu/run.sh [DIR] [--bench | --bench-only]
 #        (ONLY=REGEX runs the corpus programs whose names match; SKIP_CTEST=1
-#        skips the runtime tests, SKIP_CORPUS=1 the corpus, SKIP_LARGE=1 the
-#        large tensors, SKIP_APPS=1 the applications — the whole suite takes
+#        skips the runtime tests, SKIP_CORPUS=1 the corpus, SKIP_FUZZ=1 the
+#        random programs, SKIP_LARGE=1 the large tensors, SKIP_APPS=1 the
+#        applications — the whole suite takes
 #        more than one 600 s device call: SKIP_LARGE=1 SKIP_APPS=1, then
 #        SKIP_CTEST=1 SKIP_CORPUS=1; ORACLE=1 also makes the op goldens)
 set -uo pipefail
@@ -76,8 +77,12 @@ fi
 step "runtime tests (ctest)"
 # -V: every test's lines (not only a failing one's), so the skips are counted
 [ "${SKIP_CTEST:-}" ] || (cd build-gpu && ctest -V) > "$out/ctest.log" 2>&1 || bad "ctest (see ctest.log)"
-grep -E "Synthesis|tests passed" "$out/ctest.log" | head -5
-echo "skipped GPU tests: $(grep -c '\[SKIP\]' "$out/ctest.log") (each named in ctest.log)"
+if [ -f "$out/ctest.log" ]; then
+	grep -E "Synthesis|tests passed" "$out/ctest.log" | head -5
+	echo "skipped GPU tests: $(grep -c '\[SKIP\]' "$out/ctest.log") (each named in ctest.log)"
+else
+	echo "SKIP the runtime tests (SKIP_CTEST)"
+fi
 
 step "corpus: fp8run against the reference interpreter"
 checks=$out/checks.tsv
@@ -151,6 +156,30 @@ for ptx in "$dir"/ptx/*.ptx; do
 			cmp -s "$got" /tmp/nograph.safetensors || bad "$name $s: without graphs, other bits"
 	done
 done
+
+step "random programs (tests/gpu/fuzz.sh) against the reference interpreter"
+# every output bit for bit: the programs hold only ops fp8cc promises exact
+if [ "${SKIP_FUZZ:-}" ] || [ ! -d "$dir/fuzz" ]; then
+	echo "SKIP the random programs (${SKIP_FUZZ:+SKIP_FUZZ}${SKIP_FUZZ:-no $dir/fuzz})"
+else
+	for ptx in "$dir"/fuzz/*.ptx; do
+		name=$(basename "$ptx" .ptx)
+		for s in s1 s2; do
+			in=$dir/fuzz/${name%_O0}.$s
+			if [ -f "$in.order" ]; then
+				echo "skip $name $s: ${name%_O0}'s sums are order-dependent on this draw ($(sed 's/.*: \([0-9]* elements\?\) .*(\(the first[^)]*\)).*/\1, \2/' "$in.order"))"
+				continue
+			fi
+			got=/tmp/$name.$s.got.safetensors
+			if ! $fp8run "$ptx" --inputs "$in.in.safetensors" -o "$got" > /tmp/run.log 2>&1; then
+				bad "$name $s: fp8run: $(tail -3 /tmp/run.log)"
+				continue
+			fi
+			printf '%s\t%s\t%s\t\n' "$name $s" "$in.expected.safetensors" "$got" >> "$checks"
+		done
+	done
+	echo "$(ls "$dir"/fuzz/*.ptx | wc -l) programs (-O2 and -O0), two draws each: compared below"
+fi
 
 if [ -s "$checks" ]; then
 python3 tests/gpu/check.py --batch "$checks" > "$out/check.log" 2>&1
