@@ -834,18 +834,21 @@ max_key(Cg *c, const Red *r, LLVMValueRef x)
 	LLVMValueRef top = LLVMConstInt(r->kt, 1ull << (w - 1), 0), bits, mask;
 
 	if (dt_isfloat(r->t)) {
-		LLVMTypeRef ft = r->wide ? c->f64 : c->f32;
-
 		if (!r->wide)
 			x = be_convert(c, x, r->t, DT_F32, true);
 		/* no sign: the bits order as the values do, a NaN above all
 		 * (cg_unkey makes the NaN found canonical) */
 		if (r->abs)
 			return LLVMBuildOr(c->b, LLVMBuildBitCast(c->b, x, r->kt, ""), top, "");
-		x = LLVMBuildSelect(c->b, LLVMBuildFCmp(c->b, LLVMRealUNO, x, x, ""), LLVMConstReal(ft, NAN), x, "");
+		/* a NaN of either sign gets the top key. Not by making x a
+		 * positive NaN first: LLVM may take any NaN for the result of an
+		 * FP op, so it folds select(isnan(x), NaN, x) to x, and the GPU's
+		 * f64 sqrt of a negative number is a -NaN, which would then key
+		 * below every number (the GPU's random programs, 2026-12-05) */
 		bits = LLVMBuildBitCast(c->b, x, r->kt, "");
 		mask = LLVMBuildOr(c->b, LLVMBuildAShr(c->b, bits, LLVMConstInt(r->kt, w - 1, 0), ""), top, "");
-		return LLVMBuildXor(c->b, bits, mask, "");
+		return LLVMBuildSelect(c->b, LLVMBuildFCmp(c->b, LLVMRealUNO, x, x, ""), LLVMConstAllOnes(r->kt),
+			LLVMBuildXor(c->b, bits, mask, ""), "");
 	}
 	if (r->t == DT_U8 || r->t == DT_B8)
 		return LLVMBuildZExt(c->b, x, r->kt, "");
