@@ -384,12 +384,12 @@ acc_add(Op op, Acc *acc, const Tensor *a, int64_t j)
 	case OP_SUM:
 		acc->f += x;
 		acc->mag += fabs(x);
-		if (fl && x != 0 && isfinite(x)) {
+		if (x != 0 && isfinite(x)) {
 			int e;
 			uint64_t m = (uint64_t)ldexp(fabs(frexp(x, &e)), 53);
+			int lsb = e - 53 + __builtin_ctzll(m);
 
-			if (e - 53 + __builtin_ctzll(m) < acc->lsb)
-				acc->lsb = e - 53 + __builtin_ctzll(m);
+			acc->lsb = lsb < acc->lsb ? lsb : acc->lsb;
 		}
 		acc->i = (int64_t)((uint64_t)acc->i + (uint64_t)y);
 		break;
@@ -455,6 +455,7 @@ eval_reduce(Func *fn, const Instr *in, Tensor *r, const Tensor *a)
 	int64_t n = tensor_numel(a), nr = tensor_numel(r), c[IR_MAXRANK], rs[IR_MAXRANK];
 	Acc *acc = calloc((size_t)(nr ? nr : 1), sizeof *acc);
 	bool red[IR_MAXRANK] = { false };
+	int prod = in->op == OP_PROD; /* a product starts at 1, the rest at 0 */
 
 	if (!acc)
 		fatal("out of memory");
@@ -462,8 +463,7 @@ eval_reduce(Func *fn, const Instr *in, Tensor *r, const Tensor *a)
 		red[dims[i]] = true;
 	strides_of(r, rs);
 	for (int64_t i = 0; i < nr; i++)
-		acc[i] = (Acc){ in->op == OP_PROD ? 1 : 0, in->op == OP_PROD ? 1 : 0, false, in->op == OP_PROD ? 1 : 0,
-			INT_MAX, false };
+		acc[i] = (Acc){ .f = prod, .i = prod, .mag = prod, .lsb = INT_MAX };
 	for (int64_t j = 0; j < n; j++) {
 		int64_t o = 0;
 
