@@ -600,7 +600,36 @@ out_name(P *p, const char **name)
 	next(p);
 }
 
-/* ret := "return" [out {"," out}]; out := ref ["as" NAME] [saved] */
+/* updates := "updates" ref — the parameter whose new values an output holds,
+ * of the output's type */
+static void
+updates(P *p)
+{
+	Func *fn = p->fn;
+	uint32_t i = fn->nrets - 1, id;
+	Tok at;
+
+	if (!is(p, "updates"))
+		return;
+	next(p);
+	at = p->t;
+	ref(p, &id);
+	if (fn->vals[id].def != IR_NONE)
+		err(p, &at, "'updates' names a parameter, and '%.*s' is not one", (int)at.n, at.s);
+	for (uint32_t k = 0; k < fn->nparams; k++)
+		if (fn->params[k] == id && fn->pslot[k] >= 0)
+			err(p, &at, "'%.*s' is a state slot's, not an input: it cannot be updated", (int)at.n, at.s);
+	if (fn->vals[id].dtype != fn->vals[fn->rets[i]].dtype || !ir_same_shape(fn, id, fn->rets[i]))
+		err(p, &at, "output %u updates '%.*s' but has another type", i, (int)at.n, at.s);
+	for (uint32_t j = 0; j < i; j++)
+		if (fn->rupd[j] >= 0 && fn->params[fn->rupd[j]] == id)
+			err(p, &at, "'%.*s' is updated by two outputs", (int)at.n, at.s);
+	for (uint32_t k = 0; k < fn->nparams; k++)
+		if (fn->params[k] == id)
+			ir_set_ret_update(fn, i, (int32_t)k);
+}
+
+/* ret := "return" [out {"," out}]; out := ref ["as" NAME] [saved] [updates] */
 static void
 ret(P *p)
 {
@@ -617,6 +646,7 @@ ret(P *p)
 		}
 		ir_return(p->fn, id, name);
 		saved(p, &p->fn->rslot[p->fn->nrets - 1]);
+		updates(p);
 		if (!is(p, ","))
 			break;
 		next(p);

@@ -825,6 +825,9 @@ lower_return(Reader *r, const Stmt *s)
 
 		ir_return(r->fn, r->updates[i].val,
 			arena_printf(r->a, "%s_updated", ir_name(r->fn, r->updates[i].param, nb)));
+		for (uint32_t k = 0; k < r->fn->nparams; k++)
+			if (r->fn->params[k] == r->updates[i].param && r->fn->pslot[k] < 0)
+				ir_set_ret_update(r->fn, r->fn->nrets - 1, (int32_t)k);
 	}
 	if (r->fn->nrets == 0 && !r->lost)
 		tr_errat(r, s->line, s->col, "the trace returns no tensors");

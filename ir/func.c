@@ -101,6 +101,12 @@ ir_set_ret_slot(Func *fn, uint32_t i, int32_t slot)
 	fn->rslot[i] = slot;
 }
 
+void
+ir_set_ret_update(Func *fn, uint32_t i, int32_t p)
+{
+	fn->rupd[i] = p;
+}
+
 uint32_t
 ir_instr(Func *fn, Op op, const uint32_t *args, int nargs, const int64_t *attr, int nattr, DType t, int rank,
 	const int64_t *dims)
@@ -150,13 +156,15 @@ ir_full(Func *fn, double v, DType t, int rank, const int64_t *dims)
 static void
 add_ret(Func *fn, uint32_t v, const char *name)
 {
-	uint32_t cap = fn->caprets, cap2 = fn->caprets;
+	uint32_t cap = fn->caprets, cap2 = fn->caprets, cap3 = fn->caprets;
 
 	GROW(fn, rets, nrets, caprets, fn->nrets + 1);
 	arena_grow(fn->arena, (void **)&fn->retnames, &cap, fn->nrets + 1, sizeof *fn->retnames);
 	arena_grow(fn->arena, (void **)&fn->rslot, &cap2, fn->nrets + 1, sizeof *fn->rslot);
+	arena_grow(fn->arena, (void **)&fn->rupd, &cap3, fn->nrets + 1, sizeof *fn->rupd);
 	fn->retnames[fn->nrets] = name ? arena_strndup(fn->arena, name, strlen(name)) : NULL;
 	fn->rslot[fn->nrets] = -1;
+	fn->rupd[fn->nrets] = -1;
 	fn->rets[fn->nrets++] = v;
 }
 
@@ -297,6 +305,7 @@ ir_rewrite_end(Func *dst, Func *src, const uint32_t *map)
 			die("returned value has no mapping");
 		add_ret(dst, map[src->rets[i]], ir_retname(src, i, nb));
 		dst->rslot[i] = src->rslot[i];
+		dst->rupd[i] = src->rupd[i];
 	}
 }
 

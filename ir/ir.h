@@ -197,6 +197,8 @@ typedef struct Func {
 	const char **retnames;  /* output names; NULL: the value's own */
 	int32_t *pslot, *rslot; /* per parameter, output: the state slot it reads,
 	                                               writes; -1: an input, output of the call */
+	int32_t *rupd;          /* per output: the parameter it holds the new values of (an
+	                  update in place, docs/design.md "In-place updates"); -1: none */
 	Kernel *kernels;
 	uint32_t nkernels, capkernels;
 } Func;
@@ -230,6 +232,8 @@ void ir_return(Func *fn, uint32_t v, const char *name);
 const char *ir_retname(Func *fn, uint32_t i, char buf[16]);
 void ir_set_param_slot(Func *fn, uint32_t i, int32_t slot);
 void ir_set_ret_slot(Func *fn, uint32_t i, int32_t slot);
+/* output i holds parameter p's new values (p: its number among the params) */
+void ir_set_ret_update(Func *fn, uint32_t i, int32_t p);
 uint32_t ir_push_ints(Func *fn, const int64_t *v, int n);
 uint32_t ir_push_ids(Func *fn, const uint32_t *v, int n);
 

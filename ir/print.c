@@ -182,6 +182,10 @@ ir_print(FILE *f, Func *fn)
 			fprintf(f, " as %s", fn->retnames[i]);
 		if (fn->rslot[i] >= 0)
 			fprintf(f, " saved %d", fn->rslot[i]);
+		if (fn->rupd[i] >= 0) {
+			fputs(" updates ", f);
+			print_ref(f, fn, fn->params[fn->rupd[i]]);
+		}
 	}
 	fputs("\n}\n", f);
 }

@@ -849,11 +849,21 @@ ir_verify(Func *fn, char *err, size_t errlen, uint32_t *pos)
 			return false;
 		}
 	}
-	for (uint32_t i = 0; i < fn->nrets; i++)
+	for (uint32_t i = 0; i < fn->nrets; i++) {
+		int32_t u = fn->rupd[i];
+
 		if (fn->rets[i] >= fn->nvals) {
 			snprintf(err, errlen, "return %u: no such value", i);
 			return false;
 		}
+		if (u >= 0 &&
+			((uint32_t)u >= fn->nparams || fn->pslot[u] >= 0 ||
+				fn->vals[fn->params[u]].dtype != fn->vals[fn->rets[i]].dtype ||
+				!ir_same_shape(fn, fn->params[u], fn->rets[i]))) {
+			snprintf(err, errlen, "return %u: updates parameter %d, not an input of its type", i, u);
+			return false;
+		}
+	}
 	return check_calls(fn, err, errlen, pos) && check_aux_pairs(fn, err, errlen, pos) &&
 		check_waits(fn, err, errlen, pos) && check_kernels(fn, err, errlen);
 }
