@@ -66,6 +66,12 @@ typedef struct {
 	int64_t bytes;  /* copy */
 } Step;
 
+/* an output value v that holds parameter u's new values, written by a kernel
+ * that may run with the two in the same memory (codegen.c, "In place") */
+typedef struct {
+	uint32_t v, u;
+} Shared;
+
 typedef struct {
 	Loc *loc; /* per value: where it lives; LOC_NONE if never in memory */
 	PlanBuf *bufs;
@@ -73,11 +79,15 @@ typedef struct {
 	Step *steps;
 	uint32_t nsteps, capsteps;
 	int64_t workspace; /* bytes of the one allocation holding every buffer */
+	Shared *shared;    /* filled by codegen */
+	uint32_t nshared, capshared;
 } Plan;
 
 Plan *pass_memplan(Func *fn);
 /* a zeroed scratch buffer of its own (never shared); returns its number */
 uint32_t plan_add_scratch(Func *fn, Plan *p, int64_t bytes);
+/* the kernel that writes v may do so in u's memory (codegen.c, "In place") */
+void plan_add_shared(Func *fn, Plan *p, uint32_t v, uint32_t u);
 
 typedef struct {
 	uint32_t grid;    /* blocks; 0: persistent, the runtime picks */
@@ -150,6 +160,10 @@ typedef struct Cg {
 	bool keep_load;       /* read them from there (else store them as they load) */
 	int keep_j;           /* the element of the chunk being built */
 	bool stream;          /* a multi-phase kernel: its stores marked evict-first (stream.c) */
+	/* in-place updates the current kernel checks (codegen.c, "In place") */
+	struct Inplace *ip;
+	uint32_t nip;
+	uint32_t phase, group, body, seq; /* where an access is: group 0 is none */
 } Cg;
 
 LLVMTypeRef be_type(Cg *c, DType t);

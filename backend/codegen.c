@@ -146,6 +146,122 @@ offset(Cg *c, uint32_t v, LLVMValueRef *coords, int *align)
 	return off;
 }
 
+/* ---- in place ----
+ * An output v that holds a parameter u's new values (an update in place,
+ * Func.rupd) may be given u's memory by the caller if the kernel that
+ * writes v reads u only at v's own elements before writing them there, or
+ * in an earlier phase (a grid barrier between). Every load of u and store
+ * of v is noted with where it is — phase; group loop, whose loops (the
+ * kept steps, the main one, the tail) take disjoint elements; loop body
+ * and element, whose index is one LLVM value in a body (chunk); order in
+ * the code — and checked when the kernel is done. Tiles and partial
+ * reductions load through load_at too, outside any group loop: what they
+ * read of u must come a phase before. A row kernel prefetches its rows
+ * into shared memory (cp.async, not noted): it does not share. A kernel that
+ * shares loses noalias on the two parameters, so that LLVM keeps each load
+ * before the store after it (docs/design.md, "In-place updates"). */
+
+typedef struct {
+	uint32_t phase, group, body, seq;
+	LLVMValueRef elem; /* the element's index in the loop, if at its own (own) */
+	bool own;
+} Access;
+
+typedef struct Inplace {
+	uint32_t v, u;
+	Access *ld, *st;
+	uint32_t nld, nst, capld, capst;
+} Inplace;
+
+static void
+note_access(Cg *c, uint32_t v, LLVMValueRef base, LLVMValueRef *coords, bool store)
+{
+	for (uint32_t i = 0; i < c->nip; i++) {
+		Inplace *ip = &c->ip[i];
+		Access a = { c->phase, c->group, c->body, c->seq, c->space_lin, at_space_index(c, v, coords) };
+
+		if ((store ? ip->v : ip->u) != v || base != c->ptr_of[v])
+			continue;
+		c->seq++;
+		if (store) {
+			arena_grow(c->fn->arena, (void **)&ip->st, &ip->capst, ip->nst + 1, sizeof a);
+			ip->st[ip->nst++] = a;
+		} else {
+			arena_grow(c->fn->arena, (void **)&ip->ld, &ip->capld, ip->nld + 1, sizeof a);
+			ip->ld[ip->nld++] = a;
+		}
+	}
+}
+
+/* the pairs the kernel checks: returned values it writes that update a
+ * parameter it reads; one it does not read shares already */
+static void
+inplace_begin(Cg *c)
+{
+	Func *fn = c->fn;
+	const Kernel *k = &fn->kernels[c->k];
+
+	c->nip = 0;
+	c->ip = arena_alloc(fn->arena, (fn->nrets + 1) * sizeof *c->ip);
+	c->phase = c->group = c->body = 0;
+	c->seq = 1;
+	for (uint32_t i = 0; i < fn->nrets; i++) {
+		uint32_t v = fn->rets[i], u, j;
+
+		if (fn->rupd[i] < 0 || !cg_in_kernel(c, v) || is_reduce(c, v))
+			continue;
+		u = fn->params[fn->rupd[i]];
+		for (j = 0; j < k->nins && fn->argv[k->ins + j] != u; j++)
+			;
+		if (j < k->nins)
+			c->ip[c->nip++] = (Inplace){ .v = v, .u = u };
+		else
+			plan_add_shared(c->fn, c->plan, v, u);
+	}
+}
+
+static bool
+may_share(const Inplace *ip)
+{
+	if (!ip->nst)
+		return false;
+	for (uint32_t i = 0; i < ip->nld; i++)
+		for (uint32_t j = 0; j < ip->nst; j++) {
+			const Access *l = &ip->ld[i], *s = &ip->st[j];
+
+			if (l->phase < s->phase)
+				continue;
+			if (l->phase > s->phase || !l->group || l->group != s->group || !l->own || !s->own ||
+				(l->body == s->body && l->elem == s->elem && l->seq > s->seq))
+				return false;
+		}
+	return true;
+}
+
+static void
+no_alias_attr(Cg *c, uint32_t v)
+{
+	const Kernel *k = &c->fn->kernels[c->k];
+	unsigned na = LLVMGetEnumAttributeKindForName("noalias", 7);
+
+	for (uint32_t j = 0; j < k->nins + k->nouts; j++)
+		if (c->fn->argv[j < k->nins ? k->ins + j : k->outs + j - k->nins] == v)
+			LLVMRemoveEnumAttributeAtIndex(c->kfn, j + 1, na);
+}
+
+static void
+inplace_end(Cg *c, bool rows)
+{
+	for (uint32_t i = 0; i < c->nip; i++) {
+		if (rows || !may_share(&c->ip[i]))
+			continue;
+		plan_add_shared(c->fn, c->plan, c->ip[i].v, c->ip[i].u);
+		no_alias_attr(c, c->ip[i].u);
+		no_alias_attr(c, c->ip[i].v);
+	}
+	c->nip = 0;
+}
+
 static LLVMValueRef
 load_at(Cg *c, LLVMValueRef base, uint32_t v, LLVMValueRef *coords)
 {
@@ -156,6 +272,7 @@ load_at(Cg *c, LLVMValueRef base, uint32_t v, LLVMValueRef *coords)
 	LLVMValueRef x = LLVMBuildLoad2(c->b, cg_mem_type(c, t), p, "");
 
 	LLVMSetAlignment(x, (unsigned)align);
+	note_access(c, v, base, coords, false);
 	return t == DT_B8 ? LLVMBuildICmp(c->b, LLVMIntNE, x, LLVMConstInt(c->i8, 0, 0), "") : x;
 }
 
@@ -171,6 +288,7 @@ cg_store_at(Cg *c, LLVMValueRef base, uint32_t v, LLVMValueRef *coords, LLVMValu
 		x = LLVMBuildZExt(c->b, x, c->i8, "");
 	st = LLVMBuildStore(c->b, x, p);
 	LLVMSetAlignment(st, (unsigned)align);
+	note_access(c, v, base, coords, true);
 	if (c->stream)
 		be_mark_stream(c->cx, st);
 }
@@ -623,6 +741,7 @@ cg_loop_begin(Cg *c, Loop *l, LLVMValueRef start, LLVMValueRef end, LLVMValueRef
 	LLVMBuildCondBr(c->b, LLVMBuildICmp(c->b, LLVMIntULT, l->i, end, ""), body, l->exit);
 	LLVMPositionBuilderAtEnd(c->b, body);
 	l->nmemo = c->nmemo;
+	c->body = c->seq++;
 	return l->i;
 }
 
@@ -633,6 +752,7 @@ cg_loop_end(Cg *c, Loop *l)
 	LLVMBuildBr(c->b, l->head);
 	LLVMPositionBuilderAtEnd(c->b, l->exit);
 	memo_truncate(c, l->nmemo); /* what the body computed does not dominate the exit */
+	c->body = c->seq++;
 }
 
 /* if (cond) { ... }: returns the join block; the builder is in the then-block */
@@ -1362,6 +1482,24 @@ chunk(Cg *c, const Group *g, LLVMValueRef i, int V, LLVMValueRef *accs, const Re
 	/* only a few values: V of each input stay live through the chunk, and
 	 * the memo keeps V of each shared step (a kernel of fifteen outputs went
 	 * from 62 registers to 207) */
+	if (c->nip && V <= 16 && fn->vals[s].rank > 0) {
+		/* an update in place ("In place"): every load of the chunk before
+		 * its first store, where LLVM, told that the two may alias, would
+		 * otherwise keep each element's loads after the last one's stores
+		 * and could not join them into vector loads */
+		for (int j = 0; j < V; j++) {
+			lin[j] = j ? LLVMBuildAdd(c->b, i, cg_ic(c, j), "") : i;
+			co[j] = cg_delinearize(c, lin[j], ir_dims(fn, s), cg_order_of(fn, s, tmp), fn->vals[s].rank);
+			c->keep_j = j;
+			cg_current(c, s, co[j], lin[j], cg_lane_align(j, V));
+			cg_preload(c);
+		}
+		for (int j = 0; j < V; j++) {
+			c->keep_j = j;
+			cg_element(c, g, co[j], lin[j], cg_lane_align(j, V), accs, reds);
+		}
+		return;
+	}
 	if (!calls || V > 16 || fn->vals[s].rank == 0 || g->nvals > CHUNK_SWEEP_VALUES || nin > CHUNK_SWEEP_VALUES) {
 		for (int j = 0; j < V; j++) {
 			c->keep_j = j;
@@ -1489,6 +1627,7 @@ group_loop(Cg *c, const Group *g, LLVMValueRef *accs, const Red *reds, bool back
 		across = outer % 32 == 0 && inner % V == 0 && cg_group_reads_across(c, g);
 	}
 	ch = (Chunks){ V, nvec, inner, across };
+	c->group = c->seq++;
 	if (nvec > 0 && (role || backward)) /* the grid's steps */
 		steps = LLVMBuildUDiv(c->b, LLVMBuildAdd(c->b, cg_ic(c, nvec - 1), c->gstride, ""), c->gstride, "");
 	if (nvec > 0 && role) { /* at least K of them; the kept ones first, or last if backward */
@@ -1515,6 +1654,7 @@ group_loop(Cg *c, const Group *g, LLVMValueRef *accs, const Red *reds, bool back
 		space_element(c, g, i, 1, accs, reds);
 		cg_loop_end(c, &l);
 	}
+	c->group = 0;
 	return (uint32_t)((nvec + BE_BLOCK - 1) / BE_BLOCK);
 }
 
@@ -2014,6 +2154,7 @@ kernel(Cg *c, uint32_t kidx, Launch *l)
 		kp.scratch = 0;
 	}
 	signature(c, &kp);
+	inplace_begin(c);
 	LLVMPositionBuilderAtEnd(c->b, cg_block(c, "entry"));
 	c->tid = sreg(c, "llvm.nvvm.read.ptx.sreg.tid.x");
 	c->bid = sreg(c, "llvm.nvvm.read.ptx.sreg.ctaid.x");
@@ -2037,6 +2178,7 @@ kernel(Cg *c, uint32_t kidx, Launch *l)
 		c->stream = kp.nphases - tail > 1;
 	}
 	for (uint32_t p = 0; !rows && p < kp.nphases; p++) {
+		c->phase = p;
 		if (tail && p + 1 == kp.nphases)
 			c->gtid = cg_ic(c, 0); /* the one thread's: element 0 of each scalar */
 		if ((b = phase(c, &kp, p, &ts[p], p + 1 < kp.nphases ? &ts[p + 1] : NULL, &kk)) > blocks)
@@ -2059,6 +2201,7 @@ kernel(Cg *c, uint32_t kidx, Launch *l)
 				l->per_sm = BE_WALK_PER_SM;
 	if (kp.scratch)
 		l->scratch = plan_add_scratch(fn, c->plan, kp.scratch);
+	inplace_end(c, rows);
 	kernel_done(c);
 }
 

@@ -266,3 +266,10 @@ plan_add_scratch(Func *fn, Plan *p, int64_t bytes)
 	p->workspace += size;
 	return b;
 }
+
+void
+plan_add_shared(Func *fn, Plan *p, uint32_t v, uint32_t u)
+{
+	arena_grow(fn->arena, (void **)&p->shared, &p->capshared, p->nshared + 1, sizeof *p->shared);
+	p->shared[p->nshared++] = (Shared){ v, u };
+}

@@ -243,7 +243,8 @@ be_print_plan_head(FILE *f, const Program *prog, Launch *const *l, const char *g
 }
 
 /* 1 for a program that needs nothing past version 1: one function, no state,
- * no GEMM but torch._scaled_mm's with tensor-wise scales, no extern; 6 for
+ * no GEMM but torch._scaled_mm's with tensor-wise scales, no extern; 7 for
+ * one with an update in place; 6 for
  * one with a broadcast; 5 for one with other collectives; 4 for one with a
  * launch of at most so many blocks an SM; 3 for one with row-wise or
  * block-wise scales; else 2 */
@@ -253,6 +254,10 @@ be_plan_version(const Program *prog, Launch *const *l)
 	int v = prog->nfns > 1 || prog->nslots > 0 ? 2 : 1;
 	bool coll = false;
 
+	for (uint32_t fi = 0; fi < prog->nfns; fi++)
+		for (uint32_t i = 0; i < prog->fns[fi]->nrets; i++)
+			if (prog->fns[fi]->rupd[i] >= 0)
+				return 7;
 	for (uint32_t fi = 0; fi < prog->nfns; fi++)
 		for (uint32_t i = 0; i < prog->fns[fi]->nins; i++) {
 			const Instr *in = &prog->fns[fi]->ins[i];
@@ -278,6 +283,94 @@ be_plan_version(const Program *prog, Launch *const *l)
 	return v;
 }
 
+/* ---- in-place updates ---- */
+
+/* parameter i's number among the function's inputs (its state slots apart) */
+static uint32_t
+input_number(Func *fn, uint32_t i)
+{
+	uint32_t n = 0;
+
+	for (uint32_t j = 0; j < i; j++)
+		n += fn->pslot[j] < 0;
+	return n;
+}
+
+static bool
+same_loc(Loc a, Loc b)
+{
+	return a.kind == b.kind && a.idx == b.idx;
+}
+
+static bool
+any_at(const Plan *p, const uint32_t *vs, uint32_t n, Loc l)
+{
+	for (uint32_t i = 0; i < n; i++)
+		if (same_loc(p->loc[vs[i]], l))
+			return true;
+	return false;
+}
+
+/* whether step st reads (writes) the memory at l */
+static bool
+touches(Func *fn, const Plan *p, const Step *st, Loc l, bool write)
+{
+	const Instr *in = &fn->ins[st->index];
+	const Kernel *k;
+
+	switch (st->kind) {
+	case STEP_LAUNCH:
+		k = &fn->kernels[st->index];
+		return write ? any_at(p, &fn->argv[k->outs], k->nouts, l) : any_at(p, &fn->argv[k->ins], k->nins, l);
+	case STEP_COPY: return same_loc(write ? st->dst : st->src, l);
+	case STEP_WAIT: return false;
+	default:
+		if (!write)
+			return any_at(p, ir_args(fn, in), in->nargs, l);
+		for (uint32_t r = 0; r < (in->op == OP_EXTERN ? in->ext->nres : 1); r++)
+			if (same_loc(p->loc[in[r].res], l))
+				return true;
+		return st->kind == STEP_GEMM && st->index + 1 < fn->nins && in[1].op == OP_MATMUL_AUX &&
+			same_loc(p->loc[in[1].res], l);
+	}
+}
+
+/* whether output i (at out) may be written in the memory of the input it
+ * updates: every step that reads that input runs before the first that
+ * writes the output, or is that step — a kernel whose codegen found that it
+ * reads the input only where and before it writes (codegen.c, "In place"),
+ * or the copy of the input onto itself; no collective reads it, as those
+ * run beside the steps (docs/design.md, "In-place updates") */
+static bool
+shares(Func *fn, const Plan *p, uint32_t i, Loc out)
+{
+	uint32_t u = fn->params[fn->rupd[i]], first = p->nsteps;
+	bool at_first = false;
+
+	for (uint32_t s = 0; s < p->nsteps && first == p->nsteps; s++)
+		if (touches(fn, p, &p->steps[s], out, true))
+			first = s;
+	if (first == p->nsteps)
+		return false;
+	for (uint32_t s = 0; s < p->nsteps; s++) {
+		if (!touches(fn, p, &p->steps[s], p->loc[u], false))
+			continue;
+		if (p->steps[s].kind == STEP_COLLECTIVE || s > first)
+			return false;
+		if (s < first || p->steps[s].kind == STEP_COPY) /* a copy of it onto itself */
+			continue;
+		if (p->steps[s].kind != STEP_LAUNCH)
+			return false;
+		at_first = true;
+	}
+	if (!at_first)
+		return true;
+	for (uint32_t j = 0; j < p->nshared; j++)
+		if (p->shared[j].u == u && p->shared[j].v == fn->rets[i] && same_loc(p->loc[fn->rets[i]], out))
+			return true;
+	return false;
+}
+
 void
 be_print_plan(FILE *f, Func *fn, Plan *p, const Launch *l, int version, const char *pre)
 {
@@ -295,8 +388,12 @@ be_print_plan(FILE *f, Func *fn, Plan *p, const Launch *l, int version, const ch
 	for (uint32_t i = 0, n = 0; i < fn->nrets; i++) {
 		if (fn->rslot[i] >= 0)
 			continue;
-		fprintf(f, "%soutput %u %s ", pre, n++, ir_retname(fn, i, nb));
+		fprintf(f, "%soutput %u %s ", pre, n, ir_retname(fn, i, nb));
 		print_type(f, fn, fn->rets[i]);
+		if (fn->rupd[i] >= 0)
+			fprintf(f, " updates=%u inplace=%d", input_number(fn, (uint32_t)fn->rupd[i]),
+				l && shares(fn, p, i, (Loc){ LOC_OUT, n }));
+		n++;
 		fputc('\n', f);
 	}
 	fprintf(f, "%sworkspace %lld\n", pre, (long long)p->workspace);

@@ -45,7 +45,7 @@ extern "C" {
  * library's SONAME is libfp8rt.so.MAJOR: within one MAJOR version entries
  * are only added, never changed (runtime/README.md, "ABI"). */
 #define FP8RT_VERSION_MAJOR 0
-#define FP8RT_VERSION_MINOR 9
+#define FP8RT_VERSION_MINOR 10
 #define FP8RT_VERSION_PATCH 0
 #define FP8RT_VERSION       (FP8RT_VERSION_MAJOR * 10000 + FP8RT_VERSION_MINOR * 100 + FP8RT_VERSION_PATCH)
 
@@ -248,6 +248,16 @@ FP8RT_API fp8rt_status fp8rt_function_output(const fp8rt_program *prog, int f, i
  * pass the input's memory as the output, and the copy, onto itself, is then
  * skipped (the function writes that output nowhere else). */
 FP8RT_API fp8rt_status fp8rt_function_output_source(const fp8rt_program *prog, int f, int i, int *input);
+/* Whether output i of function f holds the new values of an input that the
+ * trace updates in place (a copy_ into it; batch_norm's running statistics):
+ * *input gets that input's number, or -1; *inplace (may be NULL) whether the
+ * caller may pass that input's memory as this output, so that the run
+ * updates the input itself (the plan's inplace=1: the program reads the
+ * input nowhere after writing there). Outputs share memory with nothing
+ * else: a run given an output that overlaps an input or another output,
+ * but for these two cases with exactly the input's memory, fails with
+ * FP8RT_INVALID_ARGUMENT. */
+FP8RT_API fp8rt_status fp8rt_function_output_updates(const fp8rt_program *prog, int f, int i, int *input, int *inplace);
 
 FP8RT_API int fp8rt_program_state_count(const fp8rt_program *prog); /* 0 for NULL */
 /* State slot i: its name (the trace's), type, and the function that writes

@@ -38,7 +38,7 @@
 
 typedef struct {
 	const char *program, *inputs, *output;
-	int device, iters, warmup, graphs, json, check, wall, host_group, cold;
+	int device, iters, warmup, graphs, json, check, wall, host_group, cold, in_place;
 	int ranks, rank;           /* --ranks, --rank: a communicator for collectives (ranks 0: none) */
 	const char *nccl_id;       /* --nccl-id: where rank 0 leaves the id the others read */
 	const char *libs[MAXLIBS]; /* --externs */
@@ -52,6 +52,7 @@ typedef struct {
 	fp8rt_tensor_info *info;
 	size_t *bytes;
 	char **names; /* in the files: NAME, or FUNCTION/NAME */
+	int *lent;    /* outputs: given the memory of the input they update (--in-place) */
 } Side;
 
 typedef struct {
@@ -70,7 +71,7 @@ static const char *const st_names[] = {
 static const char usage_text[] =
 	"usage: fp8run PROGRAM.ptx --inputs IN.safetensors -o OUT.safetensors\n"
 	"              [--device N] [--iters N [--wall [--host-group N]] [--cold]] [--warmup N]\n"
-	"              [--no-graph] [--json] [--ranks N --rank R [--nccl-id FILE]]\n"
+	"              [--no-graph] [--in-place] [--json] [--ranks N --rank R [--nccl-id FILE]]\n"
 	"       fp8run PROGRAM.ptx --json\n"
 	"       fp8run PROGRAM.ptx --check\n"
 	"\n"
@@ -84,6 +85,10 @@ static const char usage_text[] =
 	"  --iters=N           time N runs with CUDA events (median and minimum)\n"
 	"  --warmup=N          untimed runs before them (default 3)\n"
 	"  --no-graph          run the plan step by step, without CUDA-graph replay\n"
+	"  --in-place          give each output that updates an input in place, where the\n"
+	"                      program allows it (fp8rt_function_output_updates), that\n"
+	"                      input's memory: the run writes the input, and the output\n"
+	"                      written to the file is read from there\n"
 	"  --wall              with --iters, also the host's clock: a run's share of N runs\n"
 	"                      back to back and one synchronize (wall_us), and the host's\n"
 	"                      time inside one call, timed --host-group calls (default\n"
@@ -149,7 +154,8 @@ enum {
 	OPT_COLD,
 	OPT_RANKS,
 	OPT_RANK,
-	OPT_NCCL_ID
+	OPT_NCCL_ID,
+	OPT_IN_PLACE
 };
 
 static const struct option longopts[] = {
@@ -165,6 +171,7 @@ static const struct option longopts[] = {
 	{ "ranks", required_argument, NULL, OPT_RANKS },
 	{ "rank", required_argument, NULL, OPT_RANK },
 	{ "nccl-id", required_argument, NULL, OPT_NCCL_ID },
+	{ "in-place", no_argument, NULL, OPT_IN_PLACE },
 	{ "json", no_argument, NULL, OPT_JSON },
 	{ "check", no_argument, NULL, OPT_CHECK },
 	{ "externs", required_argument, NULL, OPT_EXTERNS },
@@ -222,6 +229,7 @@ parse_args(int argc, char **argv)
 		case OPT_RANKS:      o.ranks = parse_count(optarg, "--ranks", 1); break;
 		case OPT_RANK:       o.rank = parse_count(optarg, "--rank", 0); break;
 		case OPT_NCCL_ID:    o.nccl_id = optarg; break;
+		case OPT_IN_PLACE:   o.in_place = 1; break;
 		case OPT_JSON:       o.json = 1; break;
 		case OPT_CHECK:      o.check = 1; break;
 		case OPT_EXTERNS:
@@ -368,7 +376,8 @@ alloc_side(fp8rt_context *ctx, const fp8rt_program *prog, int f, int outputs, in
 	s->info = calloc((size_t)n + 1, sizeof *s->info);
 	s->bytes = calloc((size_t)n + 1, sizeof *s->bytes);
 	s->names = calloc((size_t)n + 1, sizeof *s->names);
-	if (!s->t || !s->info || !s->bytes || !s->names)
+	s->lent = calloc((size_t)n + 1, sizeof *s->lent);
+	if (!s->t || !s->info || !s->bytes || !s->names || !s->lent)
 		return fail("out of memory", "host");
 	for (int i = 0; i < n; i++) {
 		fp8rt_tensor_info *info = &s->info[i];
@@ -394,13 +403,33 @@ static void
 free_side(fp8rt_context *ctx, Side *s)
 {
 	for (int i = 0; s->t && i < s->n; i++)
-		fp8rt_free(ctx, s->t[i].data);
+		if (!s->lent || !s->lent[i])
+			fp8rt_free(ctx, s->t[i].data);
 	for (int i = 0; s->names && i < s->n; i++)
 		free(s->names[i]);
 	free(s->t);
 	free(s->info);
 	free(s->bytes);
 	free(s->names);
+	free(s->lent);
+}
+
+/* --in-place: the outputs the program lets share the memory of the input
+ * they update are given it */
+static int
+lend_inputs(fp8rt_context *ctx, const fp8rt_program *prog, int f, FnSides *fs)
+{
+	for (int i = 0; i < fs->out.n; i++) {
+		int in = -1, ok = 0;
+		if (fp8rt_function_output_updates(prog, f, i, &in, &ok) != FP8RT_OK)
+			return fail("signature", fp8rt_last_error(ctx));
+		if (in < 0 || !ok)
+			continue;
+		fp8rt_free(ctx, fs->out.t[i].data);
+		fs->out.t[i].data = fs->in.t[in].data;
+		fs->out.lent[i] = 1;
+	}
+	return 0;
 }
 
 /* Binds program input i to the tensor of the same name in `in`. */
@@ -688,6 +717,8 @@ run(fp8rt_context *ctx, const Options *o, const StFile *in)
 	for (int f = 0; f < nf && rc == 0; f++) {
 		if (!(rc = alloc_side(ctx, prog, f, 0, nf > 1, &fs[f].in)))
 			rc = alloc_side(ctx, prog, f, 1, nf > 1, &fs[f].out);
+		if (rc == 0 && o->in_place)
+			rc = lend_inputs(ctx, prog, f, &fs[f]);
 		nin += fs[f].in.n;
 	}
 	if (rc == 0 && nin && !o->inputs)

@@ -522,13 +522,47 @@ parse_port_words(Parser *p, const Str *w, RtPort *ports, int *count, const char 
 	return FP8RT_OK;
 }
 
-/* input N NAME TYPE, output N NAME TYPE */
+/* input N NAME TYPE */
 static fp8rt_status
 parse_port(Parser *p, const Str *w, int nw, RtPort *ports, int *count, const char *kind)
 {
 	if (nw != 4)
 		return fail(p, "'%s' wants 3 words (%s N NAME TYPE), got %d", kind, kind, nw - 1);
+	ports[*count].updates = -1;
 	return parse_port_words(p, w, ports, count, kind);
+}
+
+/* output N NAME TYPE [updates=I inplace=0|1]   (updates: version 7) */
+static fp8rt_status
+parse_output(Parser *p, const Str *w, int nw)
+{
+	RtFunc *fn = p->fn;
+	int i = p->nout;
+	int64_t in, ip;
+	fp8rt_status st;
+	if (nw == 4)
+		return parse_port(p, w, nw, fn->out, &p->nout, "output");
+	if (nw != 6 || w[4].n < 8 || memcmp(w[4].p, "updates=", 8) || w[5].n < 8 || memcmp(w[5].p, "inplace=", 8))
+		return fail(p, "'output' wants 3 words (output N NAME TYPE) or 5 (... updates=I inplace=0|1), got %d",
+			nw - 1);
+	if (p->plan->version < 7)
+		return fail(p, "output key 'updates' needs plan version 7 (this plan is version %d)", p->plan->version);
+	if ((st = parse_port_words(p, w, fn->out, &p->nout, "output")) ||
+		(st = parse_int(p, (Str){ w[4].p + 8, w[4].n - 8 }, 0, INT32_MAX, "updates", &in)) ||
+		(st = parse_int(p, (Str){ w[5].p + 8, w[5].n - 8 }, 0, 1, "inplace", &ip)))
+		return st;
+	if (in >= p->nin)
+		return fail(p, "output %d: updates=%lld names no input before it", i, (long long)in);
+	const RtType *a = &fn->in[in].type, *b = &fn->out[i].type;
+	if (a->dtype != b->dtype || a->rank != b->rank || memcmp(a->dims, b->dims, (size_t)a->rank * sizeof *a->dims))
+		return fail(
+			p, "output %d: updates input %lld '%s', of another type", i, (long long)in, fn->in[in].name);
+	for (int j = 0; j < i; j++)
+		if (fn->out[j].updates == in)
+			return fail(p, "outputs %d and %d both update input %lld", j, i, (long long)in);
+	fn->out[i].updates = (int)in;
+	fn->out[i].inplace = (int)ip;
+	return FP8RT_OK;
 }
 
 /* state N NAME TYPE from=FUNCTION */
@@ -1808,7 +1842,7 @@ parse_line(Parser *p, const Str *w, int nw, int kind)
 	case L_TARGET:     return parse_target(p, w, nw);
 	case L_STATE:      return parse_state(p, w, nw);
 	case L_INPUT:      return parse_port(p, w, nw, fn->in, &p->nin, "input");
-	case L_OUTPUT:     return parse_port(p, w, nw, fn->out, &p->nout, "output");
+	case L_OUTPUT:     return parse_output(p, w, nw);
 	case L_WORKSPACE:  return parse_workspace(p, w, nw);
 	case L_BUFFER:     return parse_buffer(p, w, nw);
 	case L_LAUNCH:     return parse_launch(p, w, nw, &fn->step[p->nstep]);

@@ -16,7 +16,7 @@
 #include "fp8rt.h"
 
 #define RT_PLAN_VERSION_MIN 1 /* the plan versions this parser reads */
-#define RT_PLAN_VERSION_MAX 6
+#define RT_PLAN_VERSION_MAX 7
 
 typedef struct RtArena RtArena;
 
@@ -41,6 +41,8 @@ typedef struct {
 	RtType type;
 	int line;
 	int from;       /* state: the function that writes it */
+	int updates;    /* output: the input it holds the new values of, or -1 (version 7) */
+	int inplace;    /* output: may be given that input's memory */
 	int64_t offset; /* state: where it lives in a state's allocation */
 } RtPort;
 

@@ -45,13 +45,15 @@ typedef struct {
 typedef struct {
 	const RtFunc *f;
 	int index;
-	CUdeviceptr ws;    /* f->workspace bytes, or 0 */
-	int ws_caller;     /* ws is the caller's (fp8rt_function_set_workspace) */
-	Launch *launch;    /* per step (unused for gemm and copy) */
-	Call *calls;       /* per step (used for call) */
-	int nograph;       /* it calls an extern that cannot be captured */
-	CUevent *ev;       /* per collective: ready (2 id), done (2 id + 1) */
-	CUdeviceptr *ptrs; /* this run's inputs, outputs, then the state's base */
+	CUdeviceptr ws;       /* f->workspace bytes, or 0 */
+	int ws_caller;        /* ws is the caller's (fp8rt_function_set_workspace) */
+	Launch *launch;       /* per step (unused for gemm and copy) */
+	Call *calls;          /* per step (used for call) */
+	int nograph;          /* it calls an extern that cannot be captured */
+	CUevent *ev;          /* per collective: ready (2 id), done (2 id + 1) */
+	CUdeviceptr *ptrs;    /* this run's inputs, outputs, then the state's base */
+	CUdeviceptr *checked; /* the last pointers check_shared passed */
+	int *src, *upd;       /* per output: the input it copies, it may update in place; -1: none */
 	Graph graph[RT_GRAPHS];
 	uint64_t clock;
 } Fn;
@@ -416,6 +418,9 @@ rt_program_free(fp8rt_program *p, fp8rt_status st)
 		free(fn->calls);
 		free(fn->launch);
 		free(fn->ptrs);
+		free(fn->checked);
+		free(fn->src);
+		free(fn->upd);
 		for (int i = 0; fn->ev && i < 2 * fn->f->ncoll; i++)
 			if (fn->ev[i])
 				RELEASE(drv.cuEventDestroy(fn->ev[i]));
@@ -444,7 +449,15 @@ alloc_host(fp8rt_program *p)
 		fn->index = f;
 		ok = (fn->launch = calloc((size_t)pl->func[f].nstep + 1, sizeof *fn->launch)) &&
 			(fn->calls = calloc((size_t)pl->func[f].nstep + 1, sizeof *fn->calls)) &&
-			(fn->ptrs = calloc(nptr, sizeof *fn->ptrs));
+			(fn->ptrs = calloc(nptr, sizeof *fn->ptrs)) &&
+			(fn->checked = calloc(nptr, sizeof *fn->checked)) &&
+			(fn->src = calloc((size_t)pl->func[f].nout + 1, sizeof *fn->src)) &&
+			(fn->upd = calloc((size_t)pl->func[f].nout + 1, sizeof *fn->upd));
+		for (int i = 0; ok && i < pl->func[f].nout; i++) {
+			const RtPort *o = &pl->func[f].out[i];
+			fn->src[i] = rt_plan_output_source(pl, &pl->func[f], i);
+			fn->upd[i] = o->updates >= 0 && o->inplace ? o->updates : -1;
+		}
 		for (int i = 0; ok && i < RT_GRAPHS; i++)
 			ok = (fn->graph[i].ptrs = calloc(nptr, sizeof *fn->graph[i].ptrs)) != NULL;
 	}
@@ -941,21 +954,42 @@ fp8rt_register_extern(fp8rt_context *ctx, const char *name, fp8rt_extern_fn fn, 
 
 /* ---- workspaces ------------------------------------------------------------ */
 
+/* function f's output i, for entry `what`, which writes *input */
+static fp8rt_status
+get_output(const fp8rt_program *p, int f, int i, const int *input, const char *what, const RtFunc **fn)
+{
+	fp8rt_status st = get_func(p, f, what, fn);
+	if (st != FP8RT_OK)
+		return st;
+	if (!input)
+		return rt_err(p->ctx, FP8RT_INVALID_ARGUMENT, "%s: input is NULL", what);
+	if (i < 0 || i >= (*fn)->nout)
+		return rt_err(p->ctx, FP8RT_INVALID_ARGUMENT, "%s: output %d out of range (%s has %d)", what, i,
+			(*fn)->name, (*fn)->nout);
+	return FP8RT_OK;
+}
+
 fp8rt_status
 fp8rt_function_output_source(const fp8rt_program *p, int f, int i, int *input)
 {
 	const RtFunc *fn = NULL;
-	fp8rt_status st = get_func(p, f, "fp8rt_function_output_source", &fn);
+	fp8rt_status st = get_output(p, f, i, input, "fp8rt_function_output_source", &fn);
 	if (st != FP8RT_OK)
 		return st;
-	if (!input)
-		return rt_err(p->ctx, FP8RT_INVALID_ARGUMENT, "fp8rt_function_output_source: input is NULL");
-	if (i < 0 || i >= fn->nout)
-		return rt_err(p->ctx, FP8RT_INVALID_ARGUMENT,
-			"fp8rt_function_output_source: output %d out of range "
-			"(%s has %d)",
-			i, fn->name, fn->nout);
 	*input = rt_plan_output_source(&p->plan, fn, i);
+	return FP8RT_OK;
+}
+
+fp8rt_status
+fp8rt_function_output_updates(const fp8rt_program *p, int f, int i, int *input, int *inplace)
+{
+	const RtFunc *fn = NULL;
+	fp8rt_status st = get_output(p, f, i, input, "fp8rt_function_output_updates", &fn);
+	if (st != FP8RT_OK)
+		return st;
+	*input = fn->out[i].updates;
+	if (inplace)
+		*inplace = fn->out[i].updates >= 0 && fn->out[i].inplace;
 	return FP8RT_OK;
 }
 
@@ -1147,6 +1181,52 @@ check_state(fp8rt_program *p, const Fn *fn, const fp8rt_state *s, const char *wh
 	return FP8RT_OK;
 }
 
+static size_t
+port_bytes(const RtPort *port)
+{
+	return (size_t)rt_type_numel(&port->type) * rt_dtype_size(port->type.dtype);
+}
+
+/* No output shares memory with an input or another output, but one given
+ * exactly the memory of an input it copies (nothing is written there) or
+ * updates in place where the plan allows it (docs/plan.md, "output"); two
+ * copies of one input may both be given it. Checked again only when the
+ * pointers change. */
+static fp8rt_status
+check_shared(fp8rt_program *p, Fn *fn, const fp8rt_tensor *in, const fp8rt_tensor *out, const char *what)
+{
+	const RtFunc *f = fn->f;
+	size_t n = (size_t)(f->nin + f->nout) + 1;
+	if (!memcmp(fn->ptrs, fn->checked, n * sizeof *fn->ptrs))
+		return FP8RT_OK;
+	for (int i = 0; i < f->nout; i++) {
+		uintptr_t a = (uintptr_t)out[i].data;
+		size_t na = port_bytes(&f->out[i]);
+		for (int j = 0; na && j < f->nin + i; j++) {
+			int o = j >= f->nin;
+			const RtPort *port = o ? &f->out[j - f->nin] : &f->in[j];
+			uintptr_t b = (uintptr_t)(o ? out[j - f->nin].data : in[j].data);
+			size_t nb = port_bytes(port);
+			int k = o ? j - f->nin : -1;
+			if (!nb || a + na <= b || b + nb <= a ||
+				(!o && a == b && (fn->src[i] == j || fn->upd[i] == j)) ||
+				(o && a == b && fn->src[i] >= 0 && fn->src[i] == fn->src[k] &&
+					(uintptr_t)in[fn->src[i]].data == a))
+				continue;
+			return rt_err(p->ctx, FP8RT_INVALID_ARGUMENT,
+				"%s: output %d '%s' shares memory with %s %d '%s'%s", what, i, f->out[i].name,
+				o ? "output" : "input", o ? j - f->nin : j, port->name,
+				!o && f->out[i].updates == j
+					? ": it holds that input's new values, but the program reads the input after "
+					  "writing there (the plan's inplace=0); give it memory of its own and copy it back"
+					: ": outputs need memory of their own (fp8rt_function_output_updates and "
+					  "fp8rt_function_output_source name the input whose memory one may take)");
+		}
+	}
+	memcpy(fn->checked, fn->ptrs, n * sizeof *fn->ptrs);
+	return FP8RT_OK;
+}
+
 static fp8rt_status
 check_io(fp8rt_program *p, Fn *fn, const fp8rt_state *s, const fp8rt_tensor *in, int nin, const fp8rt_tensor *out,
 	int nout, const char *what)
@@ -1173,7 +1253,7 @@ check_io(fp8rt_program *p, Fn *fn, const fp8rt_state *s, const fp8rt_tensor *in,
 	for (int i = 0; i < nout; i++)
 		fn->ptrs[nin + i] = (CUdeviceptr)(uintptr_t)out[i].data;
 	fn->ptrs[nin + nout] = s ? s->base : 0;
-	return FP8RT_OK;
+	return check_shared(p, fn, in, out, what);
 }
 
 /* ---- enqueueing a function ---------------------------------------------------- */

@@ -154,6 +154,12 @@ for ptx in "$dir"/ptx/*.ptx; do
 			cmp -s "$got" /tmp/again.safetensors || bad "$name $s: a second run gave other bits"
 		$fp8run "$ptx" "${rk[@]}" --inputs "$in" -o /tmp/nograph.safetensors --no-graph > /dev/null 2>&1 &&
 			cmp -s "$got" /tmp/nograph.safetensors || bad "$name $s: without graphs, other bits"
+		# outputs that may update their inputs in place, in their inputs' memory: the same bits
+		if grep -q '^// output .* inplace=1$' "$ptx"; then
+			$fp8run "$ptx" "${rk[@]}" --inputs "$in" -o /tmp/inplace.safetensors --in-place > /dev/null 2>&1 &&
+				cmp -s "$got" /tmp/inplace.safetensors && echo "ok   $name $s in place" ||
+				bad "$name $s: in place (fp8run --in-place), other bits"
+		fi
 	done
 done
 

@@ -592,6 +592,34 @@ write_file(const char *dir, const char *name, char *text)
 	free(text);
 }
 
+/* DIR/FILE: the test program's inputs, x (f32[N], written as dtype xdt)
+ * and zeros, scales 1 */
+static void
+write_inputs(const char *dir, const char *file, float *x, const char *xdt)
+{
+	static uint8_t zero[32 * 64];
+	static float one = 1;
+	const char *names[6] = { "x", "a", "w", "sa", "sb", "bias" };
+	const char *dts[6] = { xdt, "F8_E4M3", "F8_E4M3", "F32", "F32", "BF16" };
+	int64_t dims[6][2] = { { N, 0 }, { 32, 64 }, { 16, 64 }, { 0, 0 }, { 0, 0 }, { 16, 0 } };
+	int ranks[6] = { 1, 2, 2, 0, 0, 1 };
+	size_t bytes[6] = { N * sizeof *x, 32 * 64, 16 * 64, 4, 4, 32 };
+	void *data[6] = { x, zero, zero, &one, &one, zero };
+	StTensor ts[6];
+	char path[512], err[512];
+	memset(ts, 0, sizeof ts);
+	for (int i = 0; i < 6; i++) {
+		ts[i].name = (char *)names[i];
+		snprintf(ts[i].dtype, sizeof ts[i].dtype, "%s", dts[i]);
+		ts[i].rank = ranks[i];
+		ts[i].dims[0] = dims[i][0], ts[i].dims[1] = dims[i][1];
+		ts[i].nbytes = bytes[i];
+		ts[i].data = data[i];
+	}
+	snprintf(path, sizeof path, "%s/%s", dir, file);
+	cr_assert_eq(st_write(path, ts, 6, err, sizeof err), 0, "%s", err);
+}
+
 /* DIR/in.safetensors: x, f32[N] */
 static void
 write_x(const char *dir, float *x)
@@ -640,31 +668,13 @@ Test(mock, fp8run_collectives)
 
 Test(mock, fp8run_end_to_end)
 {
-	static float x[N], zero16[16 * 64], sc = 1;
+	static float x[N];
 	char dir[] = "/tmp/fp8run_mock_XXXXXX", cmd[2048], out[8192], err[512];
 	cr_assert(mkdtemp(dir));
 	for (int i = 0; i < N; i++)
 		x[i] = (float)i - 512.0f;
 	write_file(dir, "p.ptx", program_text());
-	StTensor ts[6];
-	memset(ts, 0, sizeof ts);
-	const char *names[6] = { "x", "a", "w", "sa", "sb", "bias" };
-	const char *dts[6] = { "F32", "F8_E4M3", "F8_E4M3", "F32", "F32", "BF16" };
-	int64_t dims[6][2] = { { N, 0 }, { 32, 64 }, { 16, 64 }, { 0, 0 }, { 0, 0 }, { 16, 0 } };
-	int ranks[6] = { 1, 2, 2, 0, 0, 1 };
-	size_t bytes[6] = { sizeof x, 32 * 64, 16 * 64, 4, 4, 32 };
-	static uint8_t a8[32 * 64];
-	void *data[6] = { x, a8, zero16, &sc, &sc, zero16 };
-	for (int i = 0; i < 6; i++) {
-		ts[i].name = (char *)names[i];
-		snprintf(ts[i].dtype, sizeof ts[i].dtype, "%s", dts[i]);
-		ts[i].rank = ranks[i];
-		ts[i].dims[0] = dims[i][0], ts[i].dims[1] = dims[i][1];
-		ts[i].nbytes = bytes[i];
-		ts[i].data = data[i];
-	}
-	snprintf(cmd, sizeof cmd, "%s/in.safetensors", dir);
-	cr_assert_eq(st_write(cmd, ts, 6, err, sizeof err), 0, "%s", err);
+	write_inputs(dir, "in.safetensors", x, "F32");
 	snprintf(cmd, sizeof cmd,
 		"FP8RT_LIBCUDA='%s' '%s' %s/p.ptx --inputs %s/in.safetensors -o %s/out.safetensors --iters 5 2>&1",
 		MOCKCUDA_PATH, FP8RUN_PATH, dir, dir, dir);
@@ -724,9 +734,7 @@ Test(mock, fp8run_end_to_end)
 		"%s", out);
 	json_decref(j);
 	/* wrong dtype of an input */
-	snprintf(ts[0].dtype, sizeof ts[0].dtype, "I32");
-	snprintf(cmd, sizeof cmd, "%s/bad.safetensors", dir);
-	cr_assert_eq(st_write(cmd, ts, 6, err, sizeof err), 0, "%s", err);
+	write_inputs(dir, "bad.safetensors", x, "I32");
 	snprintf(cmd, sizeof cmd,
 		"FP8RT_LIBCUDA='%s' '%s' %s/p.ptx --inputs %s/bad.safetensors -o %s/o.safetensors 2>&1", MOCKCUDA_PATH,
 		FP8RUN_PATH, dir, dir, dir);
@@ -866,6 +874,124 @@ Test(mock, fp8run_externs)
 		MOCKCUDA_PATH, FP8RUN_PATH, dir, dir, dir);
 	cr_assert_eq(sh(cmd, out, sizeof out), 1, "%s", out);
 	cr_assert(strstr(out, "fp8run: externs: ") && strstr(out, "nope.so"), "%s", out);
+	snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+	cr_assert_eq(system(cmd), 0);
+}
+
+/* Outputs share memory with nothing but what the plan allows: an output
+ * that updates an input in place (inplace=1) or copies one, given exactly
+ * that input's memory. Anything else that overlaps fails before a launch. */
+Test(mock, outputs_share_only_what_the_plan_allows)
+{
+	fp8rt_context *ctx = mock_context();
+	Io io;
+	make_io(ctx, &io, 0.0f);
+	char *base = program_text(), *v = test_replace(base, "fp8cc-plan 1", "fp8cc-plan 7");
+	char *v7 = test_replace(v, "// target sm_90\n", "// target sm_90\n// function main\n");
+	char *yes = test_replace(v7, "output 0 y f32[1024]", "output 0 y f32[1024] updates=0 inplace=1");
+	char *no = test_replace(v7, "output 0 y f32[1024]", "output 0 y f32[1024] updates=0 inplace=0");
+	fp8rt_program *p = NULL, *q = NULL;
+	CHECK_OK(fp8rt_program_load_data(ctx, yes, strlen(yes), "yes.ptx", &p), ctx);
+	CHECK_OK(fp8rt_program_load_data(ctx, no, strlen(no), "no.ptx", &q), ctx);
+	int input = -2, inplace = -2;
+	CHECK_OK(fp8rt_function_output_updates(p, 0, 0, &input, &inplace), ctx);
+	cr_assert(input == 0 && inplace == 1, "y updates input %d, inplace %d", input, inplace);
+	CHECK_OK(fp8rt_function_output_updates(q, 0, 0, &input, NULL), ctx);
+	cr_assert_eq(input, 0);
+	CHECK_OK(fp8rt_function_output_updates(p, 0, 2, &input, &inplace), ctx);
+	cr_assert(input == -1 && inplace == 0, "xc updates input %d, inplace %d", input, inplace);
+	ASSERT_FAILS(fp8rt_function_output_updates(p, 0, 3, &input, NULL), FP8RT_INVALID_ARGUMENT, ctx,
+		"fp8rt_function_output_updates: output 3 out of range (main has 3)");
+	ASSERT_FAILS(fp8rt_function_output_updates(p, 0, 0, NULL, NULL), FP8RT_INVALID_ARGUMENT, ctx, "input is NULL");
+
+	fp8rt_tensor out[3];
+	memcpy(out, io.out, sizeof out);
+	out[0].data = io.in[0].data; /* y into x: allowed by one plan, not the other */
+	CHECK_OK(fp8rt_run(p, io.in, 6, out, 3, NULL), ctx);
+	CHECK_OK(fp8rt_run(p, io.in, 6, out, 3, NULL), ctx); /* the same pointers: checked once */
+	ASSERT_FAILS(fp8rt_run(q, io.in, 6, out, 3, NULL), FP8RT_INVALID_ARGUMENT, ctx,
+		"fp8rt_run: output 0 'y' shares memory with input 0 'x': it holds that input's new values, but the "
+		"program reads the input after writing there (the plan's inplace=0)");
+	out[2].data = io.in[0].data; /* xc, x's copy, into x as well: two outputs in one place */
+	ASSERT_FAILS(fp8rt_run(p, io.in, 6, out, 3, NULL), FP8RT_INVALID_ARGUMENT, ctx,
+		"fp8rt_run: output 2 'xc' shares memory with output 0 'y': outputs need memory of their own");
+	memcpy(out, io.out, sizeof out);
+	out[2].data = io.in[0].data; /* the copy of x into x alone: allowed */
+	CHECK_OK(fp8rt_run(q, io.in, 6, out, 3, NULL), ctx);
+	out[2].data = (char *)io.in[0].data + 16; /* overlapping, not the same */
+	ASSERT_FAILS(fp8rt_run(q, io.in, 6, out, 3, NULL), FP8RT_INVALID_ARGUMENT, ctx,
+		"output 2 'xc' shares memory with input 0 'x'");
+	memcpy(out, io.out, sizeof out);
+	out[1].data = io.in[1].data; /* d (bf16[32,16]) over a (f8[32,64]): unrelated */
+	ASSERT_FAILS(fp8rt_run(p, io.in, 6, out, 3, NULL), FP8RT_INVALID_ARGUMENT, ctx,
+		"output 1 'd' shares memory with input 1 'a'");
+	out[1].data = (char *)io.out[0].data + 1024; /* d inside y */
+	ASSERT_FAILS(fp8rt_run(p, io.in, 6, out, 3, NULL), FP8RT_INVALID_ARGUMENT, ctx,
+		"output 1 'd' shares memory with output 0 'y'");
+	CHECK_OK(fp8rt_run(p, io.in, 6, io.out, 3, NULL), ctx);
+
+	/* the key needs version 7, an input before it of the same type, once */
+	const char *bad[][2] = {
+		{ "output 0 y f32[1024] updates=0 inplace=1", "1" },
+		{ "output 0 y f32[1024] updates=3 inplace=1", "7" },
+		{ "output 0 y f32[1024] updates=9 inplace=1", "7" },
+		{ "output 0 y f32[1024] updates=0 inplace=2", "7" },
+		{ "output 0 y f32[1024] inplace=1 updates=0", "7" },
+	};
+	const char *why[] = { "output key 'updates' needs plan version 7", "updates input 3 'sa', of another type",
+		"updates=9 names no input before it", "inplace", "'output' wants 3 words" };
+	for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+		char *t = test_replace(*bad[i][1] == '7' ? v7 : base, "output 0 y f32[1024]", bad[i][0]);
+		fp8rt_program *r = NULL;
+		ASSERT_FAILS(
+			fp8rt_program_load_data(ctx, t, strlen(t), "bad.ptx", &r), FP8RT_BAD_PROGRAM, NULL, why[i]);
+		free(t);
+	}
+	char *t = test_replace(yes, "output 2 xc f32[1024]", "output 2 xc f32[1024] updates=0 inplace=0");
+	fp8rt_program *r = NULL;
+	ASSERT_FAILS(fp8rt_program_load_data(ctx, t, strlen(t), "bad.ptx", &r), FP8RT_BAD_PROGRAM, NULL,
+		"outputs 0 and 2 both update input 0");
+	free(t);
+	free(base), free(v), free(v7), free(yes), free(no);
+	fp8rt_program_destroy(p);
+	fp8rt_program_destroy(q);
+	free_io(ctx, &io);
+	fp8rt_context_destroy(ctx);
+}
+
+/* fp8run --in-place: y, which updates x in place, is given x's memory; the
+ * file's y is read from there. xc, x copied after y is written (a plan the
+ * compiler would mark inplace=0, written here by hand), shows where y went. */
+Test(mock, fp8run_in_place)
+{
+	static float x[N];
+	char dir[] = "/tmp/fp8run_mock_XXXXXX", cmd[2048], out[8192], err[512];
+	cr_assert(mkdtemp(dir));
+	for (int i = 0; i < N; i++)
+		x[i] = (float)i - 512.0f;
+	char *base = program_text(), *v = test_replace(base, "fp8cc-plan 1", "fp8cc-plan 7");
+	char *v7 = test_replace(v, "// target sm_90\n", "// target sm_90\n// function main\n");
+	char *u = test_replace(v7, "output 0 y f32[1024]", "output 0 y f32[1024] updates=0 inplace=1");
+	write_file(dir, "p.ptx", u); /* and frees it */
+	free(base), free(v), free(v7);
+	write_inputs(dir, "in.safetensors", x, "F32");
+	for (int in_place = 0; in_place < 2; in_place++) {
+		snprintf(cmd, sizeof cmd,
+			"FP8RT_LIBCUDA='%s' '%s' %s/p.ptx --inputs %s/in.safetensors -o %s/out.safetensors%s 2>&1",
+			MOCKCUDA_PATH, FP8RUN_PATH, dir, dir, dir, in_place ? " --in-place" : "");
+		cr_assert_eq(sh(cmd, out, sizeof out), 0, "%s\n%s", cmd, out);
+		StFile res;
+		snprintf(cmd, sizeof cmd, "%s/out.safetensors", dir);
+		cr_assert_eq(st_read(cmd, &res, err, sizeof err), 0, "%s", err);
+		const StTensor *y = st_find(&res, "y"), *xc = st_find(&res, "xc");
+		cr_assert(y && xc, "outputs y, xc");
+		for (int i = 0; i < N; i++) {
+			cr_assert_eq(((const float *)y->data)[i], 2 * x[i], "in place %d: y[%d]", in_place, i);
+			cr_assert_eq(((const float *)xc->data)[i], (in_place ? 2 : 1) * x[i], "in place %d: xc[%d]",
+				in_place, i);
+		}
+		st_free(&res);
+	}
 	snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
 	cr_assert_eq(system(cmd), 0);
 }

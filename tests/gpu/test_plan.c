@@ -136,7 +136,7 @@ typedef struct {
 
 static const BadPlan bad_plans[] = {
 	{ 15, "lanch k0 grid=0 block=256 smem=0 coop=0 args=in:0", FP8RT_BAD_PROGRAM, "unknown plan line 'lanch'", 15 },
-	{ 1, "fp8cc-plan 7", FP8RT_BAD_PROGRAM, "plan version 7; this runtime reads versions 1 to 6", 1 },
+	{ 1, "fp8cc-plan 8", FP8RT_BAD_PROGRAM, "plan version 8; this runtime reads versions 1 to 7", 1 },
 	{ 1, "fp8cc-plan one", FP8RT_BAD_PROGRAM, "not a non-negative integer", 1 },
 	{ 2, "", FP8RT_BAD_PROGRAM, "missing 'target' line", 1 },
 	{ 2, "target gfx90a", FP8RT_BAD_PROGRAM, "bad target 'gfx90a'", 2 },
@@ -306,9 +306,9 @@ Test(plan, rejects_bad_files)
 
 Test(plan, version_mismatch_message)
 {
-	char *ptx = test_program_ptx(1, "fp8cc-plan 7");
+	char *ptx = test_program_ptx(1, "fp8cc-plan 8");
 	cr_assert_eq(fp8rt_program_check(ptx, strlen(ptx), "v4.ptx"), FP8RT_BAD_PROGRAM);
-	cr_assert_str_eq(fp8rt_last_error(NULL), "v4.ptx:1: plan version 7; this runtime reads versions 1 to 6");
+	cr_assert_str_eq(fp8rt_last_error(NULL), "v4.ptx:1: plan version 8; this runtime reads versions 1 to 7");
 	free(ptx);
 }
 

@@ -104,12 +104,12 @@ Test(api, versions)
 	cr_assert_eq(FP8RT_VERSION, FP8RT_VERSION_MAJOR * 10000 + FP8RT_VERSION_MINOR * 100 + FP8RT_VERSION_PATCH);
 	int lo = -1, hi = -1;
 	fp8rt_plan_versions(&lo, &hi);
-	cr_assert(lo == 1 && hi == 6, "plan versions %d..%d", lo, hi);
+	cr_assert(lo == 1 && hi == 7, "plan versions %d..%d", lo, hi);
 	fp8rt_plan_versions(NULL, NULL);
 	/* the first one it does not read is refused, as docs/plan.md says */
-	char *ptx = test_program_ptx(1, "fp8cc-plan 7");
+	char *ptx = test_program_ptx(1, "fp8cc-plan 8");
 	ASSERT_FAILS(fp8rt_program_check(ptx, strlen(ptx), "v4.ptx"), FP8RT_BAD_PROGRAM, NULL,
-		"plan version 7; this runtime reads versions 1 to 6");
+		"plan version 8; this runtime reads versions 1 to 7");
 	free(ptx);
 }
 
@@ -210,7 +210,7 @@ Test(fp8run, help_and_version)
 	cr_assert_eq(fp8run("", "-h 2>/dev/null", out, sizeof out), 0, "%s", out);
 	cr_assert(!strncmp(out, "usage: fp8run", 13), "%s", out);
 	cr_assert_eq(fp8run("", "--version", out, sizeof out), 0, "%s", out);
-	snprintf(want, sizeof want, "fp8run %d.%d.%d (libfp8rt %d.%d.%d, plan versions 1..6)\n", FP8RT_VERSION_MAJOR,
+	snprintf(want, sizeof want, "fp8run %d.%d.%d (libfp8rt %d.%d.%d, plan versions 1..7)\n", FP8RT_VERSION_MAJOR,
 		FP8RT_VERSION_MINOR, FP8RT_VERSION_PATCH, FP8RT_VERSION_MAJOR, FP8RT_VERSION_MINOR,
 		FP8RT_VERSION_PATCH);
 	cr_assert_str_eq(out, want);
