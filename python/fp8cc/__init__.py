@@ -466,9 +466,12 @@ class State:
 class Function:
     """One function of a program: .name, .inputs and .outputs (TensorInfo),
     .workspace_bytes, .sources (per output: the number of the input it is a
-    copy of — a trace that returns its inputs — or None). Calling it runs
-    it; an output that is a copy of an input is, unless `out` is given, that
-    input's array itself (nothing is copied)."""
+    copy of — a trace that returns its inputs — or None), .updates (per
+    output: (i, shares) if it holds the new values of input i, which the
+    trace updates in place — shares: whether it may be written in i's
+    memory — or None). Calling it runs it; an output that is a copy of an
+    input is, unless `out` is given, that input's array itself (nothing is
+    copied), and so, with in_place=True, is an output that updates one."""
 
     def __init__(self, program, index):
         self.program, self.index = program, index
@@ -481,13 +484,15 @@ class Function:
         for i in range(ni.value):
             _check(_lib.fp8rt_function_input(p, index, i, ctypes.byref(ti)))
             self.inputs.append(_info(ti))
-        src = ctypes.c_int()
-        self.sources = []
+        src, shares = ctypes.c_int(), ctypes.c_int()
+        self.sources, self.updates = [], []
         for i in range(no.value):
             _check(_lib.fp8rt_function_output(p, index, i, ctypes.byref(ti)))
             self.outputs.append(_info(ti))
             _check(_lib.fp8rt_function_output_source(p, index, i, ctypes.byref(src)))
             self.sources.append(src.value if src.value >= 0 else None)
+            _check(_lib.fp8rt_function_output_updates(p, index, i, ctypes.byref(src), ctypes.byref(shares)))
+            self.updates.append((src.value, bool(shares.value)) if src.value >= 0 else None)
         ws = ctypes.c_size_t()
         _check(_lib.fp8rt_function_workspace(p, index, ctypes.byref(ws)))
         self.workspace_bytes = ws.value
@@ -526,15 +531,35 @@ class Function:
             ptrs.append(ptr)
         return ptrs
 
-    def _bind(self, inputs, out, stream):
+    def _made(self, inputs, in_place):
+        """the outputs of a call that gives none: an input where the output
+        is its copy — but for an input updated in place — or (in_place) its
+        update"""
+        prog, outs = self.program, []
+        updated = {u[0] for u in self.updates if u is not None} if in_place else set()
+        for k, (o, j, u) in enumerate(zip(self.outputs, self.sources, self.updates)):
+            if in_place and u is not None and not u[1]:
+                i = self.inputs[u[0]]
+                raise ValueError(f"{prog.name}: {self.name} output {k} '{o.name}' updates input {u[0]} "
+                                 f"'{i.name}', but the program reads that input after writing there: it "
+                                 "cannot run in place; call it with in_place=False and copy the output back")
+            if in_place and u is not None:
+                j = u[0]
+            elif j in updated:
+                j = None
+            outs.append(inputs[j] if j is not None else prog.allocate(o.dtype, o.shape))
+        return tuple(outs)
+
+    def _bind(self, inputs, out, stream, in_place=False):
         """checks the arrays and sets their pointers in the descriptors"""
         prog = self.program
         prog.need_open()
+        if in_place and out is not None:
+            raise ValueError(f"{prog.name}: {self.name}: give `out` or in_place=True, not both")
         s = _stream(stream if stream is not None or prog.stream is None else prog.stream())
         keep = []
         ptrs = self._pointers(inputs, self.inputs, "inputs", s, keep)
-        outs = tuple(out) if out is not None else tuple(
-            inputs[j] if j is not None else prog.allocate(o.dtype, o.shape) for o, j in zip(self.outputs, self.sources))
+        outs = tuple(out) if out is not None else self._made(inputs, in_place)
         optrs = self._pointers(outs, self.outputs, "outputs", s, keep)
         for i, p in enumerate(ptrs):   # only the pointers: pad bytes would overwrite the rest
             _PTR.pack_into(self._tin, i * _TENSOR_SIZE, p)
@@ -558,18 +583,21 @@ class Function:
         n = 1 + len(self.inputs) + len(self.outputs)
         return run, (ctypes.c_uint64 * n).from_address(_lib.fp8rt_prepared_slots(run))
 
-    def __call__(self, *inputs, out=None, state=None, stream=None):
+    def __call__(self, *inputs, out=None, state=None, stream=None, in_place=False):
         """Run it on `stream` (an int CUstream or a stream object; None:
         the legacy default stream) with `state` (None: the program's
-        default one); returns its outputs, a tuple (`out` when given)."""
-        outs, s, keep = self._bind(inputs, out, stream)
+        default one); returns its outputs, a tuple (`out` when given).
+        in_place: the inputs the trace updates in place are updated (each
+        such output is its input; ValueError, before anything runs, if
+        the program cannot write one there — .updates says which can)."""
+        outs, s, keep = self._bind(inputs, out, stream, in_place)
         _check(_lib.fp8rt_run_function(self.program._prog, self.index, state._st if state else None, self._tin,
                                        len(self.inputs), self._tout, len(outs), s), self.program.context._ctx)
         return outs
 
-    def time(self, *inputs, out=None, state=None, stream=None, warmup=3, iters=20):
+    def time(self, *inputs, out=None, state=None, stream=None, warmup=3, iters=20, in_place=False):
         """Microseconds of each of `iters` runs (after `warmup`), with CUDA events."""
-        outs, s, keep = self._bind(inputs, out, stream)
+        outs, s, keep = self._bind(inputs, out, stream, in_place)
         us = (ctypes.c_float * iters)()
         _check(_lib.fp8rt_time_function(self.program._prog, self.index, state._st if state else None, self._tin,
                                         len(self.inputs), self._tout, len(outs), s, warmup, iters, us),

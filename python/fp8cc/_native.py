@@ -73,6 +73,7 @@ _SIG = {
     "fp8rt_function_input": (_I, [_P, _I, _I, ctypes.POINTER(TensorInfo)]),
     "fp8rt_function_output": (_I, [_P, _I, _I, ctypes.POINTER(TensorInfo)]),
     "fp8rt_function_output_source": (_I, [_P, _I, _I, ctypes.POINTER(ctypes.c_int)]),
+    "fp8rt_function_output_updates": (_I, [_P, _I, _I, ctypes.POINTER(ctypes.c_int), ctypes.POINTER(ctypes.c_int)]),
     "fp8rt_function_workspace": (_I, [_P, _I, ctypes.POINTER(ctypes.c_size_t)]),
     "fp8rt_function_set_workspace": (_I, [_P, _I, _P, ctypes.c_size_t]),
     "fp8rt_program_state_count": (_I, [_P]),

@@ -139,8 +139,9 @@ def _quick_class(f, raw, index):
     # that input, as Function._bind makes it
     made = ", ".join(f"i{j}" if j is not None else f"empty(s{len(ins) + k}, dtype=d{len(ins) + k}, device=D)"
                      for k, j in enumerate(f.sources))
-    lines = ["def __call__(self, *inputs, out=None, state=None, stream=None):",
-             "    if state is None and stream is None and prog.stream is getter and prog._prog is not None:",
+    lines = ["def __call__(self, *inputs, out=None, state=None, stream=None, in_place=False):",
+             "    if not in_place and state is None and stream is None and prog.stream is getter and "
+             "prog._prog is not None:",
              "        try:"]
     if ins:
         lines.append(f"            {', '.join(ins)}, = inputs")
@@ -165,7 +166,7 @@ def _quick_class(f, raw, index):
                 f"renew({', '.join(every)})):",
                 f"    {', '.join(ptrs)} = {', '.join(x + '.data_ptr()' for x in every)}"] + ["    " + b for b in body]
     lines += ["            " + b for b in body]
-    lines.append("    return general(self, *inputs, out=out, state=state, stream=stream)")
+    lines.append("    return general(self, *inputs, out=out, state=state, stream=stream, in_place=in_place)")
     exec("\n".join(lines), env)
     return type(f"Function_{f.index}", (fp8cc.Function,), {"__call__": env["__call__"], "__slots__": ()})
 

@@ -67,6 +67,19 @@ COPIES = """// fp8cc-plan 2
 // end-plan
 """ + PTX
 
+# x updated in place to n (x_updated), after old = x: copies only
+UPDATES = """// fp8cc-plan 7
+// target sm_90
+// function main
+// input 0 x f32[2,3]
+// input 1 n f32[2,3]
+// output 0 x_updated f32[2,3] updates=0 inplace=1
+// output 1 old f32[2,3]
+// copy dst=out:1 src=in:0 bytes=24
+// copy dst=out:0 src=in:1 bytes=24
+// end-plan
+""" + PTX
+
 # y = all_gather(x) over one rank
 GATHER = """// fp8cc-plan 5
 // target sm_90
@@ -198,6 +211,34 @@ class Binding(unittest.TestCase):
         z2 = array(self.ctx, [0.0] * 32, (4, 8))
         prog(x, out=(y, z2))   # given, it is written
         self.assertEqual(values(z2), [float(i) for i in range(32)])
+
+    def test_updates_in_place(self):
+        prog = fp8cc.load(UPDATES.encode(), context=self.ctx)
+        f = prog.functions[0]
+        self.assertEqual(f.updates, [(0, True), None])
+        x = array(self.ctx, [float(i) for i in range(6)], (2, 3))
+        n = array(self.ctx, [10.0 + i for i in range(6)], (2, 3))
+        xu, old = prog(x, n)   # functional: x stays
+        self.assertIsNot(xu, x)
+        self.assertEqual(values(xu), [10.0 + i for i in range(6)])
+        self.assertEqual(values(x), [float(i) for i in range(6)])
+        xu, old = prog(x, n, in_place=True)   # x itself is updated
+        self.assertIs(xu, x)
+        self.assertEqual(values(x), [10.0 + i for i in range(6)])
+        self.assertEqual(values(old), [float(i) for i in range(6)])
+        with self.assertRaisesRegex(ValueError, "give `out` or in_place=True, not both"):
+            prog(x, n, out=(xu, old), in_place=True)
+        with self.assertRaisesRegex(fp8cc.Error, "output 1 'old' shares memory with input 1 'n'"):
+            prog(x, n, out=(xu, n))
+        prog.close()
+        no = fp8cc.load(UPDATES.replace("inplace=1", "inplace=0").encode(), context=self.ctx)
+        self.assertEqual(no.functions[0].updates, [(0, False), None])
+        with self.assertRaisesRegex(ValueError, "output 0 'x_updated' updates input 0 'x', but the program "
+                                                "reads that input after writing there"):
+            no(x, n, in_place=True)
+        with self.assertRaisesRegex(fp8cc.Error, "the plan's inplace=0"):
+            no(x, n, out=(x, old))
+        no.close()
 
     def test_extern_without_graph_runs_every_time(self):
         calls = []
