@@ -193,27 +193,50 @@ note_access(Cg *c, uint32_t v, LLVMValueRef base, LLVMValueRef *coords, bool sto
 	}
 }
 
+/* how many of the kernel's inputs (outputs) live where x does; *other: one
+ * of them is not x (a view of it, which the notes would miss) */
+static uint32_t
+at_loc(Cg *c, uint32_t x, bool outs, bool *other)
+{
+	const Kernel *k = &c->fn->kernels[c->k];
+	Loc l = c->plan->loc[x], m;
+	uint32_t n = 0;
+
+	for (uint32_t j = 0; j < (outs ? k->nouts : k->nins); j++) {
+		uint32_t w = c->fn->argv[(outs ? k->outs : k->ins) + j];
+
+		m = c->plan->loc[w];
+		if (m.kind == l.kind && m.idx == l.idx) {
+			n++;
+			*other |= w != x;
+		}
+	}
+	return n;
+}
+
 /* the pairs the kernel checks: returned values it writes that update a
  * parameter it reads; one it does not read shares already */
 static void
 inplace_begin(Cg *c)
 {
 	Func *fn = c->fn;
-	const Kernel *k = &fn->kernels[c->k];
 
 	c->nip = 0;
 	c->ip = arena_alloc(fn->arena, (fn->nrets + 1) * sizeof *c->ip);
 	c->phase = c->group = c->body = 0;
 	c->seq = 1;
 	for (uint32_t i = 0; i < fn->nrets; i++) {
-		uint32_t v = fn->rets[i], u, j;
+		uint32_t v = fn->rets[i], u, reads;
+		bool other = false;
 
 		if (fn->rupd[i] < 0 || !cg_in_kernel(c, v) || is_reduce(c, v))
 			continue;
 		u = fn->params[fn->rupd[i]];
-		for (j = 0; j < k->nins && fn->argv[k->ins + j] != u; j++)
-			;
-		if (j < k->nins)
+		reads = at_loc(c, u, false, &other);
+		at_loc(c, v, true, &other);
+		if (other)
+			continue;
+		if (reads)
 			c->ip[c->nip++] = (Inplace){ .v = v, .u = u };
 		else
 			plan_add_shared(c->fn, c->plan, v, u);
