@@ -75,14 +75,7 @@ def step(p):
         w = p.pick(lambda u: u[1] == dt and (u[2] == shape or u[2] == ()))
         if w is None or (w[2] == () and shape == ()):
             w = (p.new(f"full {r.choice([0.5, -448, 1e-12, 3, 2.5])}", dt, ()), dt, ())
-        args = [name, w[0]] if r.random() < 0.5 else [w[0], name]
-        if r.random() < 0.3:
-            c = p.new(f"{r.choice(COMPARE)} %{args[0]}, %{args[1]}", "b8", shape)
-            p.new(f"where %{c}, %{args[0]}, %{args[1]}", dt, shape)
-        elif dt in ("f32", "f64") and r.random() < 0.15:
-            p.new(f"fma %{args[0]}, %{args[1]}, %{name}", dt, shape)
-        else:
-            p.new(f"{r.choice(BINARY)} %{args[0]}, %{args[1]}", dt, shape)
+        combine(p, name, w[0], dt, shape)
     elif kind < 0.6:
         to = r.choice(FLOATS + ["f8e4m3fn", "f8e5m2", "i32"])
         c = p.new(f"convert_element_type %{name}", to, shape)
@@ -126,6 +119,20 @@ def step(p):
         s = p.new("full 0.25", "f32", [])
         p.new(f"scaled_mm %{a}, %{bt}, %{s}, %{s}{' fast_accum' if r.random() < 0.5 else ''}",
               r.choice(["bf16", "f32"]), [m, n])
+
+
+def combine(p, name, other, dt, shape):
+    """name with other, in either order: a compare and its where, an fma
+    (f32, f64) or a binary op"""
+    r = p.rng
+    args = [name, other] if r.random() < 0.5 else [other, name]
+    if r.random() < 0.3:
+        c = p.new(f"{r.choice(COMPARE)} %{args[0]}, %{args[1]}", "b8", shape)
+        p.new(f"where %{c}, %{args[0]}, %{args[1]}", dt, shape)
+    elif dt in ("f32", "f64") and r.random() < 0.15:
+        p.new(f"fma %{args[0]}, %{args[1]}, %{name}", dt, shape)
+    else:
+        p.new(f"{r.choice(BINARY)} %{args[0]}, %{args[1]}", dt, shape)
 
 
 def gpu_step(p, name, dt, shape):
@@ -488,14 +495,7 @@ def rows_body(p):
                 w = (p.new(f"broadcast_in_dim %{v[0]} [{','.join(map(str, at))}]", dt, sp),)
         if w is None:
             w = (p.new(f"full {r.choice([0.5, -448, 1e-12, 3, 2.5])}", dt, ()),)
-        args = [name, w[0]] if r.random() < 0.5 else [w[0], name]
-        if r.random() < 0.3:
-            c = p.new(f"{r.choice(COMPARE)} %{args[0]}, %{args[1]}", "b8", shape)
-            p.new(f"where %{c}, %{args[0]}, %{args[1]}", dt, shape)
-        elif dt in ("f32", "f64") and r.random() < 0.15:
-            p.new(f"fma %{args[0]}, %{args[1]}, %{name}", dt, shape)
-        else:
-            p.new(f"{r.choice(BINARY)} %{args[0]}, %{args[1]}", dt, shape)
+        combine(p, name, w[0], dt, shape)
 
 
 def numel(shape):
