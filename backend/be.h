@@ -50,6 +50,12 @@ typedef struct {
 	uint32_t idx; /* input, output, buffer or state slot number */
 } Loc;
 
+static inline bool
+same_loc(Loc a, Loc b)
+{
+	return a.kind == b.kind && a.idx == b.idx;
+}
+
 typedef struct {
 	uint32_t value; /* the value it holds first (dtype, shape, layout); IR_NONE for scratch */
 	int64_t offset, bytes;

@@ -178,10 +178,11 @@ note_access(Cg *c, uint32_t v, LLVMValueRef base, LLVMValueRef *coords, bool sto
 {
 	for (uint32_t i = 0; i < c->nip; i++) {
 		Inplace *ip = &c->ip[i];
-		Access a = { c->phase, c->group, c->body, c->seq, c->space_lin, at_space_index(c, v, coords) };
+		Access a;
 
 		if ((store ? ip->v : ip->u) != v || base != c->ptr_of[v])
 			continue;
+		a = (Access){ c->phase, c->group, c->body, c->seq, c->space_lin, at_space_index(c, v, coords) };
 		c->seq++;
 		if (store) {
 			arena_grow(c->fn->arena, (void **)&ip->st, &ip->capst, ip->nst + 1, sizeof a);
@@ -199,14 +200,13 @@ static uint32_t
 at_loc(Cg *c, uint32_t x, bool outs, bool *other)
 {
 	const Kernel *k = &c->fn->kernels[c->k];
-	Loc l = c->plan->loc[x], m;
+	Loc l = c->plan->loc[x];
 	uint32_t n = 0;
 
 	for (uint32_t j = 0; j < (outs ? k->nouts : k->nins); j++) {
 		uint32_t w = c->fn->argv[(outs ? k->outs : k->ins) + j];
 
-		m = c->plan->loc[w];
-		if (m.kind == l.kind && m.idx == l.idx) {
+		if (same_loc(c->plan->loc[w], l)) {
 			n++;
 			*other |= w != x;
 		}

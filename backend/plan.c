@@ -297,12 +297,6 @@ input_number(Func *fn, uint32_t i)
 }
 
 static bool
-same_loc(Loc a, Loc b)
-{
-	return a.kind == b.kind && a.idx == b.idx;
-}
-
-static bool
 any_at(const Plan *p, const uint32_t *vs, uint32_t n, Loc l)
 {
 	for (uint32_t i = 0; i < n; i++)
@@ -315,7 +309,7 @@ any_at(const Plan *p, const uint32_t *vs, uint32_t n, Loc l)
 static bool
 touches(Func *fn, const Plan *p, const Step *st, Loc l, bool write)
 {
-	const Instr *in = &fn->ins[st->index];
+	const Instr *in;
 	const Kernel *k;
 
 	switch (st->kind) {
@@ -325,6 +319,7 @@ touches(Func *fn, const Plan *p, const Step *st, Loc l, bool write)
 	case STEP_COPY: return same_loc(write ? st->dst : st->src, l);
 	case STEP_WAIT: return false;
 	default:
+		in = &fn->ins[st->index];
 		if (!write)
 			return any_at(p, ir_args(fn, in), in->nargs, l);
 		for (uint32_t r = 0; r < (in->op == OP_EXTERN ? in->ext->nres : 1); r++)
