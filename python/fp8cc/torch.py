@@ -383,7 +383,11 @@ class Function:
     with the saved tensors kept in a state of the program's (one per call
     in flight). The backward's gradients go, in order, to the inputs that
     require grad — as Thunder's backward returns them, None for the
-    others — so call it with the requires_grad of the traced module."""
+    others — so call it with the requires_grad of the traced module. An
+    input the forward updates in place (a batch norm's running statistics,
+    a copy_ into an input) is updated, as Thunder does: in its own memory
+    where the program can write it there, else copied back; those outputs
+    are not among step's results."""
 
     def __init__(self, source, device=None, forward="forward", backward="backward", externs=True):
         self.program = load(source, device, externs)
@@ -397,12 +401,29 @@ class Function:
     def _state(self):
         return self._states.pop() if self._states else self.program.new_state()
 
+    def _run(self, inputs, state):
+        """the forward's outputs but those that update an input, which
+        update it: in place when every one can be (and the input is
+        contiguous, so that its memory is the one the program gets)"""
+        fwd = self.forward
+        ins = [x.contiguous() for x in inputs]
+        upd = [(k, u[0], u[1]) for k, u in enumerate(fwd.updates) if u is not None]
+        in_place = bool(upd) and all(shares and ins[i] is inputs[i] for _, i, shares in upd)
+        outs = fwd(*ins, state=state, in_place=in_place)
+        for k, i, _ in upd:
+            if outs[k] is inputs[i]:   # written by the program: tell autograd it changed
+                torch.autograd.graph.increment_version(inputs[i])
+            else:
+                inputs[i].copy_(outs[k])
+        skip = {k for k, _, _ in upd}
+        return tuple(o for k, o in enumerate(outs) if k not in skip)
+
 
 class _Step(torch.autograd.Function):
     @staticmethod
     def forward(ctx, step, *inputs):
         ctx.step, ctx.state = step, step._state()
-        return tuple(step.forward(*[x.contiguous() for x in inputs], state=ctx.state))
+        return step._run(inputs, ctx.state)
 
     @staticmethod
     def backward(ctx, *grads):

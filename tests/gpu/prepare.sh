@@ -82,6 +82,7 @@ done
 # (test_python.py runs it and the next two with fp8cc.torch's externs)
 mkdir -p "$out/extra"
 "$fp8cc" examples/extern_gram.trace -o "$out/extra/gram.ptx" 2>/dev/null
+"$fp8cc" tests/gpu/running_stats.ir -o "$out/extra/running_stats.ptx"
 "$fp8cc" tests/real/10_apex_cross_entropy_fwdbwd.trace -o "$out/extra/real_10.ptx" 2>/dev/null
 # the real traces 08 (apex xentropy, forward and backward) and 15 (unsloth's
 # RoPE backward, with its signature): fp8cc.torch's externs

@@ -6,6 +6,7 @@ externs) runs with fp8cc.torch's torch implementations and matches torch's
 autograd of F.cross_entropy; the CPU-offloading MLP pair (real traces 18 +
 19: 100 layers of linear and ReLU, offloading kept on the GPU) trains
 through fp8cc.torch.Function with torch autograd's output and gradients;
+a step that updates its running mean updates the caller's tensor;
 the Llama-2 forward (real trace 14, its 16 attention calls done by torch's
 efficient attention) runs on random weights: finite logits, the same bits
 on a replay, and its time.
@@ -275,6 +276,36 @@ def offload_pair(d):
           f"(relative Frobenius {err_out:.1e}, worst gradient {err_grad:.1e})")
 
 
+def running_stats(d):
+    """an input the forward updates (tests/gpu/running_stats.ir: a running
+    mean) is updated by fp8cc.torch.Function as Thunder would: in its own
+    memory (the plan says inplace=1), or copied back into a strided view"""
+    step = ft.Function(f"{d}/extra/running_stats.ptx")
+    check(step.forward.updates[1] == (2, True), f"running_stats: r_updated updates input 2 in place "
+          f"({step.forward.updates})")
+    torch.manual_seed(5)
+    x = torch.randn(64, 32, device="cuda", requires_grad=True)
+    w = torch.randn(32, device="cuda", requires_grad=True)
+    g = torch.randn(64, 32, device="cuda")
+    for strided in (False, True):
+        base = torch.randn(64, device="cuda")
+        r = base[::2] if strided else base[:32]
+        r0, other, ptr, version = r.clone(), base[1::2].clone(), r.data_ptr(), r._version
+        x.grad = w.grad = None
+        y = step(x, w, r)
+        y.backward(g)
+        want = r0 * 0.9 + x.detach().sum(0) * 0.1 / 64
+        how = "copied back into a strided view" if strided else "in its own memory"
+        # the sum over 64 rows in another order than torch's: f32 rounding
+        check(torch.is_tensor(y) and torch.equal(y, x.detach() * w.detach()) and
+              r.data_ptr() == ptr and r._version > version and rel(r, want) <= 1e-6 and
+              (not strided or torch.equal(base[1::2], other)),
+              f"running_stats through fp8cc.torch.Function: y = x*w bit-exact, the running mean updated {how} "
+              f"(relative Frobenius {rel(r, want):.1e}), one result")
+        check(torch.equal(x.grad, g * w.detach()) and rel(w.grad, (g * x.detach()).sum(0)) <= 1e-6,
+              f"running_stats: x's gradient bit-exact, w's within f32 rounding ({rel(w.grad, (g * x.detach()).sum(0)):.1e})")
+
+
 def llama_forward(d):
     prog = ft.load(f"{d}/extra/real_14.ptx")
     f = prog[0]
@@ -342,6 +373,7 @@ def main():
     xentropy(d)
     rope_backward(d)
     offload_pair(d)
+    running_stats(d)
     llama_forward(d)
     sys.exit(1 if fails else 0)
 
