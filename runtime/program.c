@@ -41,6 +41,13 @@ typedef struct {
 	fp8rt_tensor *ins, *outs;
 } Call;
 
+/* An output's memory, for check_shared. */
+typedef struct Span {
+	uintptr_t a;
+	size_t n;
+	int out;
+} Span;
+
 /* A plan function, loaded. */
 typedef struct {
 	const RtFunc *f;
@@ -54,6 +61,8 @@ typedef struct {
 	CUdeviceptr *ptrs;    /* this run's inputs, outputs, then the state's base */
 	CUdeviceptr *checked; /* the last pointers check_shared passed */
 	int *src, *upd;       /* per output: the input it copies, it may update in place; -1: none */
+	size_t *bytes;        /* per input, then per output: its size */
+	Span *span;           /* per output: check_shared's scratch */
 	Graph graph[RT_GRAPHS];
 	uint64_t clock;
 } Fn;
@@ -421,6 +430,8 @@ rt_program_free(fp8rt_program *p, fp8rt_status st)
 		free(fn->checked);
 		free(fn->src);
 		free(fn->upd);
+		free(fn->bytes);
+		free(fn->span);
 		for (int i = 0; fn->ev && i < 2 * fn->f->ncoll; i++)
 			if (fn->ev[i])
 				RELEASE(drv.cuEventDestroy(fn->ev[i]));
@@ -435,6 +446,12 @@ rt_program_free(fp8rt_program *p, fp8rt_status st)
 	free(p->name);
 	free(p);
 	return st;
+}
+
+static size_t
+port_bytes(const RtPort *port)
+{
+	return (size_t)rt_type_numel(&port->type) * rt_dtype_size(port->type.dtype);
 }
 
 static fp8rt_status
@@ -452,12 +469,17 @@ alloc_host(fp8rt_program *p)
 			(fn->ptrs = calloc(nptr, sizeof *fn->ptrs)) &&
 			(fn->checked = calloc(nptr, sizeof *fn->checked)) &&
 			(fn->src = calloc((size_t)pl->func[f].nout + 1, sizeof *fn->src)) &&
-			(fn->upd = calloc((size_t)pl->func[f].nout + 1, sizeof *fn->upd));
+			(fn->upd = calloc((size_t)pl->func[f].nout + 1, sizeof *fn->upd)) &&
+			(fn->bytes = calloc(nptr, sizeof *fn->bytes)) &&
+			(fn->span = calloc((size_t)pl->func[f].nout + 1, sizeof *fn->span));
 		for (int i = 0; ok && i < pl->func[f].nout; i++) {
 			const RtPort *o = &pl->func[f].out[i];
 			fn->src[i] = rt_plan_output_source(pl, &pl->func[f], i);
 			fn->upd[i] = o->updates >= 0 && o->inplace ? o->updates : -1;
+			fn->bytes[pl->func[f].nin + i] = port_bytes(o);
 		}
+		for (int i = 0; ok && i < pl->func[f].nin; i++)
+			fn->bytes[i] = port_bytes(&pl->func[f].in[i]);
 		for (int i = 0; ok && i < RT_GRAPHS; i++)
 			ok = (fn->graph[i].ptrs = calloc(nptr, sizeof *fn->graph[i].ptrs)) != NULL;
 	}
@@ -1181,17 +1203,60 @@ check_state(fp8rt_program *p, const Fn *fn, const fp8rt_state *s, const char *wh
 	return FP8RT_OK;
 }
 
-static size_t
-port_bytes(const RtPort *port)
+static int
+by_address(const void *x, const void *y)
 {
-	return (size_t)rt_type_numel(&port->type) * rt_dtype_size(port->type.dtype);
+	uintptr_t a = ((const Span *)x)->a, b = ((const Span *)y)->a;
+	return (a > b) - (a < b);
+}
+
+/* whether no output overlaps memory that check_shared's rule forbids, in
+ * O(n log n): the outputs sorted by address, each disjoint from the next or
+ * exactly the memory of an input that both copy (so ends grow too); then
+ * each input against the outputs that reach into it, found by binary
+ * search. 0 may be wrong (the caller then looks pair by pair); 1 is not. */
+static int
+shared_clear(Fn *fn, const fp8rt_tensor *in, const fp8rt_tensor *out)
+{
+	const RtFunc *f = fn->f;
+	Span *s = fn->span;
+	int n = 0;
+	for (int i = 0; i < f->nout; i++)
+		if (fn->bytes[f->nin + i])
+			s[n++] = (Span){ (uintptr_t)out[i].data, fn->bytes[f->nin + i], i };
+	qsort(s, (size_t)n, sizeof *s, by_address);
+	for (int k = 1; k < n; k++) {
+		int c = fn->src[s[k].out];
+		if (s[k - 1].a + s[k - 1].n > s[k].a &&
+			!(s[k - 1].a == s[k].a && s[k - 1].n == s[k].n && c >= 0 && fn->src[s[k - 1].out] == c &&
+				(uintptr_t)in[c].data == s[k].a))
+			return 0;
+	}
+	for (int j = 0; j < f->nin; j++) {
+		uintptr_t b = (uintptr_t)in[j].data;
+		int lo = 0, hi = n;
+		if (!fn->bytes[j])
+			continue;
+		while (lo < hi) { /* the first output that ends after b */
+			int mid = lo + (hi - lo) / 2;
+			if (s[mid].a + s[mid].n > b)
+				hi = mid;
+			else
+				lo = mid + 1;
+		}
+		for (int k = lo; k < n && s[k].a < b + fn->bytes[j]; k++)
+			if (s[k].a != b || (fn->src[s[k].out] != j && fn->upd[s[k].out] != j))
+				return 0;
+	}
+	return 1;
 }
 
 /* No output shares memory with an input or another output, but one given
  * exactly the memory of an input it copies (nothing is written there) or
  * updates in place where the plan allows it (docs/plan.md, "output"); two
  * copies of one input may both be given it. Checked again only when the
- * pointers change. */
+ * pointers change; pair by pair only when shared_clear finds something,
+ * to name it. */
 static fp8rt_status
 check_shared(fp8rt_program *p, Fn *fn, const fp8rt_tensor *in, const fp8rt_tensor *out, const char *what)
 {
@@ -1199,14 +1264,14 @@ check_shared(fp8rt_program *p, Fn *fn, const fp8rt_tensor *in, const fp8rt_tenso
 	size_t n = (size_t)(f->nin + f->nout) + 1;
 	if (!memcmp(fn->ptrs, fn->checked, n * sizeof *fn->ptrs))
 		return FP8RT_OK;
-	for (int i = 0; i < f->nout; i++) {
+	for (int i = 0, clear = shared_clear(fn, in, out); !clear && i < f->nout; i++) {
 		uintptr_t a = (uintptr_t)out[i].data;
-		size_t na = port_bytes(&f->out[i]);
+		size_t na = fn->bytes[f->nin + i];
 		for (int j = 0; na && j < f->nin + i; j++) {
 			int o = j >= f->nin;
 			const RtPort *port = o ? &f->out[j - f->nin] : &f->in[j];
 			uintptr_t b = (uintptr_t)(o ? out[j - f->nin].data : in[j].data);
-			size_t nb = port_bytes(port);
+			size_t nb = fn->bytes[j];
 			int k = o ? j - f->nin : -1;
 			if (!nb || a + na <= b || b + nb <= a ||
 				(!o && a == b && (fn->src[i] == j || fn->upd[i] == j)) ||

@@ -959,6 +959,69 @@ Test(mock, outputs_share_only_what_the_plan_allows)
 	fp8rt_context_destroy(ctx);
 }
 
+/* The rule on shared memory, from many random layouts: inputs and outputs
+ * in slots of one allocation, some at an input's own address, some 16 or
+ * 1024 bytes into a slot. A run fails exactly when this test's pair-by-pair
+ * reading of the rule says so (y may take x's memory, updating it in place;
+ * xc, x's copy, may too, alone or with another copy: none here). */
+Test(mock, shared_memory_rule_holds_for_random_layouts)
+{
+	fp8rt_context *ctx = mock_context();
+	char *base = program_text(), *v = test_replace(base, "fp8cc-plan 1", "fp8cc-plan 7");
+	char *v7 = test_replace(v, "// target sm_90\n", "// target sm_90\n// function main\n");
+	char *yes = test_replace(v7, "output 0 y f32[1024]", "output 0 y f32[1024] updates=0 inplace=1");
+	fp8rt_program *p = NULL;
+	CHECK_OK(fp8rt_program_load_data(ctx, yes, strlen(yes), "yes.ptx", &p), ctx);
+	const size_t inb[6] = { 4096, 2048, 1024, 4, 4, 32 }, outb[3] = { 4096, 1024, 4096 };
+	const int src[3] = { -1, -1, 0 }, upd[3] = { 0, -1, -1 };
+	char *arena = NULL;
+	CHECK_OK(fp8rt_malloc(ctx, 16 * 4096 + 4096, (void **)&arena), ctx);
+	fp8rt_tensor in[6], out[3];
+	int64_t dims[6][2] = { { 1024 }, { 32, 64 }, { 16, 64 }, { 0 }, { 0 }, { 16 } },
+		odims[3][2] = { { 1024 }, { 32, 16 }, { 1024 } };
+	const fp8rt_dtype idt[6] = { FP8RT_F32, FP8RT_F8E4M3FN, FP8RT_F8E4M3FN, FP8RT_F32, FP8RT_F32, FP8RT_BF16 };
+	const fp8rt_dtype odt[3] = { FP8RT_F32, FP8RT_BF16, FP8RT_F32 };
+	const int irank[6] = { 1, 2, 2, 0, 0, 1 }, orank[3] = { 1, 2, 1 };
+	unsigned seed = 12345;
+	int fails = 0;
+	for (int trial = 0; trial < 4000; trial++) {
+		uintptr_t ia[6], oa[3];
+		for (int j = 0; j < 6; j++) {
+			seed = seed * 1103515245u + 12345u;
+			ia[j] = (uintptr_t)arena + ((seed >> 16) % 16) * 4096;
+			in[j] = fp8rt_tensor_dense((void *)ia[j], idt[j], irank[j], dims[j]);
+		}
+		for (int i = 0; i < 3; i++) {
+			seed = seed * 1103515245u + 12345u;
+			unsigned r = seed >> 16;
+			oa[i] = r % 4 == 0   ? ia[(r / 4) % 6]
+				: r % 4 == 1 ? (uintptr_t)arena + ((r / 4) % 16) * 4096 + ((r / 64) % 2 ? 1024 : 16)
+					     : (uintptr_t)arena + ((r / 4) % 16) * 4096;
+			out[i] = fp8rt_tensor_dense((void *)oa[i], odt[i], orank[i], odims[i]);
+		}
+		int bad = 0;
+		for (int i = 0; i < 3; i++) {
+			for (int j = 0; j < 6; j++)
+				bad |= oa[i] < ia[j] + inb[j] && ia[j] < oa[i] + outb[i] &&
+					!(oa[i] == ia[j] && (src[i] == j || upd[i] == j));
+			for (int k = 0; k < i; k++)
+				bad |= oa[i] < oa[k] + outb[k] && oa[k] < oa[i] + outb[i] &&
+					!(oa[i] == oa[k] && src[i] >= 0 && src[i] == src[k] && ia[src[i]] == oa[i]);
+		}
+		fp8rt_status st = fp8rt_run(p, in, 6, out, 3, NULL);
+		fails += bad ? st != FP8RT_INVALID_ARGUMENT : st != FP8RT_OK;
+		cr_expect(bad ? st == FP8RT_INVALID_ARGUMENT : st == FP8RT_OK, "trial %d: expected %s, got %d (%s)",
+			trial, bad ? "a refusal" : "a run", st, fp8rt_last_error(ctx));
+		if (fails > 3)
+			break;
+	}
+	CHECK_OK(fp8rt_synchronize(ctx, NULL), ctx);
+	fp8rt_free(ctx, arena);
+	free(base), free(v), free(v7), free(yes);
+	fp8rt_program_destroy(p);
+	fp8rt_context_destroy(ctx);
+}
+
 /* fp8run --in-place: y, which updates x in place, is given x's memory; the
  * file's y is read from there. xc, x copied after y is written (a plan the
  * compiler would mark inplace=0, written here by hand), shows where y went. */
