@@ -1509,13 +1509,18 @@ chunk(Cg *c, const Group *g, LLVMValueRef i, int V, LLVMValueRef *accs, const Re
 		/* an update in place ("In place"): every load of the chunk before
 		 * its first store, where LLVM, told that the two may alias, would
 		 * otherwise keep each element's loads after the last one's stores
-		 * and could not join them into vector loads */
+		 * and could not join them into vector loads; only the inputs the
+		 * group reads, as a load that LLVM would drop is noted all the same
+		 * (and an input read in a later phase than its update would then
+		 * not share) */
 		for (int j = 0; j < V; j++) {
 			lin[j] = j ? LLVMBuildAdd(c->b, i, cg_ic(c, j), "") : i;
 			co[j] = cg_delinearize(c, lin[j], ir_dims(fn, s), cg_order_of(fn, s, tmp), fn->vals[s].rank);
 			c->keep_j = j;
 			cg_current(c, s, co[j], lin[j], cg_lane_align(j, V));
-			cg_preload(c);
+			memset(seen, 0, fn->nvals + 1);
+			for (uint32_t k = 0; k < g->nvals; k++)
+				walk_elementwise(c, element_root(c, g, k, accs), seen, true);
 		}
 		for (int j = 0; j < V; j++) {
 			c->keep_j = j;
