@@ -393,6 +393,8 @@ class Function:
         self.program = load(source, device, externs)
         self.forward, self.backward = self.program[forward], self.program[backward]
         self._states = []
+        # (output, input, shares) of each output of the forward that updates an input
+        self._updates = [(k, u[0], u[1]) for k, u in enumerate(self.forward.updates) if u is not None]
 
     def __call__(self, *inputs):
         outs = _Step.apply(self, *inputs)
@@ -405,11 +407,11 @@ class Function:
         """the forward's outputs but those that update an input, which
         update it: in place when every one can be (and the input is
         contiguous, so that its memory is the one the program gets)"""
-        fwd = self.forward
-        ins = [x.contiguous() for x in inputs]
-        upd = [(k, u[0], u[1]) for k, u in enumerate(fwd.updates) if u is not None]
-        in_place = bool(upd) and all(shares and ins[i] is inputs[i] for _, i, shares in upd)
-        outs = fwd(*ins, state=state, in_place=in_place)
+        ins, upd = [x.contiguous() for x in inputs], self._updates
+        if not upd:
+            return tuple(self.forward(*ins, state=state))
+        in_place = all(shares and ins[i] is inputs[i] for _, i, shares in upd)
+        outs = self.forward(*ins, state=state, in_place=in_place)
         for k, i, _ in upd:
             if outs[k] is inputs[i]:   # written by the program: tell autograd it changed
                 torch.autograd.graph.increment_version(inputs[i])
