@@ -980,9 +980,19 @@ max_key(Cg *c, const Red *r, LLVMValueRef x)
 		if (!r->wide)
 			x = be_convert(c, x, r->t, DT_F32, true);
 		/* no sign: the bits order as the values do, a NaN above all
-		 * (cg_unkey makes the NaN found canonical) */
-		if (r->abs)
-			return LLVMBuildOr(c->b, LLVMBuildBitCast(c->b, x, r->kt, ""), top, "");
+		 * (cg_unkey makes the NaN found canonical). But LLVM, sure that
+		 * fabs clears the sign, may turn the or into a xor, and the GPU's
+		 * abs.f64 of a -NaN keeps its sign, which the xor then clears:
+		 * keyed below every number (the GPU's random programs,
+		 * 2026-12-06). An f64 NaN takes the top key by an integer
+		 * select; f32 keys (the quantizes) are as the GPU suite passed
+		 * them */
+		if (r->abs) {
+			bits = LLVMBuildOr(c->b, LLVMBuildBitCast(c->b, x, r->kt, ""), top, "");
+			return r->wide ? LLVMBuildSelect(c->b, LLVMBuildFCmp(c->b, LLVMRealUNO, x, x, ""),
+						 LLVMConstAllOnes(r->kt), bits, "")
+				       : bits;
+		}
 		/* a NaN of either sign gets the top key. Not by making x a
 		 * positive NaN first: LLVM may take any NaN for the result of an
 		 * FP op, so it folds select(isnan(x), NaN, x) to x, and the GPU's
