@@ -1493,6 +1493,16 @@ element_root(Cg *c, const Group *g, uint32_t k, LLVMValueRef *accs)
 											       : g->vals[k];
 }
 
+/* load, at the current element, the kernel inputs that the group's
+ * values read through elementwise ops */
+static void
+load_group(Cg *c, const Group *g, LLVMValueRef *accs, bool *seen)
+{
+	memset(seen, 0, c->fn->nvals + 1);
+	for (uint32_t k = 0; k < g->nvals; k++)
+		walk_elementwise(c, element_root(c, g, k, accs), seen, true);
+}
+
 /* the V elements of a thread from the loop's index i. Where the group's
  * computation calls a libdevice function that branches (tanh, erf, sin:
  * the element's code becomes several basic blocks, and LLVM makes vector
@@ -1528,9 +1538,7 @@ chunk(Cg *c, const Group *g, LLVMValueRef i, int V, LLVMValueRef *accs, const Re
 			co[j] = cg_delinearize(c, lin[j], ir_dims(fn, s), cg_order_of(fn, s, tmp), fn->vals[s].rank);
 			c->keep_j = j;
 			cg_current(c, s, co[j], lin[j], cg_lane_align(j, V));
-			memset(seen, 0, fn->nvals + 1);
-			for (uint32_t k = 0; k < g->nvals; k++)
-				walk_elementwise(c, element_root(c, g, k, accs), seen, true);
+			load_group(c, g, accs, seen);
 		}
 		for (int j = 0; j < V; j++) {
 			c->keep_j = j;
@@ -1553,9 +1561,7 @@ chunk(Cg *c, const Group *g, LLVMValueRef i, int V, LLVMValueRef *accs, const Re
 	for (int j = 0; j < V; j++) { /* the loads */
 		c->keep_j = j;
 		cg_current(c, s, co[j], lin[j], cg_lane_align(j, V));
-		memset(seen, 0, fn->nvals + 1);
-		for (uint32_t k = 0; k < g->nvals; k++)
-			walk_elementwise(c, element_root(c, g, k, accs), seen, true);
+		load_group(c, g, accs, seen);
 	}
 	for (uint32_t k = 0; k < g->nvals; k++) { /* each value's computation, then its stores */
 		Group one = { g->space, &g->vals[k], 1 };

@@ -1203,6 +1203,21 @@ check_state(fp8rt_program *p, const Fn *fn, const fp8rt_state *s, const char *wh
 	return FP8RT_OK;
 }
 
+/* whether output i, at a, may be given the memory of input j (at b) or of
+ * output k (at b): exactly that memory, of an input it copies or updates
+ * with inplace=1, or of an input that both outputs copy */
+static int
+may_take_input(const Fn *fn, int i, int j, uintptr_t a, uintptr_t b)
+{
+	return a == b && (fn->src[i] == j || fn->upd[i] == j);
+}
+
+static int
+may_take_output(const Fn *fn, const fp8rt_tensor *in, int i, int k, uintptr_t a, uintptr_t b)
+{
+	return a == b && fn->src[i] >= 0 && fn->src[i] == fn->src[k] && (uintptr_t)in[fn->src[i]].data == a;
+}
+
 static int
 by_address(const void *x, const void *y)
 {
@@ -1225,13 +1240,10 @@ shared_clear(Fn *fn, const fp8rt_tensor *in, const fp8rt_tensor *out)
 		if (fn->bytes[f->nin + i])
 			s[n++] = (Span){ (uintptr_t)out[i].data, fn->bytes[f->nin + i], i };
 	qsort(s, (size_t)n, sizeof *s, by_address);
-	for (int k = 1; k < n; k++) {
-		int c = fn->src[s[k].out];
+	for (int k = 1; k < n; k++)
 		if (s[k - 1].a + s[k - 1].n > s[k].a &&
-			!(s[k - 1].a == s[k].a && s[k - 1].n == s[k].n && c >= 0 && fn->src[s[k - 1].out] == c &&
-				(uintptr_t)in[c].data == s[k].a))
+			!may_take_output(fn, in, s[k].out, s[k - 1].out, s[k].a, s[k - 1].a))
 			return 0;
-	}
 	for (int j = 0; j < f->nin; j++) {
 		uintptr_t b = (uintptr_t)in[j].data;
 		int lo = 0, hi = n;
@@ -1245,26 +1257,18 @@ shared_clear(Fn *fn, const fp8rt_tensor *in, const fp8rt_tensor *out)
 				lo = mid + 1;
 		}
 		for (int k = lo; k < n && s[k].a < b + fn->bytes[j]; k++)
-			if (s[k].a != b || (fn->src[s[k].out] != j && fn->upd[s[k].out] != j))
+			if (!may_take_input(fn, s[k].out, j, s[k].a, b))
 				return 0;
 	}
 	return 1;
 }
 
-/* No output shares memory with an input or another output, but one given
- * exactly the memory of an input it copies (nothing is written there) or
- * updates in place where the plan allows it (docs/plan.md, "output"); two
- * copies of one input may both be given it. Checked again only when the
- * pointers change; pair by pair only when shared_clear finds something,
- * to name it. */
+/* the first output that shares memory it may not, pair by pair, named */
 static fp8rt_status
-check_shared(fp8rt_program *p, Fn *fn, const fp8rt_tensor *in, const fp8rt_tensor *out, const char *what)
+name_shared(fp8rt_program *p, const Fn *fn, const fp8rt_tensor *in, const fp8rt_tensor *out, const char *what)
 {
 	const RtFunc *f = fn->f;
-	size_t n = (size_t)(f->nin + f->nout) + 1;
-	if (!memcmp(fn->ptrs, fn->checked, n * sizeof *fn->ptrs))
-		return FP8RT_OK;
-	for (int i = 0, clear = shared_clear(fn, in, out); !clear && i < f->nout; i++) {
+	for (int i = 0; i < f->nout; i++) {
 		uintptr_t a = (uintptr_t)out[i].data;
 		size_t na = fn->bytes[f->nin + i];
 		for (int j = 0; na && j < f->nin + i; j++) {
@@ -1272,11 +1276,8 @@ check_shared(fp8rt_program *p, Fn *fn, const fp8rt_tensor *in, const fp8rt_tenso
 			const RtPort *port = o ? &f->out[j - f->nin] : &f->in[j];
 			uintptr_t b = (uintptr_t)(o ? out[j - f->nin].data : in[j].data);
 			size_t nb = fn->bytes[j];
-			int k = o ? j - f->nin : -1;
 			if (!nb || a + na <= b || b + nb <= a ||
-				(!o && a == b && (fn->src[i] == j || fn->upd[i] == j)) ||
-				(o && a == b && fn->src[i] >= 0 && fn->src[i] == fn->src[k] &&
-					(uintptr_t)in[fn->src[i]].data == a))
+				(o ? may_take_output(fn, in, i, j - f->nin, a, b) : may_take_input(fn, i, j, a, b)))
 				continue;
 			return rt_err(p->ctx, FP8RT_INVALID_ARGUMENT,
 				"%s: output %d '%s' shares memory with %s %d '%s'%s", what, i, f->out[i].name,
@@ -1288,6 +1289,24 @@ check_shared(fp8rt_program *p, Fn *fn, const fp8rt_tensor *in, const fp8rt_tenso
 					  "fp8rt_function_output_source name the input whose memory one may take)");
 		}
 	}
+	return FP8RT_OK;
+}
+
+/* No output shares memory with an input or another output, but one given
+ * exactly the memory of an input it copies (nothing is written there) or
+ * updates in place where the plan allows it (docs/plan.md, "output"); two
+ * copies of one input may both be given it. Checked again only when the
+ * pointers change; pair by pair only when shared_clear finds something,
+ * to name it. */
+static fp8rt_status
+check_shared(fp8rt_program *p, Fn *fn, const fp8rt_tensor *in, const fp8rt_tensor *out, const char *what)
+{
+	size_t n = (size_t)(fn->f->nin + fn->f->nout) + 1;
+	fp8rt_status st;
+	if (!memcmp(fn->ptrs, fn->checked, n * sizeof *fn->ptrs))
+		return FP8RT_OK;
+	if (!shared_clear(fn, in, out) && (st = name_shared(p, fn, in, out, what)))
+		return st;
 	memcpy(fn->checked, fn->ptrs, n * sizeof *fn->ptrs);
 	return FP8RT_OK;
 }

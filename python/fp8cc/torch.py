@@ -393,8 +393,9 @@ class Function:
         self.program = load(source, device, externs)
         self.forward, self.backward = self.program[forward], self.program[backward]
         self._states = []
-        # (output, input, shares) of each output of the forward that updates an input
+        # (output, input, shares) of each output of the forward that updates an input; the others
         self._updates = [(k, u[0], u[1]) for k, u in enumerate(self.forward.updates) if u is not None]
+        self._results = [k for k, u in enumerate(self.forward.updates) if u is None]
 
     def __call__(self, *inputs):
         outs = _Step.apply(self, *inputs)
@@ -417,8 +418,7 @@ class Function:
                 torch.autograd.graph.increment_version(inputs[i])
             else:
                 inputs[i].copy_(outs[k])
-        skip = {k for k, _, _ in upd}
-        return tuple(o for k, o in enumerate(outs) if k not in skip)
+        return tuple(outs[k] for k in self._results)
 
 
 class _Step(torch.autograd.Function):
