@@ -55,28 +55,28 @@ def seed_layer(d, fp8run):
     # the cost of the Python call: the host's time inside one call, timed 64
     # calls at a time between synchronizes (outside the timed part: the
     # launch queue never fills, so the GPU's time is not in it), against
-    # the C call's measured the same way (fp8run --wall's host_us); the
-    # best of rounds on both sides, the two sides taken in turn three times
-    # (this host's clock wanders between runs). Groups of 8 (printed too) weigh
-    # what the first calls after a synchronize cost, more so in Python's
-    # larger footprint. Also each side's wall time of runs back to back
-    # (there the GPU's time can hide the host's). This machine's CPUs change
-    # speed under it: the same C call took 1.4 us on some and 2.3-2.6 on
-    # others, and a CPU found fastest was among the slow ones a minute
-    # later; the Python call's overhead follows (+2.5-2.9 us over a 1.4 us
-    # C call, +4.7-4.9 over a 2.3-2.5 us one), pinned or not
-    # (docs/gpu-results.md, 2026-12-04). Both sides here run unpinned.
+    # the C call's, fp8rt_run_function as a C application calls it
+    # (tests/gpu/host_loop.c), timed the same way in this process: the two
+    # take turns group by group on this thread, so both see the same CPU at
+    # the same clock — this machine's CPUs change speed under it (the same C
+    # call took 1.4 us on some and 2.3-2.6 on others, and a CPU found
+    # fastest was among the slow ones a minute later; docs/gpu-results.md,
+    # 2026-12-04), and timed a minute apart in two processes the difference
+    # followed the clock (+2.5 to +5.3 us). The best of rounds on both
+    # sides. Groups of 8 (printed too) weigh what the first calls after a
+    # synchronize cost, more so in Python's larger footprint. fp8run --wall's
+    # host_us, the C call in a process of its own, is printed beside. Also
+    # each side's wall time of runs back to back (there the GPU's time can
+    # hide the host's).
     out = tuple(torch.empty_like(o) for o in outs)
     for _ in range(2000):
         f(*args, out=out)
     torch.cuda.synchronize()
     n, group = 2048, 64
-    py_host = c_host = py_host8 = c_host8 = float("inf")
-    for _ in range(3):
-        py_host = min(py_host, host_part(lambda: f(*args, out=out), n, group, rounds=3))
-        py_host8 = min(py_host8, host_part(lambda: f(*args, out=out), n, 8, rounds=3))
-        c, c_wall = c_host_us(fp8run, ptx, ins, n, group)
-        c_host, c_host8 = min(c_host, c), min(c_host8, c_host_us(fp8run, ptx, ins, n, 8)[0])
+    loop = host_loop(fp8run)
+    py_host, c_host = turns(f, args, out, loop, n, group)
+    py_host8, c_host8 = turns(f, args, out, loop, n, 8)
+    c_alone, c_wall = c_host_us(fp8run, ptx, ins, n, group)
     guarded = type(f).__call__.__globals__.get("guard") is not None
     print(f"     seed layer: the quick path checks the tensors with "
           f"{'torch.compile' + chr(39) + 's TensorGuards' if guarded else 'Python attribute reads'}")
@@ -88,9 +88,10 @@ def seed_layer(d, fp8run):
         torch.cuda.synchronize()
         py_wall = min(py_wall, (time.perf_counter() - t0) / n * 1e6)
     c_us = sorted(f.time(*args, out=out, warmup=50, iters=n))[n // 2]
-    print(f"     seed layer: {py_host:.2f} us of the host's in a call from Python (outputs given), {c_host:.2f} "
-          f"us in the C call; {py_host - c_host:+.2f} us (groups of 8: {py_host8:.2f} and {c_host8:.2f} us, "
-          f"{py_host8 - c_host8:+.2f} us)")
+    print(f"     seed layer, the two calls taking turns on one thread: {py_host:.2f} us of the host's in a call "
+          f"from Python (outputs given), {c_host:.2f} us in the C call; {py_host - c_host:+.2f} us (groups of 8: "
+          f"{py_host8:.2f} and {c_host8:.2f} us, {py_host8 - c_host8:+.2f} us); the C call in fp8run --wall, a "
+          f"process of its own: {c_alone:.2f} us")
     print(f"     seed layer: runs back to back {py_wall:.2f} us (Python), {c_wall:.2f} us (C); "
           f"{c_us:.2f} us per run timed by libfp8rt's events")
     # where the Python call's host time goes (no check: what to shave next):
@@ -126,6 +127,53 @@ def seed_layer(d, fp8run):
     print(f"     seed layer: {(time.perf_counter() - t0) / n * 1e6:.2f} us per call with outputs from torch.empty")
     check(py_host - c_host <= 3.0,
           f"the Python call costs at most 3 us more than the C call ({py_host - c_host:+.2f} us of the host's)")
+
+
+def host_loop(fp8run):
+    """tests/gpu/host_loop.c's fp8rt_host_loop, from the build beside fp8run"""
+    import ctypes
+    lib = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(fp8run))), "tests", "libfp8rt_host_loop.so")
+    fn = ctypes.CDLL(lib).fp8rt_host_loop
+    fn.restype = ctypes.c_double
+    fn.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int, ctypes.c_void_p, ctypes.c_int, ctypes.c_void_p,
+                   ctypes.c_int, ctypes.c_void_p, ctypes.c_int]
+    return fn
+
+
+def turns(f, args, out, loop, n, group, rounds=9):
+    """the host's microseconds in one Python call f(*args, out=out) and in
+    one C call of the same function on the same tensors and stream
+    (fp8rt_run_function, through loop), `group` calls at a time between
+    synchronizes, the two sides taking turns (which goes first alternates);
+    the best of `rounds` on each side: (python, c)"""
+    import ctypes
+    import fp8cc
+    prog = f.program
+    # the C call's descriptors: the general path's own, bound to the same tensors
+    _, stream, _ = fp8cc.Function._bind(f, args, out, None)
+    run = ctypes.cast(fp8cc._lib.fp8rt_run_function, ctypes.c_void_p)
+    c_args = (run, prog._prog, f.index, ctypes.addressof(f._tin), len(f.inputs), ctypes.addressof(f._tout),
+              len(f.outputs), stream, group)
+    best_py = best_c = float("inf")
+    for _ in range(rounds):
+        py = c = 0.0
+        for g in range(n // group):
+            for side in ((0, 1) if g % 2 == 0 else (1, 0)):
+                torch.cuda.synchronize()
+                if side == 0:
+                    t0 = time.perf_counter()
+                    for _ in range(group):
+                        f(*args, out=out)
+                    py += time.perf_counter() - t0
+                else:
+                    us = loop(*c_args)
+                    if us < 0:
+                        raise RuntimeError("the C call failed: " + fp8cc._lib.fp8rt_last_error(
+                            prog.context._ctx).decode())
+                    c += us
+        best_py, best_c = min(best_py, py / n * 1e6), min(best_c, c / n)
+    torch.cuda.synchronize()
+    return best_py, best_c
 
 
 def c_host_us(fp8run, ptx, ins, n, group):
@@ -189,9 +237,15 @@ def call_parts(f, args, out):
         slots[0] = prog.stream()
         prepared_run(run)
 
+    held = ft._held(prepared_run)
+
+    def bare_held():
+        slots[0] = prog.stream()
+        held(run)
+
     return [("stream getter", prog.stream), (f"{len(tensors)} tensors' checks and reads", reads)] + (
         [("the guard and the pointers", guarded)] if guard else []) + [
-        ("bare prepared run", bare), ("the call without its run", python_only),
+        ("bare prepared run", bare), ("the same, the GIL held (the quick path's)", bare_held), ("the call without its run", python_only),
         ("the whole call", lambda: f(*args, out=out))]
 
 
