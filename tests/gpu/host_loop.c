@@ -11,8 +11,8 @@
 
 #include "fp8rt.h"
 
-typedef fp8rt_status (*RunFn)(fp8rt_program *, int, fp8rt_state *, const fp8rt_tensor *, int,
-	const fp8rt_tensor *, int, void *);
+typedef fp8rt_status (*RunFn)(
+	fp8rt_program *, int, fp8rt_state *, const fp8rt_tensor *, int, const fp8rt_tensor *, int, void *);
 
 /* microseconds of `group` calls, or -1 at the first that fails */
 double
