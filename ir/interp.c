@@ -882,8 +882,54 @@ reduce_ranks(int op, Tensor *r, int64_t i, Tensor ***vals, uint32_t x, int nrank
 	tensor_seti(r, i, ir_wrap_int(op == RED_AVG ? acc / nranks : acc, r->dtype));
 }
 
+/* Whether NCCL may give element j of a float reduction over the ranks
+ * other bits than reduce_ranks does: NCCL combines the ranks' terms in an
+ * order its algorithm picks (a ring's starts at another rank for each
+ * chunk), each step rounded to the tensor's type as it travels, where the
+ * interpreter rounds once. Over two ranks both round once. A sum over more
+ * gives the same bits in every order when each partial sum is exact: the
+ * terms all multiples of 2^lsb, their magnitudes adding up to M 2^lsb,
+ * and (2^k - 1) 2^lsb exact in the type, k the bits of M. A NaN decides
+ * the result in any order, and so do two infinities of either sign, or
+ * one where the finite terms' magnitudes add up to less than the type's
+ * largest value (no step overflows). An average (NCCL multiplies each term
+ * by 1/n first) or a product over three ranks or more is flagged. */
+static bool
+ranks_order_matters(int op, Tensor ***vals, uint32_t x, int nranks, int64_t j, DType dt)
+{
+	Acc acc = { .lsb = INT_MAX };
+	bool nan = false, pinf = false, ninf = false;
+
+	if (nranks < 3 || op == RED_MIN || op == RED_MAX)
+		return false;
+	for (int k = 0; k < nranks; k++) {
+		double y = tensor_getf(vals[k][x], j);
+
+		nan |= isnan(y);
+		pinf |= y == INFINITY;
+		ninf |= y == -INFINITY;
+		if (isfinite(y))
+			acc_add(OP_SUM, &acc, vals[k][x], j);
+	}
+	if (nan || (pinf && ninf))
+		return false;
+	if (op != RED_SUM)
+		return true;
+	if (pinf || ninf)
+		return !isfinite(ir_convert_scalar(acc.mag, DT_F64, dt));
+	if (acc.mag == 0)
+		return false;
+	if (acc.mag >= ldexp(1, acc.lsb + 53))
+		return true;
+	int bits = 64 - __builtin_clzll((uint64_t)ldexp(acc.mag, -acc.lsb));
+	double top = ldexp((double)((UINT64_C(1) << bits) - 1), acc.lsb);
+
+	return ir_convert_scalar(top, DT_F64, dt) != top;
+}
+
 /* collective `in` over nranks ranks at once (vals[k]: rank k's values); a
- * wait gives its collective's result */
+ * wait gives its collective's result; a float sum, average or product
+ * whose bits NCCL's order may change is counted in order_dep */
 static bool
 eval_collective(Func *fn, const Instr *in, Tensor ***vals, int nranks, char *err, size_t errlen)
 {
@@ -920,6 +966,11 @@ eval_collective(Func *fn, const Instr *in, Tensor ***vals, int nranks, char *err
 			for (int64_t i = 0; i < m; i++)
 				reduce_ranks(op, res, i, vals, x, nranks, r * m + i);
 	}
+	/* each element once: an all-reduce's are every rank's */
+	if ((in->op == OP_ALL_REDUCE || in->op == OP_REDUCE_SCATTER) && dt_isfloat(vals[0][x]->dtype))
+		for (int64_t i = 0; i < (in->op == OP_ALL_REDUCE ? n : m * nranks); i++)
+			if (ranks_order_matters(op, vals, x, nranks, i, vals[0][x]->dtype) && order_dep.n++ == 0)
+				order_dep.first = in->res;
 	return true;
 }
 

@@ -681,8 +681,8 @@ run_function(
 		env_error("%s", err);
 	if (ok && (nod = ir_interp_order_dependent(&first)) > 0)
 		say("fp8cc: warning: @%s: %lld element%s of float sums or products (the first in %%%s) %s order-dependent "
-		    "on these inputs: their f64 accumulation rounds, so another order of the terms (the GPU's) may "
-		    "give other bits\n",
+		    "on these inputs: their f64 accumulation rounds (a collective's: once, where NCCL rounds each step), "
+		    "so another order of the terms (the GPU's) may give other bits\n",
 			fn->name, (long long)nod, nod == 1 ? "" : "s", ir_name(fn, first, nb), nod == 1 ? "is" : "are");
 	for (int r = 0; ok && r < nr; r++)
 		for (uint32_t i = 0; ok && i < fn->nrets; i++) {
