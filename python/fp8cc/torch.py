@@ -10,7 +10,6 @@ torch.autograd.Function over a compiled forward+backward pair.
     step = ft.Function("step.ptx")              # fp8cc fwd.trace bwd.trace -o step.ptx
     loss = step(x, *params).sum(); loss.backward()
 """
-import ctypes
 import struct
 
 import torch
@@ -106,13 +105,6 @@ def _renew(env, tensors):
     return True
 
 
-def _held(fn):
-    """fn (a ctypes function of one pointer, returning int) called with the
-    GIL held, as torch launches its own kernels: ctypes.CDLL's functions
-    release and take it again around every call"""
-    return ctypes.PYFUNCTYPE(ctypes.c_int, ctypes.c_void_p)(ctypes.cast(fn, ctypes.c_void_p).value)
-
-
 def _quick_class(f, raw, index):
     """A subclass of fp8cc.Function for f whose __call__ takes a quick path
     for a call with every output given, or none (then made here, by
@@ -134,7 +126,7 @@ def _quick_class(f, raw, index):
     every = ins + outs
     ptrs = [f"p{k}" for k in range(len(every))]
     env = {"T": torch.Tensor, "P": torch.nn.Parameter, "prog": prog, "getter": getter, "slots": slots,
-           "handle": run, "dev": index, "raw": raw, "run": _held(fp8cc._lib.fp8rt_prepared_run), "check": fp8cc._check,
+           "handle": run, "dev": index, "raw": raw, "run": fp8cc._lib.fp8rt_prepared_run, "check": fp8cc._check,
            "general": fp8cc.Function.__call__, "pack": struct.Struct(f"={1 + len(every)}Q").pack_into,
            "empty": torch.empty, "D": torch.device("cuda", index)}
     env["guard"], env["renew"] = None, lambda *ts: _renew(env, ts)

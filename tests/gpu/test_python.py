@@ -237,15 +237,9 @@ def call_parts(f, args, out):
         slots[0] = prog.stream()
         prepared_run(run)
 
-    held = ft._held(prepared_run)
-
-    def bare_held():
-        slots[0] = prog.stream()
-        held(run)
-
     return [("stream getter", prog.stream), (f"{len(tensors)} tensors' checks and reads", reads)] + (
         [("the guard and the pointers", guarded)] if guard else []) + [
-        ("bare prepared run", bare), ("the same, the GIL held (the quick path's)", bare_held), ("the call without its run", python_only),
+        ("bare prepared run", bare), ("the call without its run", python_only),
         ("the whole call", lambda: f(*args, out=out))]
 
 
