@@ -22,10 +22,24 @@ compile() {
 	"$fp8cc" "$prog" "$@" -o "$out/ptx/$name.ptx"
 	"$ptxas" -arch=sm_90 "$out/ptx/$name.ptx" -o /dev/null
 	"$fp8cc" "$prog" "$@" --interpret --seed 1 --special \
-		--save-inputs "$out/ptx/$name.s1.in.safetensors" -o "$out/ptx/$name.s1.expected.safetensors"
+		--save-inputs "$out/ptx/$name.s1.in.safetensors" -o "$out/ptx/$name.s1.expected.safetensors" \
+		2> "$out/ptx/$name.err"
+	order "$name" s1
 	[ "${ONE_SEED:-}" ] && return
 	"$fp8cc" "$prog" "$@" --interpret --seed 2 \
-		--save-inputs "$out/ptx/$name.s2.in.safetensors" -o "$out/ptx/$name.s2.expected.safetensors"
+		--save-inputs "$out/ptx/$name.s2.in.safetensors" -o "$out/ptx/$name.s2.expected.safetensors" \
+		2> "$out/ptx/$name.err"
+	order "$name" s2
+}
+
+# order NAME DRAW: the interpreter's warnings, and NAME.DRAW.order where it
+# found sums whose bits another order could change on that draw (run.sh
+# compares the programs it allows a tolerance for sums exactly elsewhere)
+order() {
+	local err=$out/ptx/$1.err
+	cat "$err" >&2
+	grep 'order-dependent' "$err" > "$out/ptx/$1.$2.order" || rm "$out/ptx/$1.$2.order"
+	rm "$err"
 }
 
 # every corpus program, IR text and trace, at -O2 and -O0; for the matmul and
