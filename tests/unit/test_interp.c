@@ -1384,6 +1384,31 @@ Test(interp, collectives_over_three_ranks)
 	free_all(x, 3);
 }
 
+/* over three ranks NCCL rounds each step of a float sum to the type, in
+ * an order of its own: the interpreter flags each element whose bits that
+ * could change */
+Test(interp, collective_sums_flag_what_another_order_may_round)
+{
+	Tensor *x[3], *o[3];
+	uint32_t first = 0;
+
+	/* 1+2+4 exact at every step; 1 + 2^-8 + 2^-8 is 1 or 1+2^-7 by the
+	 * order; an inf beside terms that cannot overflow decides the sum; beside
+	 * two -3e38, which overflow to -inf together, it is inf or NaN by the
+	 * order; a NaN, or two infinities of either sign, decide it */
+	x[0] = tens("x", DT_BF16, 1, I64(6), DBL(1, 1, INFINITY, INFINITY, NAN, INFINITY));
+	x[1] = tens("x", DT_BF16, 1, I64(6), DBL(2, 0x1p-8, 1, -3e38, 1, -INFINITY));
+	x[2] = tens("x", DT_BF16, 1, I64(6), DBL(4, 0x1p-8, 2, -3e38, 0x1p-8, 1));
+	run_ranks(OP_ALL_REDUCE, I64(RED_SUM, 3), 2, DT_BF16, 1, I64(6), x, o);
+	cr_expect_eq(ir_interp_order_dependent(&first), 2, "the two sums another order may round otherwise");
+	free_all(o, 3);
+	/* an average: NCCL scales each term by 1/3 first */
+	run_ranks(OP_ALL_REDUCE, I64(RED_AVG, 3), 2, DT_BF16, 1, I64(6), x, o);
+	cr_expect_eq(ir_interp_order_dependent(&first), 4, "an average's finite and inf elements");
+	free_all(o, 3);
+	free_all(x, 3);
+}
+
 Test(interp, collective_over_other_ranks_is_an_error)
 {
 	Func *fn = ir_func_new(A, "g");
