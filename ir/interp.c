@@ -886,21 +886,31 @@ reduce_ranks(int op, Tensor *r, int64_t i, Tensor ***vals, uint32_t x, int nrank
  * other bits than reduce_ranks does: NCCL combines the ranks' terms in an
  * order its algorithm picks (a ring's starts at another rank for each
  * chunk), each step rounded to the tensor's type as it travels, where the
- * interpreter rounds once. Over two ranks both round once. A sum over more
+ * interpreter rounds once. Over two ranks both round once, but an
+ * average, which NCCL takes by scaling each term by 1/n first, is flagged
+ * where a half is not exact (a subnormal's last bit). A sum over more
  * gives the same bits in every order when each partial sum is exact: the
  * terms all multiples of 2^lsb, their magnitudes adding up to M 2^lsb,
  * and (2^k - 1) 2^lsb exact in the type, k the bits of M. A NaN decides
  * the result in any order, and so do two infinities of either sign, or
  * one where the finite terms' magnitudes add up to less than the type's
- * largest value (no step overflows). An average (NCCL multiplies each term
- * by 1/n first) or a product over three ranks or more is flagged. */
+ * largest value (no step overflows). An average or a product over three
+ * ranks or more is flagged. */
 static bool
 ranks_order_matters(int op, Tensor ***vals, uint32_t x, int nranks, int64_t j, DType dt)
 {
 	Acc acc = { .lsb = INT_MAX };
 	bool nan = false, pinf = false, ninf = false;
 
-	if (nranks < 3 || op == RED_MIN || op == RED_MAX)
+	if (nranks < 2 || op == RED_MIN || op == RED_MAX || (nranks == 2 && op != RED_AVG))
+		return false;
+	for (int k = 0; nranks == 2 && k < 2; k++) {
+		double y = tensor_getf(vals[k][x], j), half = y * 0.5;
+
+		if (isfinite(y) && ir_convert_scalar(half, DT_F64, dt) != half)
+			return true;
+	}
+	if (nranks == 2)
 		return false;
 	for (int k = 0; k < nranks; k++) {
 		double y = tensor_getf(vals[k][x], j);

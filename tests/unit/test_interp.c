@@ -1322,10 +1322,11 @@ Test(interp, rejects_input_of_wrong_dtype)
 
 /* ---- collectives over ranks in lockstep ---- */
 
-/* collective op (attributes at) of x, waited for, over 3 ranks: rank r's
+/* collective op (attributes at) of x, waited for, over n ranks: rank r's
  * operand is xs[r]; outs[r] its result */
 static void
-run_ranks(Op op, const int64_t *at, int nat, DType rt, int rank, const int64_t *dims, Tensor **xs, Tensor **outs)
+run_n_ranks(
+	int n, Op op, const int64_t *at, int nat, DType rt, int rank, const int64_t *dims, Tensor **xs, Tensor **outs)
 {
 	Func *fn = ir_func_new(A, ir_ops[op].name);
 	uint32_t p = ir_param(fn, "x", xs[0]->dtype, xs[0]->rank, xs[0]->dims);
@@ -1334,7 +1335,13 @@ run_ranks(Op op, const int64_t *at, int nat, DType rt, int rank, const int64_t *
 
 	ir_return(fn, ir_instr(fn, OP_WAIT, &c, 1, NULL, 0, rt, rank, dims), NULL);
 	verify_ok(fn);
-	cr_assert(ir_interpret_ranks(fn, 3, xs, outs, err, sizeof err), "ir_interpret_ranks failed: %s", err);
+	cr_assert(ir_interpret_ranks(fn, n, xs, outs, err, sizeof err), "ir_interpret_ranks failed: %s", err);
+}
+
+static void
+run_ranks(Op op, const int64_t *at, int nat, DType rt, int rank, const int64_t *dims, Tensor **xs, Tensor **outs)
+{
+	run_n_ranks(3, op, at, nat, rt, rank, dims, xs, outs);
 }
 
 Test(interp, collectives_over_three_ranks)
@@ -1407,6 +1414,17 @@ Test(interp, collective_sums_flag_what_another_order_may_round)
 	cr_expect_eq(ir_interp_order_dependent(&first), 4, "an average's finite and inf elements");
 	free_all(o, 3);
 	free_all(x, 3);
+	/* over two ranks a sum rounds once either way; an average's halves may
+	 * not be exact: bf16's smallest subnormal, 2^-133, halved */
+	x[0] = tens("x", DT_BF16, 1, I64(3), DBL(1, 0x1p-133, 0x1p-8));
+	x[1] = tens("x", DT_BF16, 1, I64(3), DBL(0x1p-8, 1, 3));
+	run_n_ranks(2, OP_ALL_REDUCE, I64(RED_SUM, 2), 2, DT_BF16, 1, I64(3), x, o);
+	cr_expect_eq(ir_interp_order_dependent(&first), 0, "a sum over two ranks");
+	free_all(o, 2);
+	run_n_ranks(2, OP_ALL_REDUCE, I64(RED_AVG, 2), 2, DT_BF16, 1, I64(3), x, o);
+	cr_expect_eq(ir_interp_order_dependent(&first), 1, "an average over two ranks: the subnormal's half");
+	free_all(o, 2);
+	free_all(x, 2);
 }
 
 Test(interp, collective_over_other_ranks_is_an_error)
