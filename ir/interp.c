@@ -417,10 +417,13 @@ acc_add(Op op, Acc *acc, const Tensor *a, int64_t j)
 
 /* Whether another order of a float sum's or product's n terms could give
  * other bits than acc's (in order) once rounded to dt. Each f64 step rounds
- * by at most 2^-53 relative, so any order's result lies within
- * E = n 2^-52 mag of the exact one, and within 2E of acc's: if both ends of
- * that interval round to the same value, every order gives it (rounding is
- * monotonic). A sum whose terms are all multiples of 2^lsb with
+ * by at most u = 2^-53 relative, and a term passes through at most n - 1
+ * steps in any order (any tree of additions), so any order's result lies
+ * within g mag of the exact one, g = (n-1)u / (1 - (n-1)u), and within
+ * 2g mag of acc's; up to 2^25 terms 2g mag is below E = n 2^-52 mag, mag
+ * (rounded too) counted (2E above, the bound's first form, loose by 2x):
+ * if both ends of acc +- E round to the same value, every order gives it
+ * (rounding is monotonic). A sum whose terms are all multiples of 2^lsb with
  * mag < 2^(lsb+53) is exact in every order (every partial sum is such a
  * multiple, small enough), even on a tie of dt's rounding, which the
  * interval would straddle. NaN and inf terms decide the result in any
@@ -430,7 +433,7 @@ acc_add(Op op, Acc *acc, const Tensor *a, int64_t j)
 static bool
 order_matters(Op op, const Acc *acc, int64_t n, DType dt)
 {
-	double e = 2 * (double)n * 0x1p-52 * acc->mag, lo, hi;
+	double e = (n <= 1 << 25 ? 1 : 2) * (double)n * 0x1p-52 * acc->mag, lo, hi;
 
 	if (acc->special || n < 2)
 		return false;
