@@ -905,16 +905,17 @@ ranks_order_matters(int op, Tensor ***vals, uint32_t x, int nranks, int64_t j, D
 	Acc acc = { .lsb = INT_MAX };
 	bool nan = false, pinf = false, ninf = false;
 
-	if (nranks < 2 || op == RED_MIN || op == RED_MAX || (nranks == 2 && op != RED_AVG))
+	if (nranks < 2 || op == RED_MIN || op == RED_MAX)
 		return false;
-	for (int k = 0; nranks == 2 && k < 2; k++) {
-		double y = tensor_getf(vals[k][x], j), half = y * 0.5;
+	if (nranks == 2) {
+		for (int k = 0; op == RED_AVG && k < 2; k++) {
+			double y = tensor_getf(vals[k][x], j), half = y * 0.5;
 
-		if (isfinite(y) && ir_convert_scalar(half, DT_F64, dt) != half)
-			return true;
-	}
-	if (nranks == 2)
+			if (isfinite(y) && ir_convert_scalar(half, DT_F64, dt) != half)
+				return true;
+		}
 		return false;
+	}
 	for (int k = 0; k < nranks; k++) {
 		double y = tensor_getf(vals[k][x], j);
 
