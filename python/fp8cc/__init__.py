@@ -418,6 +418,7 @@ class Context(_Closing):
         if self._ctx:
             for p in list(self._programs):   # the library frees them with the context
                 p._prog = None
+                p._plain()
             for a in list(self._arrays):
                 a.free()
             ctx, self._ctx = self._ctx, None
@@ -630,7 +631,7 @@ class Program(_Closing):
     def __init__(self, context, prog, name):
         self.context, self._prog, self.name = context, prog, name
         self.allocator = None   # (dtype, shape) -> array, for outputs not given
-        self.stream = None      # () -> the stream of a call that names none
+        self._stream = None
         self.target = (_lib.fp8rt_program_target(prog) or b"").decode()
         self.plan_version = _lib.fp8rt_program_plan_version(prog)
         self.functions = [Function(self, f) for f in range(_lib.fp8rt_program_function_count(prog))]
@@ -650,6 +651,24 @@ class Program(_Closing):
 
     def __call__(self, *inputs, **kw):
         return self.functions[0](*inputs, **kw)
+
+    @property
+    def stream(self):
+        """() -> the stream of a call that names none (None: the legacy
+        default stream)"""
+        return self._stream
+
+    @stream.setter
+    def stream(self, getter):
+        self._stream = getter
+        self._plain()
+
+    def _plain(self):
+        """every function back to Function's own __call__: a binding's
+        quicker one (fp8cc.torch) holds only for the open program and the
+        stream getter it was made with"""
+        for f in getattr(self, "functions", ()):
+            f.__class__ = Function
 
     def __repr__(self):
         return f"<fp8cc program {self.name}: {', '.join(map(repr, self.functions))}>"
@@ -690,6 +709,7 @@ class Program(_Closing):
     def close(self):
         if self._prog:
             p, self._prog = self._prog, None
+            self._plain()
             if self.context is None or self.context._ctx:
                 _check(_lib.fp8rt_program_destroy(p), self.context._ctx if self.context else None)
 

@@ -111,14 +111,20 @@ def _quick_class(f, raw, index):
     torch.empty on the program's device, or the input an output is), on
     torch's current stream and the default state: one expression checks
     exactly what f takes of each tensor (a torch.Tensor or Parameter, f's
-    dtype and shape, on the program's device, contiguous, 16-byte aligned)
-    with the fewest attribute reads, one pack sets a prepared run's stream
-    and pointers, and one ctypes call of one argument runs it. Once a call has passed the checks,
-    torch's C++ guard of those tensors' metadata (_renew) checks the next
-    calls instead, in one call for all of them. Anything else goes to
-    Function.__call__, which checks it all and raises what is wrong. The
-    method is written out for f's count of tensors, as namedtuple writes its
-    class: a loop over the tensors costs as much again as the checks."""
+    dtype and shape, on the program's device, contiguous) with the fewest
+    attribute reads, one pack sets a prepared run's stream and pointers,
+    and one ctypes call of one argument runs it, the GIL held. Once a call
+    has passed the checks, torch's C++ guard of those tensors' metadata
+    (_renew) checks the next calls instead, in one call for all of them. The 16-byte
+    alignment is libfp8rt's check, the first it makes: a run it refuses
+    with a misaligned pointer has enqueued nothing, and goes to the general
+    path for its ValueError. Anything else unusual goes to Function.__call__,
+    which checks it all and raises what is wrong. The class holds while the
+    program is open and prog.stream is the getter it was made with
+    (Program sets its functions back to Function when either changes), so
+    the call tests neither. The method is written out for f's count of
+    tensors, as namedtuple writes its class: a loop over the tensors costs
+    as much again as the checks."""
     prog = f.program
     getter = prog.stream
     run, slots = f.prepared()
@@ -126,7 +132,7 @@ def _quick_class(f, raw, index):
     every = ins + outs
     ptrs = [f"p{k}" for k in range(len(every))]
     env = {"T": torch.Tensor, "P": torch.nn.Parameter, "prog": prog, "getter": getter, "slots": slots,
-           "handle": run, "dev": index, "raw": raw, "run": fp8cc._lib.fp8rt_prepared_run, "check": fp8cc._check,
+           "handle": run, "dev": index, "raw": raw, "run": fp8cc.N.holding_gil(fp8cc._lib, "fp8rt_prepared_run"), "check": fp8cc._check,
            "general": fp8cc.Function.__call__, "pack": struct.Struct(f"={1 + len(every)}Q").pack_into,
            "empty": torch.empty, "D": torch.device("cuda", index)}
     env["guard"], env["renew"] = None, lambda *ts: _renew(env, ts)
@@ -140,8 +146,7 @@ def _quick_class(f, raw, index):
     made = ", ".join(f"i{j}" if j is not None else f"empty(s{len(ins) + k}, dtype=d{len(ins) + k}, device=D)"
                      for k, j in enumerate(f.sources))
     lines = ["def __call__(self, *inputs, out=None, state=None, stream=None, in_place=False):",
-             "    if not in_place and state is None and stream is None and prog.stream is getter and "
-             "prog._prog is not None:",
+             "    if not in_place and state is None and stream is None:",
              "        try:"]
     if ins:
         lines.append(f"            {', '.join(ins)}, = inputs")
@@ -153,14 +158,16 @@ def _quick_class(f, raw, index):
     lines += ["        except (TypeError, ValueError):",
               "            pass",
               "        else:"]
-    body = ["if not (" + ' | '.join(ptrs) + ") & 15:" if every else "if True:",
-            f"    pack(slots, 0, {', '.join([('raw(dev)' if raw is not None else 'getter()')] + ptrs)})",
-            "    st = run(handle)",
-            "    if st:",
-            "        check(st, prog.context._ctx)",
-            "    if out is None:",
-            f"        return ({''.join(o + ', ' for o in outs)})",
-            "    return out if type(out) is tuple else tuple(out)"]
+    body = [f"pack(slots, 0, {', '.join([('raw(dev)' if raw is not None else 'getter()')] + ptrs)})",
+            "st = run(handle)",
+            "if st:"]
+    if every:
+        body += [f"    if ({' | '.join(ptrs)}) & 15:",
+                 "        return general(self, *inputs, out=out, state=state, stream=stream, in_place=in_place)"]
+    body += ["    check(st, prog.context._ctx)",
+             "if out is None:",
+             f"    return ({''.join(o + ', ' for o in outs)})",
+             "return out if type(out) is tuple else tuple(out)"]
     if every:
         body = [f"if (guard is not None and guard({', '.join(every)})) or ({' and '.join(tests)} and "
                 f"renew({', '.join(every)})):",

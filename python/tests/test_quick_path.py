@@ -10,6 +10,7 @@ first, is built again when a call passes in Python but not the guard, and
 is never tried again where TensorGuards does not take the arguments; a
 closed program raises. The GPU suite runs the same path with torch
 (tests/gpu/test_python.py)."""
+import ctypes
 import os
 import struct
 import sys
@@ -20,7 +21,7 @@ if not os.environ.get("FP8RT_LIBCUDA"):
     raise unittest.SkipTest("FP8RT_LIBCUDA (the mock driver) is not set")
 
 import fp8cc  # noqa: E402
-from test_binding import PTX, array, values  # noqa: E402  (python/tests, beside this file)
+from test_binding import PTX, array, floats, values  # noqa: E402  (python/tests, beside this file)
 
 
 class Tensor:
@@ -198,6 +199,62 @@ class QuickPath(unittest.TestCase):
         self.prog.close()
         with self.assertRaisesRegex(ValueError, "is closed"):
             self.f(self.x, out=out)
+
+    def test_another_stream_getter_or_a_closed_context_ends_the_quick_path(self):
+        out = (self.y, self.z)
+        self.f(self.x, out=out)
+        self.assertEqual(len(self.streams), 1)
+        other = []
+        self.prog.stream = lambda: other.append(0) or 0
+        self.assertIs(type(self.f), fp8cc.Function)
+        self.f(self.x, out=out)
+        self.assertEqual((len(self.streams), len(other)), (1, 1), "the new getter gives the call's stream")
+        ctx = fp8cc.Context(0)
+        prog = fp8cc.load(MADE.encode(), context=ctx)
+        f = prog[0]
+        f.__class__ = ft._quick_class(f, None, 0)
+        ctx.close()
+        self.assertIs(type(f), fp8cc.Function)
+        with self.assertRaisesRegex(ValueError, "is closed"):
+            f(self.x, out=out)
+
+    def test_misaligned_pointers_reach_libfp8rt_and_come_back_as_value_error(self):
+        out = (self.y, self.z)
+        self.f(self.x, out=out)   # the guard built: the next call is the guard's and libfp8rt's
+        runs = []
+        env = type(self.f).__call__.__globals__
+        run = env["run"]
+        env["run"] = lambda h: runs.append(h) or run(h)
+        try:
+            with self.assertRaisesRegex(ValueError, "input 0 'x' is not 16-byte aligned"):
+                self.f(Tensor(self.x.ptr + 4, "float32", (2, 8)), out=out)
+        finally:
+            env["run"] = run
+        self.assertEqual(len(runs), 1, "libfp8rt's check refused it")
+
+    def test_an_extern_runs_inside_the_call_that_holds_the_gil(self):
+        def neg(call):
+            x, y = floats(call.inputs[0], 16), floats(call.outputs[0], 16)
+            if x[0] < -100:
+                raise RuntimeError("neg refuses")
+            for i in range(16):
+                y[i] = -x[i]
+        plan = COPIES.replace("copy dst=out:0 src=in:0 bytes=64", "call py.neg ins=in:0 outs=out:0 args=@0")
+        prog = fp8cc.load(plan.encode(), context=self.ctx, externs={"py.neg": (neg, False)})
+        prog.stream = lambda: 0
+        f = prog[0]
+        f.__class__ = ft._quick_class(f, None, 0)
+        run = type(f).__call__.__globals__["run"]
+        self.assertTrue(type(run)._flags_ & ctypes._FUNCFLAG_PYTHONAPI, "ctypes.PyDLL's: the GIL is not released")
+        try:
+            for _ in range(2):   # Python's checks, then the guard's
+                f(self.x, out=(self.y, self.z))
+                self.assertEqual(self.values(1), [-float(i) for i in range(16)])
+            self.arrays[0].copy_from(struct.pack("16f", *[-1000.0] * 16))
+            with self.assertRaisesRegex(fp8cc.Error, "neg refuses"):
+                f(self.x, out=(self.y, self.z))
+        finally:
+            prog.close()
 
     def test_without_tensor_guards_python_checks_every_call(self):
         TensorGuards.refuse = True
