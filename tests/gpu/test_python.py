@@ -6,6 +6,8 @@ externs) runs with fp8cc.torch's torch implementations and matches torch's
 autograd of F.cross_entropy; the CPU-offloading MLP pair (real traces 18 +
 19: 100 layers of linear and ReLU, offloading kept on the GPU) trains
 through fp8cc.torch.Function with torch autograd's output and gradients;
+the fp8 linear's training step (a forward+backward pair) through
+fp8cc.torch.Function gives torchao's recipe's output and gradients;
 a step that updates its running mean updates the caller's tensor;
 the Llama-2 forward (real trace 14, its 16 attention calls done by torch's
 efficient attention) runs on random weights: finite logits, the same bits
@@ -25,8 +27,11 @@ import torch.nn.functional as F
 from safetensors.torch import load_file
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "python"))
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "bench"))
 import fp8cc.torch as ft  # noqa: E402
 import torch_trace  # noqa: E402  (tests/gpu, beside this file)
+from bench_backward import backward as torchao_backward  # noqa: E402  (torchao's recipe in torch)
+from torch_layer import layer as torchao_layer  # noqa: E402
 
 fails = 0
 
@@ -296,6 +301,36 @@ def rope_backward(d):
           f"the gradient matches torch autograd of the forward (relative Frobenius {err:.1e})")
 
 
+def linear_step(d):
+    """the fp8 linear's training step (examples/fp8_linear_step_fwd.trace and
+    _bwd.trace as one program, 64x96x128) through fp8cc.torch.Function:
+    its output and both gradients against torchao's tensor-wise recipe
+    written in torch (tests/gpu/torch_layer.py's forward,
+    bench/bench_backward.py's backward: the same quantizes, torch._scaled_mm
+    on the same fp8 operands), and its quantized input against torch's bits"""
+    step = ft.Function(f"{d}/ptx/fp8_linear_step.ptx")
+    torch.manual_seed(5)
+    x = torch.randn(64, 96, device="cuda", dtype=torch.bfloat16, requires_grad=True)
+    w = (torch.randn(128, 96, device="cuda", dtype=torch.bfloat16) * 0.1).requires_grad_()
+    y = step(x, w)
+    g = torch.randn_like(y)
+    y.backward(g)
+    want, _, _ = torchao_layer(x.detach(), w.detach())
+    gi, gw = torchao_backward(g, x.detach(), w.detach())
+    errs = [rel(y.detach(), want), rel(x.grad, gi), rel(w.grad, gw)]
+    # one cuBLASLt on both sides: the GEMM tolerance, 1e-2, is what the
+    # suite allows a GEMM (docs/design.md, "Numbers")
+    check(max(errs) <= 1e-2 and x.grad.shape == x.shape and w.grad.shape == w.shape,
+          "the fp8 linear's step through fp8cc.torch.Function against torchao's recipe in torch: output "
+          f"{errs[0]:.1e}, grad_input {errs[1]:.1e}, grad_weight {errs[2]:.1e} (relative Frobenius)")
+    # a second step on the same module reuses the program's state
+    x2 = torch.randn_like(x).requires_grad_()
+    step(x2, w).backward(g)
+    gi2, _ = torchao_backward(g, x2.detach(), w.detach())
+    err = rel(x2.grad, gi2)
+    check(err <= 1e-2, f"a second step: grad_input {err:.1e} against torchao's recipe")
+
+
 def rel(a, b):
     return ((a.double() - b.double()).norm() / b.double().norm().clamp_min(1e-30)).item()
 
@@ -421,6 +456,7 @@ def main():
     xentropy(d)
     rope_backward(d)
     offload_pair(d)
+    linear_step(d)
     running_stats(d)
     llama_forward(d)
     sys.exit(1 if fails else 0)
