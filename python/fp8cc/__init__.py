@@ -16,6 +16,12 @@ program's allocator (by default device memory from libfp8rt, as
 fp8cc.DeviceArray) unless given with out=. Errors of libfp8rt raise
 fp8cc.Error with the library's message; a wrong count, dtype or shape, or
 an array that is not dense, raises ValueError before anything is enqueued.
+
+A context and its programs are used by one thread at a time, and the work
+of one context is ordered (its GEMMs share a cuBLASLt workspace, a
+program's intermediates one workspace): threads that run programs at the
+same time, or on streams of their own, each load them into a Context of
+their own (load(..., context=fp8cc.Context(device))).
 """
 import ctypes
 import struct

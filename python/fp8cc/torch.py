@@ -60,13 +60,23 @@ def _device(device):
     return d.index if d.index is not None else torch.cuda.current_device()
 
 
-def load(source, device=None, externs=True, graphs=True):
+def load(source, device=None, externs=True, graphs=True, context=None):
     """fp8cc.load with torch: outputs from torch.empty and the functions'
     workspaces from torch's allocator (kept by the program), calls on the
     current torch stream, and (externs=True) the torch implementations of
-    EXTERNS registered first; externs may also be a dict of more."""
-    index = _device(device)
-    ctx = fp8cc.default_context(index)
+    EXTERNS registered first; externs may also be a dict of more. The
+    program goes into `context`, by default the device's default context,
+    which every load shares: a context's programs run on one thread at a
+    time and their work in one order (libfp8rt's rule), so a thread that
+    runs on a stream of its own beside another loads its programs into an
+    fp8cc.Context of its own."""
+    if context is not None:
+        index = context.device
+        if device is not None and _device(device) != index:
+            raise ValueError(f"load: device {device}, but the context is device {index}'s")
+    else:
+        index = _device(device)
+    ctx = context or fp8cc.default_context(index)
     table = dict(EXTERNS) if externs is True else {}
     if isinstance(externs, dict):
         table.update(externs)
@@ -396,8 +406,8 @@ class Function:
     where the program can write it there, else copied back; those outputs
     are not among step's results."""
 
-    def __init__(self, source, device=None, forward="forward", backward="backward", externs=True):
-        self.program = load(source, device, externs)
+    def __init__(self, source, device=None, forward="forward", backward="backward", externs=True, context=None):
+        self.program = load(source, device, externs, context=context)
         self.forward, self.backward = self.program[forward], self.program[backward]
         self._states = []
         # (output, input, shares) of each output of the forward that updates an input; the others

@@ -256,6 +256,25 @@ class QuickPath(unittest.TestCase):
         finally:
             prog.close()
 
+    def test_load_into_a_context_of_ones_own(self):
+        ctx = fp8cc.Context(0)
+        ft.torch._C._cuda_getCurrentRawStream = lambda index: 0
+        try:
+            prog = ft.load(COPIES.encode(), externs=False, context=ctx)
+            self.assertIs(prog.context, ctx)
+            self.assertIsNot(ctx, fp8cc.default_context(0))
+            out = (self.y, self.z)
+            self.assertIs(prog[0](self.x, out=out), out)
+            self.assertIsNot(type(prog[0]), fp8cc.Function, "the quick path's class")
+            self.assertEqual(self.values(2), [float(i) for i in range(16)])
+            ft.torch.device = lambda d, index=None: types.SimpleNamespace(index=d if isinstance(d, int) else index)
+            with self.assertRaisesRegex(ValueError, "the context is device 0's"):
+                ft.load(COPIES.encode(), device=1, externs=False, context=ctx)
+        finally:
+            del ft.torch._C._cuda_getCurrentRawStream
+            ft.torch.device = lambda kind, index: f"{kind}:{index}"
+            ctx.close()
+
     def test_without_tensor_guards_python_checks_every_call(self):
         TensorGuards.refuse = True
         for _ in range(3):
