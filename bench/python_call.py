@@ -141,5 +141,6 @@ for r in range(9):
 torch.cuda.synchronize()
 for k, v in best.items():
     print(f"{k:40s} {v:6.2f} us")
-print(f"whole - C {best['whole (installed)'] - best['C loop']:+.2f}; V1 - C {best['V1 no prog checks'] - best['C loop']:+.2f};"
-      f" V2 - C {best['V2 no prog checks, no align'] - best['C loop']:+.2f}")
+c = best["C loop"]
+print(f"whole - C {best['whole (installed)'] - c:+.2f}; V1 - C {best['V1 no prog checks'] - c:+.2f}; "
+      f"V2 - C {best['V2 no prog checks, no align'] - c:+.2f}")

@@ -125,10 +125,10 @@ def _quick_class(f, raw, index):
     attribute reads, one pack sets a prepared run's stream and pointers,
     and one ctypes call of one argument runs it, the GIL held. Once a call
     has passed the checks, torch's C++ guard of those tensors' metadata
-    (_renew) checks the next calls instead, in one call for all of them. The 16-byte
-    alignment is libfp8rt's check, the first it makes: a run it refuses
-    with a misaligned pointer has enqueued nothing, and goes to the general
-    path for its ValueError. Anything else unusual goes to Function.__call__,
+    (_renew) checks the next calls instead, in one call for all of them.
+    The 16-byte alignment is libfp8rt's check, the first it makes: a run it
+    refuses with a misaligned pointer has enqueued nothing, and goes to the
+    general path for its ValueError. Anything else unusual goes to Function.__call__,
     which checks it all and raises what is wrong. The class holds while the
     program is open and prog.stream is the getter it was made with
     (Program sets its functions back to Function when either changes), so
@@ -142,8 +142,8 @@ def _quick_class(f, raw, index):
     every = ins + outs
     ptrs = [f"p{k}" for k in range(len(every))]
     env = {"T": torch.Tensor, "P": torch.nn.Parameter, "prog": prog, "getter": getter, "slots": slots,
-           "handle": run, "dev": index, "raw": raw, "run": fp8cc.N.holding_gil(fp8cc._lib, "fp8rt_prepared_run"), "check": fp8cc._check,
-           "general": fp8cc.Function.__call__, "pack": struct.Struct(f"={1 + len(every)}Q").pack_into,
+           "handle": run, "dev": index, "raw": raw, "run": fp8cc.N.holding_gil(fp8cc._lib, "fp8rt_prepared_run"),
+           "check": fp8cc._check, "general": fp8cc.Function.__call__, "pack": struct.Struct(f"={1 + len(every)}Q").pack_into,
            "empty": torch.empty, "D": torch.device("cuda", index)}
     env["guard"], env["renew"] = None, lambda *ts: _renew(env, ts)
     tests = []
