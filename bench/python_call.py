@@ -114,8 +114,12 @@ _, stream, _ = fp8cc.Function._bind(f, args, out, None)
 crun = ctypes.cast(fp8cc._lib.fp8rt_run_function, ctypes.c_void_p)
 c_args = (crun, prog._prog, f.index, ctypes.addressof(f._tin), len(f.inputs), ctypes.addressof(f._tout),
           len(f.outputs), stream, 64)
-# the pointers the quick path packs: the same as _bind's
+# the pointers the quick path packs: the same as _bind's; each bare run
+# below must succeed (its status is not read while timed)
 pack(slots, 0, raw(0), *[t.data_ptr() for t in tensors])
+for bare in (prun, prun2, prun3):
+    if bare(run) != 0:
+        sys.exit(f"the bare prepared run failed: {fp8cc._lib.fp8rt_last_error(prog.context._ctx).decode()}")
 ps = parts()
 best = {k: float("inf") for k in ps}
 best["C loop"] = float("inf")
