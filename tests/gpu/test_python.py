@@ -8,7 +8,8 @@ autograd of F.cross_entropy; the CPU-offloading MLP pair (real traces 18 +
 through fp8cc.torch.Function with torch autograd's output and gradients;
 the fp8 linear's training step (a forward+backward pair) through
 fp8cc.torch.Function gives torchao's recipe's output and gradients;
-a step that updates its running mean updates the caller's tensor;
+a step that updates its running mean updates the caller's tensor; two
+threads, each with its own context and stream, get the seed layer's bits;
 the Llama-2 forward (real trace 14, its 16 attention calls done by torch's
 efficient attention) runs on random weights: finite logits, the same bits
 on a replay, and its time.
@@ -132,6 +133,46 @@ def seed_layer(d, fp8run):
     print(f"     seed layer: {(time.perf_counter() - t0) / n * 1e6:.2f} us per call with outputs from torch.empty")
     check(py_host - c_host <= 3.0,
           f"the Python call costs at most 3 us more than the C call ({py_host - c_host:+.2f} us of the host's)")
+
+
+def threads(d):
+    """two threads at once, each with a context and a torch stream of its own
+    (the binding's rule for threads), each loop 200 calls of the seed layer:
+    both end with fp8run's bits (seed_layer wrote them)"""
+    import threading
+    import fp8cc
+    ptx = f"{d}/ptx/seed_after.ptx"
+    inputs = load_file(f"{d}/ptx/seed_after.s2.in.safetensors", device="cuda")
+    want = load_file("/tmp/py_seed.safetensors")
+    torch.cuda.synchronize()
+    results, errors = {}, []
+
+    def work(k):
+        ctx = fp8cc.Context(0)
+        try:
+            stream = torch.cuda.Stream()
+            with torch.cuda.stream(stream):
+                prog = ft.load(ptx, context=ctx)
+                f = prog[0]
+                args = [inputs[i.name] for i in f.inputs]
+                for _ in range(200):
+                    outs = f(*args)
+                stream.synchronize()
+                results[k] = {i.name: o.cpu() for i, o in zip(f.outputs, outs)}
+        except Exception as e:
+            errors.append(f"thread {k}: {e!r}")
+        finally:
+            ctx.close()
+    workers = [threading.Thread(target=work, args=(k,)) for k in range(2)]
+    for w in workers:
+        w.start()
+    for w in workers:
+        w.join()
+    same = not errors and len(results) == 2 and all(
+        torch.equal(r[n].reshape(-1).view(torch.uint8), want[n].reshape(-1).view(torch.uint8))
+        for r in results.values() for n in want)
+    check(same, "two threads, each with its own context and stream, 200 calls each: fp8run's bits"
+          + (f" ({'; '.join(errors)})" if errors else ""))
 
 
 def host_loop(fp8run):
@@ -452,6 +493,7 @@ def drift(path, f, outs, saved):
 def main():
     d, fp8run = sys.argv[1], sys.argv[2]
     seed_layer(d, fp8run)
+    threads(d)
     cross_entropy(d)
     xentropy(d)
     rope_backward(d)
