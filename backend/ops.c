@@ -316,22 +316,27 @@ binary_float(Cg *c, Op op, LLVMValueRef x, LLVMValueRef y, bool dbl)
 /* ---- integer ops ---- */
 
 /* shifts as c10's: by a negative amount or past the width, a left shift
- * gives 0 and a right shift the sign (zeros for unsigned types) */
+ * gives 0 and a right shift the sign (zeros for unsigned types). The
+ * shifts that give 0 shift by the amount's low bits and select 0 outside
+ * the width: NVPTX turns select(y < w, shl(x, y), 0) into PTX's shl alone,
+ * whose clamp it relies on, but PTX takes a u32 amount, so an i64 amount
+ * of 2^32 or more shifted by its low 32 bits (the GPU's random program
+ * 4313: -300 << 0x4079000000000000 gave -300). The masked amount is not
+ * the compared one, and the select stays. */
 static LLVMValueRef
 shift(Cg *c, Op op, LLVMValueRef x, LLVMValueRef y, bool sgn)
 {
 	LLVMTypeRef t = LLVMTypeOf(x);
 	unsigned w = LLVMGetIntTypeWidth(t);
-	LLVMValueRef in = LLVMBuildICmp(c->b, LLVMIntULT, y, LLVMConstInt(t, w, 0), "");
+	LLVMValueRef in = LLVMBuildICmp(c->b, LLVMIntULT, y, LLVMConstInt(t, w, 0), ""), low;
 
-	if (op == OP_BITWISE_LEFT_SHIFT)
+	if (op == OP_BITWISE_LEFT_SHIFT || !sgn) {
+		low = LLVMBuildAnd(c->b, y, LLVMConstInt(t, w - 1, 0), "");
 		return LLVMBuildSelect(c->b, in,
-			LLVMBuildShl(c->b, x, LLVMBuildSelect(c->b, in, y, LLVMConstInt(t, 0, 0), ""), ""),
+			op == OP_BITWISE_LEFT_SHIFT ? LLVMBuildShl(c->b, x, low, "") : LLVMBuildLShr(c->b, x, low, ""),
 			LLVMConstInt(t, 0, 0), "");
-	y = LLVMBuildSelect(c->b, in, y, LLVMConstInt(t, sgn ? w - 1 : 0, 0), "");
-	if (!sgn)
-		return LLVMBuildSelect(c->b, in, LLVMBuildLShr(c->b, x, y, ""), LLVMConstInt(t, 0, 0), "");
-	return LLVMBuildAShr(c->b, x, y, "");
+	}
+	return LLVMBuildAShr(c->b, x, LLVMBuildSelect(c->b, in, y, LLVMConstInt(t, w - 1, 0), ""), "");
 }
 
 static LLVMValueRef
