@@ -12,7 +12,6 @@ usage: FP8RT_LIBRARY=build-gpu/runtime/libfp8rt.so python3 bench/python_call.py 
        (DIR: tests/gpu/prepare.sh's; FP8RUN beside a build of tests/, for the host loop)"""
 import ctypes
 import os
-import struct
 import sys
 import time
 
@@ -81,7 +80,6 @@ class Dummy:
         return out
 
 
-fq = f
 v1 = fp8cc.Function.__new__(variant(False, True))
 v2 = fp8cc.Function.__new__(variant(False, False))
 v0 = fp8cc.Function.__new__(variant(True, True))
@@ -92,7 +90,7 @@ prun3 = ctypes.PyDLL(os.environ["FP8RT_LIBRARY"]).fp8rt_prepared_run
 
 def parts():
     return {
-        "whole (installed)": lambda: fq(*args, out=out),
+        "whole (installed)": lambda: f(*args, out=out),
         "V0 written here, prog checks": lambda: v0(*args, out=out),
         "V1 no prog checks": lambda: v1(*args, out=out),
         "V2 no prog checks, no align": lambda: v2(*args, out=out),

@@ -143,8 +143,8 @@ def _quick_class(f, raw, index):
     ptrs = [f"p{k}" for k in range(len(every))]
     env = {"T": torch.Tensor, "P": torch.nn.Parameter, "prog": prog, "getter": getter, "slots": slots,
            "handle": run, "dev": index, "raw": raw, "run": fp8cc.N.holding_gil(fp8cc._lib, "fp8rt_prepared_run"),
-           "check": fp8cc._check, "general": fp8cc.Function.__call__, "pack": struct.Struct(f"={1 + len(every)}Q").pack_into,
-           "empty": torch.empty, "D": torch.device("cuda", index)}
+           "check": fp8cc._check, "general": fp8cc.Function.__call__,
+           "pack": struct.Struct(f"={1 + len(every)}Q").pack_into, "empty": torch.empty, "D": torch.device("cuda", index)}
     env["guard"], env["renew"] = None, lambda *ts: _renew(env, ts)
     tests = []
     for k, (x, info) in enumerate(zip(every, f.inputs + f.outputs)):

@@ -348,7 +348,7 @@ def linear_step(d):
     its output and both gradients against torchao's tensor-wise recipe
     written in torch (tests/gpu/torch_layer.py's forward,
     bench/bench_backward.py's backward: the same quantizes, torch._scaled_mm
-    on the same fp8 operands), and its quantized input against torch's bits"""
+    on the same fp8 operands), and a second step's grad_input"""
     step = ft.Function(f"{d}/ptx/fp8_linear_step.ptx")
     torch.manual_seed(5)
     x = torch.randn(64, 96, device="cuda", dtype=torch.bfloat16, requires_grad=True)
