@@ -98,7 +98,7 @@ create(int device, fp8rt_context *ctx)
 	ctx->device = device;
 	CHECK(drv.cuDeviceGet(&ctx->dev, device));
 	CHECK(drv.cuDevicePrimaryCtxRetain(&ctx->cu, ctx->dev));
-	if ((st = rt_enter(ctx)) == FP8RT_OK) {
+	if ((st = rt_enter(ctx, "fp8rt_context_create")) == FP8RT_OK) {
 		if ((st = query_device(ctx)) == FP8RT_OK)
 			st = create_resources(ctx);
 		st = rt_leave(ctx, st);
@@ -140,7 +140,9 @@ fp8rt_context_destroy(fp8rt_context *ctx)
 {
 	if (!ctx)
 		return FP8RT_OK;
-	fp8rt_status st = rt_enter(ctx);
+	fp8rt_status st = rt_enter(ctx, "fp8rt_context_destroy");
+	if (st == FP8RT_INVALID_ARGUMENT)
+		return st; /* in use by another thread: nothing released */
 	int entered = st == FP8RT_OK;
 	if (entered)
 		RELEASE(drv.cuCtxSynchronize());
@@ -174,7 +176,7 @@ fp8rt_malloc(fp8rt_context *ctx, size_t bytes, void **dptr)
 	if (!ctx || !dptr)
 		return rt_err(ctx, FP8RT_INVALID_ARGUMENT, "fp8rt_malloc: %s is NULL", ctx ? "dptr" : "ctx");
 	*dptr = NULL;
-	if ((st = rt_enter(ctx)) != FP8RT_OK)
+	if ((st = rt_enter(ctx, "fp8rt_malloc")) != FP8RT_OK)
 		return st;
 	CHECK(drv.cuMemAlloc(&p, bytes ? bytes : 1));
 	*dptr = (void *)(uintptr_t)p;
@@ -182,7 +184,8 @@ fail:
 	return rt_leave(ctx, st);
 }
 
-/* The memory is freed also when entering the context fails. */
+/* The memory is freed also when entering the context fails, unless
+ * another thread is inside it. */
 fp8rt_status
 fp8rt_free(fp8rt_context *ctx, void *dptr)
 {
@@ -190,7 +193,9 @@ fp8rt_free(fp8rt_context *ctx, void *dptr)
 		return rt_err(ctx, FP8RT_INVALID_ARGUMENT, "fp8rt_free: ctx is NULL");
 	if (!dptr)
 		return FP8RT_OK;
-	fp8rt_status st = rt_enter(ctx);
+	fp8rt_status st = rt_enter(ctx, "fp8rt_free");
+	if (st == FP8RT_INVALID_ARGUMENT)
+		return st;
 	int entered = st == FP8RT_OK;
 	RELEASE(drv.cuMemFree((CUdeviceptr)(uintptr_t)dptr));
 	return entered ? rt_leave(ctx, st) : st;
@@ -209,7 +214,7 @@ transfer(fp8rt_context *ctx, int dir, void *dst, const void *src, int byte, size
 				       : "src");
 	if (bytes == 0)
 		return FP8RT_OK;
-	if ((st = rt_enter(ctx)) != FP8RT_OK)
+	if ((st = rt_enter(ctx, names[dir])) != FP8RT_OK)
 		return st;
 	if (dir == 0)
 		CHECK(drv.cuMemcpyHtoD((CUdeviceptr)(uintptr_t)dst, src, bytes));
@@ -247,7 +252,7 @@ fp8rt_synchronize(fp8rt_context *ctx, void *stream)
 	fp8rt_status st;
 	if (!ctx)
 		return rt_err(ctx, FP8RT_INVALID_ARGUMENT, "fp8rt_synchronize: ctx is NULL");
-	if ((st = rt_enter(ctx)) != FP8RT_OK)
+	if ((st = rt_enter(ctx, "fp8rt_synchronize")) != FP8RT_OK)
 		return st;
 	if (stream)
 		CHECK(drv.cuStreamSynchronize((CUstream)stream));

@@ -19,11 +19,16 @@
  *  - All tensor data pointers are device pointers (CUdeviceptr values cast to
  *    void *) in the context's device; "stream" is a CUstream cast to void *,
  *    NULL meaning the legacy default stream.
- *  - A context and its programs are used by one thread at a time. All work of
- *    one context is assumed to be ordered: the GEMMs of a context share one
- *    cuBLASLt workspace, and a program's intermediates live in one workspace,
- *    so do not run work of one context concurrently on two streams — use one
- *    context per concurrent stream.
+ *  - A context and its programs are used by one thread at a time: while one
+ *    thread is inside an entry that takes the context (or a program, state or
+ *    prepared run of it), another thread's call is refused with
+ *    FP8RT_INVALID_ARGUMENT, having done nothing, its message in
+ *    fp8rt_last_error(NULL) only; an extern may call back on its own thread.
+ *    All work of one context is assumed to be ordered: the GEMMs of a context
+ *    share one cuBLASLt workspace, and a program's intermediates live in one
+ *    workspace, so do not run work of one context concurrently on two
+ *    streams — use one context per concurrent stream (libfp8rt cannot see
+ *    the streams' order, so this one is not checked).
  */
 #ifndef FP8RT_H
 #define FP8RT_H

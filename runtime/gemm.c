@@ -472,7 +472,7 @@ direct(fp8rt_context *ctx, const RtGemmCall *g, void *stream, const char *what)
 	fp8rt_status st = rt_gemm_check(ctx, g, what);
 	if (st != FP8RT_OK || g->m == 0 || g->n == 0)
 		return st;
-	if ((st = rt_enter(ctx)) != FP8RT_OK)
+	if ((st = rt_enter(ctx, what)) != FP8RT_OK)
 		return st;
 	st = first_use(ctx, (CUstream)stream, what);
 	if (st == FP8RT_OK)

@@ -156,7 +156,7 @@ fp8rt_context_init_comm(fp8rt_context *ctx, const void *id, int nranks, int rank
 		return rt_err(
 			ctx, FP8RT_INVALID_ARGUMENT, "%s: %s", what, !id ? "id is NULL" : "wants 0 <= rank < nranks");
 	memcpy(u.internal, id, sizeof u.internal);
-	if ((st = rt_enter(ctx)) != FP8RT_OK)
+	if ((st = rt_enter(ctx, what)) != FP8RT_OK)
 		return st;
 	if ((r = nccl.ncclCommInitRank(&comm, nranks, u, rank)) != 0)
 		st = nccl_fail(ctx, r, "fp8rt_context_init_comm: ncclCommInitRank");
@@ -174,7 +174,7 @@ fp8rt_context_set_comm(fp8rt_context *ctx, void *comm)
 		return st;
 	if (!comm)
 		return rt_err(ctx, FP8RT_INVALID_ARGUMENT, "%s: comm is NULL", what);
-	if ((st = rt_enter(ctx)) != FP8RT_OK)
+	if ((st = rt_enter(ctx, what)) != FP8RT_OK)
 		return st;
 	return rt_leave(ctx, adopt(ctx, comm, 0, what));
 }

@@ -634,7 +634,7 @@ fp8rt_program_load_data(fp8rt_context *ctx, const void *data, size_t len, const 
 	fp8rt_status st = rt_plan_parse_ptx(text, len, name, &p->plan, msg, sizeof msg);
 	if (st != FP8RT_OK) {
 		rt_err(ctx, st, "%s", msg);
-	} else if ((st = rt_enter(ctx)) == FP8RT_OK) {
+	} else if ((st = rt_enter(ctx, name)) == FP8RT_OK) {
 		if ((st = load(p, text)) != FP8RT_OK) {
 			rt_program_free(p, st);
 			p = NULL;
@@ -766,7 +766,9 @@ fp8rt_program_destroy(fp8rt_program *p)
 		return FP8RT_OK;
 	}
 	fp8rt_context *ctx = p->ctx;
-	fp8rt_status st = rt_enter(ctx);
+	fp8rt_status st = rt_enter(ctx, "fp8rt_program_destroy");
+	if (st == FP8RT_INVALID_ARGUMENT)
+		return st;  /* in use by another thread: nothing freed */
 	if (st != FP8RT_OK) /* freed all the same */
 		return rt_program_free(p, st);
 	return rt_leave(ctx, rt_program_free(p, FP8RT_OK));
@@ -928,14 +930,11 @@ fp8rt_program_set_graphs(fp8rt_program *p, int enable)
 		return rt_err(NULL, FP8RT_INVALID_ARGUMENT, "fp8rt_program_set_graphs: program is NULL");
 	if (!p->ctx)
 		return no_context(p, "fp8rt_program_set_graphs");
+	fp8rt_status st = rt_enter(p->ctx, "fp8rt_program_set_graphs");
+	if (st != FP8RT_OK)
+		return st;
 	p->graphs = enable != 0;
-	if (!enable) {
-		fp8rt_status st = rt_enter(p->ctx);
-		if (st != FP8RT_OK)
-			return st;
-		return rt_leave(p->ctx, graphs_free(p, FP8RT_OK));
-	}
-	return FP8RT_OK;
+	return rt_leave(p->ctx, enable ? FP8RT_OK : graphs_free(p, FP8RT_OK));
 }
 
 /* ---- externs: the context's registry ------------------------------------------ */
@@ -959,19 +958,19 @@ fp8rt_register_extern(fp8rt_context *ctx, const char *name, fp8rt_extern_fn fn, 
 					: "fn");
 	if (flags & ~(unsigned)FP8RT_EXTERN_NO_GRAPH)
 		return rt_err(ctx, FP8RT_INVALID_ARGUMENT, "fp8rt_register_extern: unknown flags 0x%x", flags);
+	fp8rt_status st = rt_claim(ctx, "fp8rt_register_extern");
+	if (st != FP8RT_OK)
+		return st;
 	RtExtern *e = (RtExtern *)rt_find_extern(ctx, name);
-	if (!e) {
-		if (rt_grow((void **)&ctx->externs, ctx->nexterns, &ctx->capexterns, sizeof *ctx->externs))
-			return rt_err(ctx, FP8RT_OUT_OF_MEMORY, "fp8rt_register_extern: out of host memory");
-		e = &ctx->externs[ctx->nexterns];
-		if (!(e->name = strdup(name)))
-			return rt_err(ctx, FP8RT_OUT_OF_MEMORY, "fp8rt_register_extern: out of host memory");
-		ctx->nexterns++;
-	}
-	e->fn = fn;
-	e->user = user;
-	e->flags = flags;
-	return FP8RT_OK;
+	if (!e && !rt_grow((void **)&ctx->externs, ctx->nexterns, &ctx->capexterns, sizeof *ctx->externs) &&
+		(ctx->externs[ctx->nexterns].name = strdup(name)))
+		e = &ctx->externs[ctx->nexterns++];
+	if (e)
+		e->fn = fn, e->user = user, e->flags = flags;
+	else
+		st = rt_err(ctx, FP8RT_OUT_OF_MEMORY, "fp8rt_register_extern: out of host memory");
+	rt_unclaim(ctx);
+	return st;
 }
 
 /* ---- workspaces ------------------------------------------------------------ */
@@ -1048,7 +1047,7 @@ fp8rt_function_set_workspace(fp8rt_program *p, int f, void *dptr, size_t bytes)
 			"fp8rt_function_set_workspace: the workspace %p is not %d-byte aligned", dptr, RT_WS_ALIGN);
 	if (pf->workspace == 0)
 		return FP8RT_OK; /* nothing to place */
-	if ((st = rt_enter(ctx)) != FP8RT_OK)
+	if ((st = rt_enter(ctx, "fp8rt_function_set_workspace")) != FP8RT_OK)
 		return st;
 	CUdeviceptr nws = (CUdeviceptr)(uintptr_t)dptr, old = fn->ws;
 	CHECK(drv.cuCtxSynchronize()); /* work still using the old one */
@@ -1082,7 +1081,7 @@ fp8rt_state_create(fp8rt_program *p, fp8rt_state **out)
 	*out = NULL;
 	if (!p->ctx)
 		return no_context(p, "fp8rt_state_create");
-	fp8rt_status st = rt_enter(p->ctx);
+	fp8rt_status st = rt_enter(p->ctx, "fp8rt_state_create");
 	if (st != FP8RT_OK)
 		return st;
 	return rt_leave(p->ctx, state_make(p, out));
@@ -1094,7 +1093,9 @@ fp8rt_state_destroy(fp8rt_state *s)
 	if (!s)
 		return FP8RT_OK;
 	fp8rt_context *ctx = s->prog->ctx;
-	fp8rt_status st = rt_enter(ctx);
+	fp8rt_status st = rt_enter(ctx, "fp8rt_state_destroy");
+	if (st == FP8RT_INVALID_ARGUMENT)
+		return st;  /* in use by another thread: nothing freed */
 	if (st != FP8RT_OK) /* freed all the same */
 		return state_free(s, st);
 	return rt_leave(ctx, state_free(s, FP8RT_OK));
@@ -1618,13 +1619,11 @@ run_entry(fp8rt_program *p, int f, fp8rt_state *s, const fp8rt_tensor *in, int n
 {
 	Fn *fn = NULL;
 	fp8rt_status st = get_run(p, f, &s, what, &fn);
-	if (st == FP8RT_OK)
-		st = check_io(p, fn, s, in, nin, out, nout, what);
-	if (st != FP8RT_OK)
+	if (st != FP8RT_OK || (st = rt_enter(p->ctx, what)) != FP8RT_OK)
 		return st;
-	if ((st = rt_enter(p->ctx)) != FP8RT_OK)
-		return st;
-	return rt_leave(p->ctx, run(p, fn, s, (CUstream)stream));
+	if ((st = check_io(p, fn, s, in, nin, out, nout, what)) == FP8RT_OK)
+		st = run(p, fn, s, (CUstream)stream);
+	return rt_leave(p->ctx, st);
 }
 
 fp8rt_status
@@ -1662,6 +1661,8 @@ fp8rt_prepare(fp8rt_program *p, int f, fp8rt_prepared **out)
 	fp8rt_status st = get_run(p, f, &s, "fp8rt_prepare", &fn);
 	if (st != FP8RT_OK)
 		return st;
+	if ((st = rt_claim(p->ctx, "fp8rt_prepare")) != FP8RT_OK)
+		return st;
 	const RtFunc *pf = fn->f;
 	fp8rt_prepared *r = calloc(1, sizeof *r);
 	if (!r || !(r->in = signature_tensors(pf->in, pf->nin)) || !(r->out = signature_tensors(pf->out, pf->nout)) ||
@@ -1669,6 +1670,7 @@ fp8rt_prepare(fp8rt_program *p, int f, fp8rt_prepared **out)
 		if (r)
 			free(r->in), free(r->out);
 		free(r);
+		rt_unclaim(p->ctx);
 		return rt_err(p->ctx, FP8RT_OUT_OF_MEMORY, "%s: out of host memory", p->name);
 	}
 	r->prog = p, r->f = f;
@@ -1677,6 +1679,7 @@ fp8rt_prepare(fp8rt_program *p, int f, fp8rt_prepared **out)
 		p->prepared->prev = r;
 	p->prepared = r;
 	*out = r;
+	rt_unclaim(p->ctx);
 	return FP8RT_OK;
 }
 
@@ -1702,9 +1705,15 @@ fp8rt_prepared_run(fp8rt_prepared *r)
 fp8rt_status
 fp8rt_prepared_destroy(fp8rt_prepared *r)
 {
-	if (r)
+	if (!r)
+		return FP8RT_OK;
+	fp8rt_context *ctx = r->prog->ctx;
+	fp8rt_status st = rt_claim(ctx, "fp8rt_prepared_destroy");
+	if (st == FP8RT_OK) {
 		prepared_free(r);
-	return FP8RT_OK;
+		rt_unclaim(ctx);
+	}
+	return st;
 }
 
 /* ---- timing -------------------------------------------------------------------- */
@@ -1721,16 +1730,15 @@ time_entry(fp8rt_program *p, int f, fp8rt_state *s, const fp8rt_tensor *in, int 
 	if (iters < 1 || warmup < 0 || !us)
 		return rt_err(ctx, FP8RT_INVALID_ARGUMENT, "%s: %s", what,
 			!us ? "us is NULL" : "iters must be >= 1 and warmup >= 0");
-	st = check_io(p, fn, s, in, nin, out, nout, what);
-	CUevent *ev = calloc(2 * (size_t)iters, sizeof *ev);
-	CUstream cs = (CUstream)stream;
-	if (st != FP8RT_OK || !ev) {
-		free(ev);
-		return st ? st : rt_err(ctx, FP8RT_OUT_OF_MEMORY, "%s: out of host memory", what);
-	}
-	if ((st = rt_enter(ctx)) != FP8RT_OK) {
-		free(ev);
+	if ((st = rt_enter(ctx, what)) != FP8RT_OK)
 		return st;
+	CUevent *ev = NULL;
+	CUstream cs = (CUstream)stream;
+	if ((st = check_io(p, fn, s, in, nin, out, nout, what)) != FP8RT_OK)
+		goto fail;
+	if (!(ev = calloc(2 * (size_t)iters, sizeof *ev))) {
+		st = rt_err(ctx, FP8RT_OUT_OF_MEMORY, "%s: out of host memory", what);
+		goto fail;
 	}
 	for (int i = 0; i < 2 * iters; i++)
 		CHECK(drv.cuEventCreate(&ev[i], CU_EVENT_DEFAULT));
@@ -1751,7 +1759,7 @@ time_entry(fp8rt_program *p, int f, fp8rt_state *s, const fp8rt_tensor *in, int 
 		us[i] = ms * 1000.0f;
 	}
 fail:
-	for (int i = 0; i < 2 * iters; i++)
+	for (int i = 0; ev && i < 2 * iters; i++)
 		if (ev[i])
 			RELEASE(drv.cuEventDestroy(ev[i]));
 	free(ev);

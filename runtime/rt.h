@@ -9,6 +9,9 @@
 #ifndef FP8RT_RT_H
 #define FP8RT_RT_H
 
+#include <stdatomic.h>
+#include <stdint.h>
+
 #include <cublasLt.h>
 #include <cuda.h>
 
@@ -85,10 +88,12 @@ struct fp8rt_context {
 	fp8rt_program *programs; /* loaded programs, freed with the context */
 	RtExtern *externs;       /* registered externs */
 	int nexterns, capexterns;
-	void *comm;           /* an ncclComm_t (nccl.c), or NULL */
-	int comm_owned;       /* made by fp8rt_context_init_comm: destroyed with the context */
-	int nranks, rank;     /* the communicator's */
-	CUstream comm_stream; /* where collectives run */
+	void *comm;              /* an ncclComm_t (nccl.c), or NULL */
+	int comm_owned;          /* made by fp8rt_context_init_comm: destroyed with the context */
+	int nranks, rank;        /* the communicator's */
+	CUstream comm_stream;    /* where collectives run */
+	_Atomic uintptr_t owner; /* the thread inside one of the context's entries (rt_claim), or 0 */
+	int depth;               /* its entries' nesting: an extern that calls libfp8rt back */
 	char err[RT_ERRLEN];
 };
 
@@ -103,9 +108,18 @@ const RtExtern *rt_find_extern(const fp8rt_context *ctx, const char *name);
 fp8rt_status rt_err(fp8rt_context *ctx, fp8rt_status st, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 /* Record a failed CUDA (lib 0) or cuBLASLt (lib 1) call: where, what, why. */
 fp8rt_status rt_fail_call(fp8rt_context *ctx, int lib, int code, const char *call, const char *file, int line);
-/* Push ctx's CUDA context on this thread / pop it. rt_leave returns st, or
- * the pop's failure when st is FP8RT_OK. */
-fp8rt_status rt_enter(fp8rt_context *ctx);
+/* Claim ctx for the calling thread, for entry `what`; the thread may claim
+ * it again (an extern calling libfp8rt back), another thread is refused
+ * with FP8RT_INVALID_ARGUMENT and a message in its own thread's buffer
+ * only (the context's message is the other thread's). rt_unclaim undoes one claim. */
+fp8rt_status rt_claim(fp8rt_context *ctx, const char *what);
+void rt_unclaim(fp8rt_context *ctx);
+/* Claim ctx and push its CUDA context on this thread / pop it and unclaim.
+ * rt_enter's FP8RT_INVALID_ARGUMENT means the claim was refused (nothing
+ * else gives it), so an entry that frees its object even when it cannot
+ * enter frees nothing then. rt_leave returns st, or the pop's failure when
+ * st is FP8RT_OK. */
+fp8rt_status rt_enter(fp8rt_context *ctx, const char *what);
 fp8rt_status rt_leave(fp8rt_context *ctx, fp8rt_status st);
 
 /* The one checking macro: every CUDA Driver and cuBLASLt call goes through

@@ -5,9 +5,13 @@
  * Failures are recorded twice: in the context (fp8rt_last_error(ctx)) and in
  * a thread-local buffer (fp8rt_last_error(NULL)). Every entry that touches
  * CUDA pushes its context on the calling thread first and pops it on the
- * way out (rt_enter, rt_leave).
+ * way out (rt_enter, rt_leave), after claiming the context for the thread:
+ * a context is used by one thread at a time, and a second thread's call is
+ * refused instead of racing the first (rt_claim).
  */
 #include <stdarg.h>
+#include <stdatomic.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -93,12 +97,42 @@ fp8rt_status_name(fp8rt_status s)
 
 /* ---- entering and leaving a context ------------------------------------- */
 
+/* The calling thread's token: the address of a thread-local, which no two
+ * live threads share. */
+static _Thread_local char thread_token;
+
 fp8rt_status
-rt_enter(fp8rt_context *ctx)
+rt_claim(fp8rt_context *ctx, const char *what)
 {
-	fp8rt_status st = FP8RT_OK;
+	uintptr_t me = (uintptr_t)&thread_token, was = 0;
+	if (!atomic_compare_exchange_strong_explicit(
+		    &ctx->owner, &was, me, memory_order_acquire, memory_order_relaxed) &&
+		was != me)
+		return rt_err(NULL, FP8RT_INVALID_ARGUMENT,
+			"%s: the context is in use by another thread (a context and its programs are used by one "
+			"thread at a time: give each thread a context of its own)",
+			what);
+	ctx->depth++;
+	return FP8RT_OK;
+}
+
+void
+rt_unclaim(fp8rt_context *ctx)
+{
+	if (--ctx->depth == 0)
+		atomic_store_explicit(&ctx->owner, 0, memory_order_release);
+}
+
+fp8rt_status
+rt_enter(fp8rt_context *ctx, const char *what)
+{
+	fp8rt_status st = rt_claim(ctx, what);
+	if (st != FP8RT_OK)
+		return st;
 	CHECK(drv.cuCtxPushCurrent(ctx->cu));
+	return FP8RT_OK;
 fail:
+	rt_unclaim(ctx);
 	return st;
 }
 
@@ -107,6 +141,7 @@ rt_leave(fp8rt_context *ctx, fp8rt_status st)
 {
 	CUcontext popped;
 	RELEASE(drv.cuCtxPopCurrent(&popped));
+	rt_unclaim(ctx);
 	return st;
 }
 

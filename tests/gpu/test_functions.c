@@ -11,6 +11,7 @@
  * f32 and in bf16/f16 outputs, and results must match exactly (GELU,
  * which is not exact, within 1e-6 relative). */
 #include <dlfcn.h>
+#include <pthread.h>
 #include <stdlib.h>
 
 #include <cuda.h>
@@ -961,9 +962,11 @@ Test(outputs, copies_of_inputs)
 /* ---- externs ------------------------------------------------------------------- */
 
 typedef struct {
-	int calls;      /* how often the extern was called */
-	int fail;       /* make it fail */
-	char seen[512]; /* what it saw of its arguments */
+	int calls;              /* how often the extern was called */
+	int fail;               /* make it fail */
+	char seen[512];         /* what it saw of its arguments */
+	void (*during)(void *); /* called inside, when set */
+	void *during_arg;
 } Affine;
 
 typedef struct {
@@ -990,6 +993,8 @@ affine(void *user, const fp8rt_extern_call *c, char *err, size_t errlen)
 	AffineOp op = { 0 };
 	size_t n = 0;
 	a->calls++;
+	if (a->during)
+		a->during(a->during_arg);
 	if (a->fail) {
 		snprintf(err, errlen, "told to fail");
 		return FP8RT_UNSUPPORTED;
@@ -1126,6 +1131,94 @@ Test(externs, not_capturable)
 	affine_io_free(ctx, &io);
 	ASSERT_FAILS(fp8rt_register_extern(ctx, "x", affine, &a, 2), FP8RT_INVALID_ARGUMENT, ctx, "unknown flags 0x2");
 	ASSERT_FAILS(fp8rt_register_extern(ctx, "x", NULL, &a, 0), FP8RT_INVALID_ARGUMENT, ctx, "fn is NULL");
+	CHECK_OK(fp8rt_program_destroy(p), ctx);
+	CHECK_OK(fp8rt_context_destroy(ctx), NULL);
+	free(ptx);
+}
+
+/* One thread at a time: while a run is inside its extern, another thread's
+ * calls on the context are refused (nothing done, the message on that
+ * thread), and the thread inside may call back; once the run is over the
+ * other thread may go on. */
+typedef struct {
+	fp8rt_context *ctx;
+	fp8rt_program *p;
+	fp8rt_status malloc_st, run_st, destroy_st, register_st, free_st, same_st;
+	char malloc_msg[512], run_msg[512];
+	void *d;
+} Other;
+
+static void *
+other_thread(void *arg)
+{
+	Other *o = arg;
+	o->malloc_st = fp8rt_malloc(o->ctx, 16, &o->d);
+	snprintf(o->malloc_msg, sizeof o->malloc_msg, "%s", fp8rt_last_error(NULL));
+	o->run_st = fp8rt_run(o->p, NULL, 0, NULL, 0, NULL);
+	snprintf(o->run_msg, sizeof o->run_msg, "%s", fp8rt_last_error(NULL));
+	o->destroy_st = fp8rt_program_destroy(o->p);
+	o->register_st = fp8rt_register_extern(o->ctx, "test.other", affine, NULL, 0);
+	return NULL;
+}
+
+static void *
+later_thread(void *arg)
+{
+	Other *o = arg;
+	o->malloc_st = fp8rt_malloc(o->ctx, 16, &o->d);
+	o->free_st = fp8rt_free(o->ctx, o->d);
+	return NULL;
+}
+
+static void
+on_other_thread(Other *o, void *(*fn)(void *))
+{
+	pthread_t t;
+	cr_assert_eq(pthread_create(&t, NULL, fn, o), 0);
+	cr_assert_eq(pthread_join(t, NULL), 0);
+}
+
+static void
+in_the_run(void *arg)
+{
+	Other *o = arg;
+	void *d = NULL;
+	on_other_thread(o, other_thread);
+	o->same_st = fp8rt_malloc(o->ctx, 16, &d);
+	if (o->same_st == FP8RT_OK)
+		o->same_st = fp8rt_free(o->ctx, d);
+}
+
+Test(externs, one_thread_at_a_time)
+{
+	fp8rt_context *ctx = mock_context();
+	fp8rt_program *p = NULL;
+	Other o = { .ctx = ctx, .same_st = -1 };
+	Affine a = { .during = in_the_run, .during_arg = &o };
+	char *ptx = extern_ptx();
+	CHECK_OK(fp8rt_register_extern(ctx, "test.affine", affine, &a, FP8RT_EXTERN_NO_GRAPH), ctx);
+	CHECK_OK(fp8rt_program_load_data(ctx, ptx, strlen(ptx), "ext.ptx", &p), ctx);
+	o.p = p;
+	AffineIO io = affine_io(ctx);
+	run_affine(ctx, p, &io, 5, FP8RT_OK);
+	cr_assert_eq(a.calls, 1);
+	cr_assert_eq(o.malloc_st, FP8RT_INVALID_ARGUMENT);
+	cr_assert_null(o.d);
+	cr_assert_str_eq(o.malloc_msg,
+		"fp8rt_malloc: the context is in use by another thread (a context and its programs are used by "
+		"one thread at a time: give each thread a context of its own)");
+	cr_assert_eq(o.run_st, FP8RT_INVALID_ARGUMENT);
+	cr_assert(strstr(o.run_msg, "fp8rt_run: the context is in use by another thread"), "%s", o.run_msg);
+	cr_assert_eq(o.destroy_st, FP8RT_INVALID_ARGUMENT, "the program was not destroyed under the run");
+	cr_assert_eq(o.register_st, FP8RT_INVALID_ARGUMENT);
+	cr_assert_eq(o.same_st, FP8RT_OK, "the thread inside called back: %s", fp8rt_last_error(ctx));
+	cr_assert_null(strstr(fp8rt_last_error(ctx), "in use"), "the context's message: %s", fp8rt_last_error(ctx));
+	a.during = NULL;
+	on_other_thread(&o, later_thread); /* the run is over: the context is free */
+	cr_assert_eq(o.malloc_st, FP8RT_OK, "%s", fp8rt_last_error(NULL));
+	cr_assert_eq(o.free_st, FP8RT_OK);
+	run_affine(ctx, p, &io, 6, FP8RT_OK); /* and this thread's again */
+	affine_io_free(ctx, &io);
 	CHECK_OK(fp8rt_program_destroy(p), ctx);
 	CHECK_OK(fp8rt_context_destroy(ctx), NULL);
 	free(ptx);
