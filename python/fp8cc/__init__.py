@@ -17,7 +17,8 @@ fp8cc.DeviceArray) unless given with out=. Errors of libfp8rt raise
 fp8cc.Error with the library's message; a wrong count, dtype or shape, or
 an array that is not dense, raises ValueError before anything is enqueued.
 
-A context and its programs are used by one thread at a time, and the work
+A context and its programs are used by one thread at a time (libfp8rt
+refuses a second thread's call while one is inside: fp8cc.Error), and the work
 of one context is ordered (its GEMMs share a cuBLASLt workspace, a
 program's intermediates one workspace): threads that run programs at the
 same time, or on streams of their own, each load them into a Context of
@@ -47,9 +48,12 @@ class Error(RuntimeError):
         super().__init__(f"{message} [{self.status}]")
 
 
-def _check(st, ctx=None):
+def _check(st):
+    """Raise the failure st with libfp8rt's message for this thread: every
+    failure is recorded there, also a call refused because another thread
+    is inside the context (whose own message is that thread's)."""
     if st != N.OK:
-        raise Error(st, _lib.fp8rt_last_error(ctx).decode(errors="replace"))
+        raise Error(st, _lib.fp8rt_last_error(None).decode(errors="replace"))
 
 
 def version():
@@ -199,7 +203,7 @@ class DeviceArray:
         self.context, self.dtype, self.shape = context, dtype, tuple(shape)
         self.nbytes = _nbytes(dtype, self.shape)
         p = ctypes.c_void_p()
-        _check(_lib.fp8rt_malloc(context._ctx, max(self.nbytes, 1), ctypes.byref(p)), context._ctx)
+        _check(_lib.fp8rt_malloc(context._ctx, max(self.nbytes, 1), ctypes.byref(p)))
         self.ptr = p.value
         context._arrays.add(self)
 
@@ -209,20 +213,20 @@ class DeviceArray:
 
     def to_bytes(self):
         buf = ctypes.create_string_buffer(self.nbytes)
-        _check(_lib.fp8rt_synchronize(self.context._ctx, None), self.context._ctx)
-        _check(_lib.fp8rt_memcpy_dtoh(self.context._ctx, buf, self.ptr, self.nbytes), self.context._ctx)
+        _check(_lib.fp8rt_synchronize(self.context._ctx, None))
+        _check(_lib.fp8rt_memcpy_dtoh(self.context._ctx, buf, self.ptr, self.nbytes))
         return buf.raw
 
     def copy_from(self, data):
         data = bytes(data)
         if len(data) != self.nbytes:
             raise ValueError(f"{len(data)} bytes for a {self.dtype}{list(self.shape)} array of {self.nbytes}")
-        _check(_lib.fp8rt_memcpy_htod(self.context._ctx, self.ptr, data, self.nbytes), self.context._ctx)
+        _check(_lib.fp8rt_memcpy_htod(self.context._ctx, self.ptr, data, self.nbytes))
         return self
 
     def free(self):
         if self.ptr is not None and self.context._ctx:
-            _check(_lib.fp8rt_free(self.context._ctx, self.ptr), self.context._ctx)
+            _check(_lib.fp8rt_free(self.context._ctx, self.ptr))
         self.ptr = None
 
     def __del__(self):
@@ -380,17 +384,17 @@ class Context(_Closing):
         in fn fails the run with its message."""
         cb = _trampoline(self, fn)
         _check(_lib.fp8rt_register_extern(self._ctx, name.encode(), cb, None,
-                                          0 if graph else N.EXTERN_NO_GRAPH), self._ctx)
+                                          0 if graph else N.EXTERN_NO_GRAPH))
         self._externs[name] = cb
 
     def synchronize(self, stream=None):
-        _check(_lib.fp8rt_synchronize(self._ctx, _stream(stream)), self._ctx)
+        _check(_lib.fp8rt_synchronize(self._ctx, _stream(stream)))
 
     def nccl_unique_id(self):
         """A new NCCL unique id (bytes), made on one rank and handed to every
         rank's init_comm (NCCL is loaded then: libnccl.so.2, or FP8RT_NCCL)."""
         buf = ctypes.create_string_buffer(N.NCCL_ID_BYTES)
-        _check(_lib.fp8rt_nccl_unique_id(self._ctx, buf), self._ctx)
+        _check(_lib.fp8rt_nccl_unique_id(self._ctx, buf))
         return buf.raw
 
     def init_comm(self, unique_id, nranks, rank):
@@ -400,12 +404,12 @@ class Context(_Closing):
         if not isinstance(unique_id, (bytes, bytearray)) or len(unique_id) != N.NCCL_ID_BYTES:
             raise ValueError(f"init_comm: unique_id must be the {N.NCCL_ID_BYTES} bytes of nccl_unique_id()")
         buf = ctypes.create_string_buffer(bytes(unique_id), N.NCCL_ID_BYTES)
-        _check(_lib.fp8rt_context_init_comm(self._ctx, buf, nranks, rank), self._ctx)
+        _check(_lib.fp8rt_context_init_comm(self._ctx, buf, nranks, rank))
 
     def set_comm(self, comm):
         """The application's NCCL communicator (an ncclComm_t as an int), which
         it destroys after this context."""
-        _check(_lib.fp8rt_context_set_comm(self._ctx, comm), self._ctx)
+        _check(_lib.fp8rt_context_set_comm(self._ctx, comm))
 
     @property
     def comm(self):
@@ -467,7 +471,7 @@ class State:
     def close(self):
         if self._owned and self._st and self.program._prog:
             st, self._st = self._st, None
-            _check(_lib.fp8rt_state_destroy(st), self.program.context._ctx)
+            _check(_lib.fp8rt_state_destroy(st))
 
 
 class Function:
@@ -586,7 +590,7 @@ class Function:
         prog = self.program
         prog.need_open()
         run = ctypes.c_void_p()
-        _check(_lib.fp8rt_prepare(prog._prog, self.index, ctypes.byref(run)), prog.context._ctx)
+        _check(_lib.fp8rt_prepare(prog._prog, self.index, ctypes.byref(run)))
         n = 1 + len(self.inputs) + len(self.outputs)
         return run, (ctypes.c_uint64 * n).from_address(_lib.fp8rt_prepared_slots(run))
 
@@ -599,7 +603,7 @@ class Function:
         the program cannot write one there — .updates says which can)."""
         outs, s, keep = self._bind(inputs, out, stream, in_place)
         _check(_lib.fp8rt_run_function(self.program._prog, self.index, state._st if state else None, self._tin,
-                                       len(self.inputs), self._tout, len(outs), s), self.program.context._ctx)
+                                       len(self.inputs), self._tout, len(outs), s))
         return outs
 
     def time(self, *inputs, out=None, state=None, stream=None, warmup=3, iters=20, in_place=False):
@@ -607,8 +611,7 @@ class Function:
         outs, s, keep = self._bind(inputs, out, stream, in_place)
         us = (ctypes.c_float * iters)()
         _check(_lib.fp8rt_time_function(self.program._prog, self.index, state._st if state else None, self._tin,
-                                        len(self.inputs), self._tout, len(outs), s, warmup, iters, us),
-               self.program.context._ctx)
+                                        len(self.inputs), self._tout, len(outs), s, warmup, iters, us))
         return list(us)
 
     def set_workspace(self, array):
@@ -617,12 +620,12 @@ class Function:
         here. None gives back a library-allocated one."""
         prog = self.program
         if array is None:
-            _check(_lib.fp8rt_function_set_workspace(prog._prog, self.index, None, 0), prog.context._ctx)
+            _check(_lib.fp8rt_function_set_workspace(prog._prog, self.index, None, 0))
             self._workspace = None
             return
         ptr, dt, shape, _ = describe(array)
         n = _nbytes(dt, shape)
-        _check(_lib.fp8rt_function_set_workspace(prog._prog, self.index, ptr, n), prog.context._ctx)
+        _check(_lib.fp8rt_function_set_workspace(prog._prog, self.index, ptr, n))
         self._workspace = array
 
 
@@ -700,7 +703,7 @@ class Program(_Closing):
     @graphs.setter
     def graphs(self, on):
         """CUDA-graph replay of runs with the same pointers (on by default)."""
-        _check(_lib.fp8rt_program_set_graphs(self._prog, 1 if on else 0), self.context._ctx)
+        _check(_lib.fp8rt_program_set_graphs(self._prog, 1 if on else 0))
         self._graphs = bool(on)
 
     _graphs = True
@@ -709,7 +712,7 @@ class Program(_Closing):
         """A State of its own (a step in flight: gradient accumulation's
         micro-batches), freed with the program or by .close()."""
         p = ctypes.c_void_p()
-        _check(_lib.fp8rt_state_create(self._prog, ctypes.byref(p)), self.context._ctx)
+        _check(_lib.fp8rt_state_create(self._prog, ctypes.byref(p)))
         return State(self, p.value, True)
 
     def close(self):
@@ -717,7 +720,7 @@ class Program(_Closing):
             p, self._prog = self._prog, None
             self._plain()
             if self.context is None or self.context._ctx:
-                _check(_lib.fp8rt_program_destroy(p), self.context._ctx if self.context else None)
+                _check(_lib.fp8rt_program_destroy(p))
 
 
 
@@ -738,7 +741,7 @@ def load(source, device=0, context=None, externs=None, graphs=True):
         ctx.register_extern(name, fn, graph)
     data, name = _text(source)
     p = ctypes.c_void_p()
-    _check(_lib.fp8rt_program_load_data(ctx._ctx, data, len(data), name.encode(), ctypes.byref(p)), ctx._ctx)
+    _check(_lib.fp8rt_program_load_data(ctx._ctx, data, len(data), name.encode(), ctypes.byref(p)))
     prog = Program(ctx, p.value, name)
     ctx._programs.add(prog)
     if not graphs:

@@ -174,7 +174,7 @@ def _quick_class(f, raw, index):
     if every:
         body += [f"    if ({' | '.join(ptrs)}) & 15:",
                  "        return general(self, *inputs, out=out, state=state, stream=stream, in_place=in_place)"]
-    body += ["    check(st, prog.context._ctx)",
+    body += ["    check(st)",
              "if out is None:",
              f"    return ({''.join(o + ', ' for o in outs)})",
              "return out if type(out) is tuple else tuple(out)"]

@@ -14,6 +14,7 @@ import struct
 import subprocess
 import sys
 import tempfile
+import threading
 import unittest
 
 if not os.environ.get("FP8RT_LIBCUDA"):
@@ -251,6 +252,40 @@ class Binding(unittest.TestCase):
         self.assertEqual(len(calls), 3)
         self.assertEqual(values(out[0]), [1.0] * 32)
 
+    def test_one_thread_at_a_time(self):
+        """While a run is inside its extern, another thread's calls on the
+        context raise libfp8rt's refusal (nothing done); once it is over,
+        they run."""
+        seen = []
+        x = array(self.ctx, [1.0] * 32, (4, 8))
+        out = (self.ctx.empty("f32", (4, 8)), self.ctx.empty("f32", (4, 8)))
+
+        def other():
+            for call in (lambda: prog(x, out=out), lambda: self.ctx.empty("f32", (4,))):
+                try:
+                    call()
+                    seen.append("ran")
+                except fp8cc.Error as e:
+                    seen.append((e.status, str(e)))
+
+        def inside(c):
+            if not seen:   # the first run: another thread tries while this one is inside
+                t = threading.Thread(target=other)
+                t.start()
+                t.join()
+            affine(c)
+        prog = fp8cc.load(AFFINE.encode(), context=self.ctx, externs={"py.affine": (inside, False)})
+        prog(x, out=out)
+        self.assertEqual(values(out[0]), [1.0] * 32)
+        self.assertEqual([s for s, _ in seen], ["FP8RT_INVALID_ARGUMENT"] * 2, seen)
+        self.assertRegex(seen[0][1], "^fp8rt_run_function: the context is in use by another thread")
+        self.assertRegex(seen[1][1], "fp8rt_malloc: the context is in use by another thread")
+        seen[:] = ["over"]
+        t = threading.Thread(target=other)
+        t.start()
+        t.join()
+        self.assertEqual(seen, ["over", "ran", "ran"])
+
     def test_missing_extern_is_named(self):
         with self.assertRaises(fp8cc.Error) as e:
             fp8cc.load(AFFINE.encode(), context=self.ctx)
@@ -316,14 +351,14 @@ class Binding(unittest.TestCase):
         x = array(self.ctx, [1.0, -2.0, 3.5, 4.0, 5.0, 6.0], (2, 3))
         y, z = self.ctx.empty("f32", (2, 3)), self.ctx.empty("f32", (2, 3))
         with self.assertRaisesRegex(fp8cc.Error, "fp8rt_prepared_run: input 0"):
-            fp8cc._check(fp8cc._lib.fp8rt_prepared_run(run), self.ctx._ctx)
+            fp8cc._check(fp8cc._lib.fp8rt_prepared_run(run))
         slots[1], slots[2], slots[3] = x.ptr, y.ptr, z.ptr
-        fp8cc._check(fp8cc._lib.fp8rt_prepared_run(run), self.ctx._ctx)
+        fp8cc._check(fp8cc._lib.fp8rt_prepared_run(run))
         self.assertEqual(values(y), values(x))
         self.assertEqual(values(z), values(x))
         slots[3] = z.ptr + 4
         with self.assertRaisesRegex(fp8cc.Error, "output 1"):
-            fp8cc._check(fp8cc._lib.fp8rt_prepared_run(run), self.ctx._ctx)
+            fp8cc._check(fp8cc._lib.fp8rt_prepared_run(run))
         prog.close()   # frees the prepared run with it
         with self.assertRaisesRegex(ValueError, "is closed"):
             f.prepared()
