@@ -140,7 +140,7 @@ fp8rt_context_destroy(fp8rt_context *ctx)
 {
 	if (!ctx)
 		return FP8RT_OK;
-	fp8rt_status st = rt_enter(ctx, "fp8rt_context_destroy");
+	fp8rt_status st = rt_enter_outer(ctx, "fp8rt_context_destroy");
 	if (st == FP8RT_INVALID_ARGUMENT)
 		return st; /* in use by another thread: nothing released */
 	int entered = st == FP8RT_OK;

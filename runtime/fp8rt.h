@@ -23,7 +23,9 @@
  *    thread is inside an entry that takes the context (or a program, state or
  *    prepared run of it), another thread's call is refused with
  *    FP8RT_INVALID_ARGUMENT, having done nothing, its message in
- *    fp8rt_last_error(NULL) only; an extern may call back on its own thread.
+ *    fp8rt_last_error(NULL) only; an extern may call back on its own thread,
+ *    but not run its own program again or destroy, set a workspace or turn
+ *    graphs off on the context (each refused with FP8RT_INVALID_ARGUMENT).
  *    All work of one context is assumed to be ordered: the GEMMs of a context
  *    share one cuBLASLt workspace, and a program's intermediates live in one
  *    workspace, so do not run work of one context concurrently on two

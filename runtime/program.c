@@ -86,6 +86,7 @@ struct fp8rt_program {
 	CUdeviceptr *argv;        /* kernel parameter values, max args */
 	void **argp;              /* pointers to them, for cuLaunchKernel */
 	int graphs;               /* replay on */
+	int running;              /* inside a run of it (whose extern may call libfp8rt back) */
 	fp8rt_state *states;      /* every state made for it */
 	fp8rt_state *dflt;        /* the default state; NULL without state slots */
 	fp8rt_prepared *prepared; /* every prepared run made for it */
@@ -766,7 +767,7 @@ fp8rt_program_destroy(fp8rt_program *p)
 		return FP8RT_OK;
 	}
 	fp8rt_context *ctx = p->ctx;
-	fp8rt_status st = rt_enter(ctx, "fp8rt_program_destroy");
+	fp8rt_status st = rt_enter_outer(ctx, "fp8rt_program_destroy");
 	if (st == FP8RT_INVALID_ARGUMENT)
 		return st;  /* in use by another thread: nothing freed */
 	if (st != FP8RT_OK) /* freed all the same */
@@ -930,7 +931,7 @@ fp8rt_program_set_graphs(fp8rt_program *p, int enable)
 		return rt_err(NULL, FP8RT_INVALID_ARGUMENT, "fp8rt_program_set_graphs: program is NULL");
 	if (!p->ctx)
 		return no_context(p, "fp8rt_program_set_graphs");
-	fp8rt_status st = rt_enter(p->ctx, "fp8rt_program_set_graphs");
+	fp8rt_status st = rt_enter_outer(p->ctx, "fp8rt_program_set_graphs");
 	if (st != FP8RT_OK)
 		return st;
 	p->graphs = enable != 0;
@@ -1047,7 +1048,7 @@ fp8rt_function_set_workspace(fp8rt_program *p, int f, void *dptr, size_t bytes)
 			"fp8rt_function_set_workspace: the workspace %p is not %d-byte aligned", dptr, RT_WS_ALIGN);
 	if (pf->workspace == 0)
 		return FP8RT_OK; /* nothing to place */
-	if ((st = rt_enter(ctx, "fp8rt_function_set_workspace")) != FP8RT_OK)
+	if ((st = rt_enter_outer(ctx, "fp8rt_function_set_workspace")) != FP8RT_OK)
 		return st;
 	CUdeviceptr nws = (CUdeviceptr)(uintptr_t)dptr, old = fn->ws;
 	CHECK(drv.cuCtxSynchronize()); /* work still using the old one */
@@ -1093,7 +1094,7 @@ fp8rt_state_destroy(fp8rt_state *s)
 	if (!s)
 		return FP8RT_OK;
 	fp8rt_context *ctx = s->prog->ctx;
-	fp8rt_status st = rt_enter(ctx, "fp8rt_state_destroy");
+	fp8rt_status st = rt_enter_outer(ctx, "fp8rt_state_destroy");
 	if (st == FP8RT_INVALID_ARGUMENT)
 		return st;  /* in use by another thread: nothing freed */
 	if (st != FP8RT_OK) /* freed all the same */
@@ -1613,6 +1614,18 @@ get_run(fp8rt_program *p, int f, fp8rt_state **s, const char *what, Fn **fn)
 	return FP8RT_OK;
 }
 
+/* A run of p inside a run of p (its extern calling it) would overwrite the
+ * pointers and kernel arguments the outer one is using. */
+static fp8rt_status
+not_running(fp8rt_program *p, const char *what)
+{
+	if (!p->running)
+		return FP8RT_OK;
+	return rt_err(p->ctx, FP8RT_INVALID_ARGUMENT,
+		"%s: %s is running on this thread already (an extern of it called it): a program's runs do not nest",
+		what, p->name);
+}
+
 static fp8rt_status
 run_entry(fp8rt_program *p, int f, fp8rt_state *s, const fp8rt_tensor *in, int nin, const fp8rt_tensor *out, int nout,
 	void *stream, const char *what)
@@ -1621,8 +1634,12 @@ run_entry(fp8rt_program *p, int f, fp8rt_state *s, const fp8rt_tensor *in, int n
 	fp8rt_status st = get_run(p, f, &s, what, &fn);
 	if (st != FP8RT_OK || (st = rt_enter(p->ctx, what)) != FP8RT_OK)
 		return st;
-	if ((st = check_io(p, fn, s, in, nin, out, nout, what)) == FP8RT_OK)
+	if ((st = not_running(p, what)) == FP8RT_OK &&
+		(st = check_io(p, fn, s, in, nin, out, nout, what)) == FP8RT_OK) {
+		p->running = 1;
 		st = run(p, fn, s, (CUstream)stream);
+		p->running = 0;
+	}
 	return rt_leave(p->ctx, st);
 }
 
@@ -1708,7 +1725,7 @@ fp8rt_prepared_destroy(fp8rt_prepared *r)
 	if (!r)
 		return FP8RT_OK;
 	fp8rt_context *ctx = r->prog->ctx;
-	fp8rt_status st = rt_claim(ctx, "fp8rt_prepared_destroy");
+	fp8rt_status st = rt_claim_outer(ctx, "fp8rt_prepared_destroy");
 	if (st == FP8RT_OK) {
 		prepared_free(r);
 		rt_unclaim(ctx);
@@ -1734,8 +1751,10 @@ time_entry(fp8rt_program *p, int f, fp8rt_state *s, const fp8rt_tensor *in, int 
 		return st;
 	CUevent *ev = NULL;
 	CUstream cs = (CUstream)stream;
-	if ((st = check_io(p, fn, s, in, nin, out, nout, what)) != FP8RT_OK)
+	int mine = 0; /* p->running is this call's */
+	if ((st = not_running(p, what)) != FP8RT_OK || (st = check_io(p, fn, s, in, nin, out, nout, what)) != FP8RT_OK)
 		goto fail;
+	p->running = mine = 1;
 	if (!(ev = calloc(2 * (size_t)iters, sizeof *ev))) {
 		st = rt_err(ctx, FP8RT_OUT_OF_MEMORY, "%s: out of host memory", what);
 		goto fail;
@@ -1763,6 +1782,8 @@ fail:
 		if (ev[i])
 			RELEASE(drv.cuEventDestroy(ev[i]));
 	free(ev);
+	if (mine)
+		p->running = 0;
 	return rt_leave(ctx, st);
 }
 

@@ -101,8 +101,8 @@ fp8rt_status_name(fp8rt_status s)
  * live threads share. */
 static _Thread_local char thread_token;
 
-fp8rt_status
-rt_claim(fp8rt_context *ctx, const char *what)
+static fp8rt_status
+claim(fp8rt_context *ctx, const char *what, int outer)
 {
 	uintptr_t me = (uintptr_t)&thread_token, was = 0;
 	if (!atomic_compare_exchange_strong_explicit(
@@ -112,8 +112,25 @@ rt_claim(fp8rt_context *ctx, const char *what)
 			"%s: the context is in use by another thread (a context and its programs are used by one "
 			"thread at a time: give each thread a context of its own)",
 			what);
+	if (outer && was == me)
+		return rt_err(ctx, FP8RT_INVALID_ARGUMENT,
+			"%s: called inside another of the context's calls on this thread (an extern's): what it "
+			"frees or replaces may be in use there",
+			what);
 	ctx->depth++;
 	return FP8RT_OK;
+}
+
+fp8rt_status
+rt_claim(fp8rt_context *ctx, const char *what)
+{
+	return claim(ctx, what, 0);
+}
+
+fp8rt_status
+rt_claim_outer(fp8rt_context *ctx, const char *what)
+{
+	return claim(ctx, what, 1);
 }
 
 void
@@ -123,10 +140,10 @@ rt_unclaim(fp8rt_context *ctx)
 		atomic_store_explicit(&ctx->owner, 0, memory_order_release);
 }
 
-fp8rt_status
-rt_enter(fp8rt_context *ctx, const char *what)
+static fp8rt_status
+enter(fp8rt_context *ctx, const char *what, int outer)
 {
-	fp8rt_status st = rt_claim(ctx, what);
+	fp8rt_status st = claim(ctx, what, outer);
 	if (st != FP8RT_OK)
 		return st;
 	CHECK(drv.cuCtxPushCurrent(ctx->cu));
@@ -134,6 +151,18 @@ rt_enter(fp8rt_context *ctx, const char *what)
 fail:
 	rt_unclaim(ctx);
 	return st;
+}
+
+fp8rt_status
+rt_enter(fp8rt_context *ctx, const char *what)
+{
+	return enter(ctx, what, 0);
+}
+
+fp8rt_status
+rt_enter_outer(fp8rt_context *ctx, const char *what)
+{
+	return enter(ctx, what, 1);
 }
 
 fp8rt_status

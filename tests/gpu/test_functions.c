@@ -1138,13 +1138,15 @@ Test(externs, not_capturable)
 
 /* One thread at a time: while a run is inside its extern, another thread's
  * calls on the context are refused (nothing done, the message on that
- * thread), and the thread inside may call back; once the run is over the
+ * thread), and the thread inside may call back — but not run the program
+ * again, nor free or replace what the run uses; once the run is over the
  * other thread may go on. */
 typedef struct {
 	fp8rt_context *ctx;
 	fp8rt_program *p;
 	fp8rt_status malloc_st, run_st, destroy_st, register_st, free_st, same_st;
-	char malloc_msg[512], run_msg[512];
+	fp8rt_status nested_run_st, nested_destroy_st, nested_ctx_destroy_st, nested_graphs_st;
+	char malloc_msg[512], run_msg[512], nested_run_msg[512], nested_destroy_msg[512];
 	void *d;
 } Other;
 
@@ -1187,6 +1189,12 @@ in_the_run(void *arg)
 	o->same_st = fp8rt_malloc(o->ctx, 16, &d);
 	if (o->same_st == FP8RT_OK)
 		o->same_st = fp8rt_free(o->ctx, d);
+	o->nested_run_st = fp8rt_run(o->p, NULL, 0, NULL, 0, NULL);
+	snprintf(o->nested_run_msg, sizeof o->nested_run_msg, "%s", fp8rt_last_error(NULL));
+	o->nested_destroy_st = fp8rt_program_destroy(o->p);
+	snprintf(o->nested_destroy_msg, sizeof o->nested_destroy_msg, "%s", fp8rt_last_error(NULL));
+	o->nested_ctx_destroy_st = fp8rt_context_destroy(o->ctx);
+	o->nested_graphs_st = fp8rt_program_set_graphs(o->p, 0);
 }
 
 Test(externs, one_thread_at_a_time)
@@ -1212,7 +1220,18 @@ Test(externs, one_thread_at_a_time)
 	cr_assert_eq(o.destroy_st, FP8RT_INVALID_ARGUMENT, "the program was not destroyed under the run");
 	cr_assert_eq(o.register_st, FP8RT_INVALID_ARGUMENT);
 	cr_assert_eq(o.same_st, FP8RT_OK, "the thread inside called back: %s", fp8rt_last_error(ctx));
-	cr_assert_null(strstr(fp8rt_last_error(ctx), "in use"), "the context's message: %s", fp8rt_last_error(ctx));
+	cr_assert_null(
+		strstr(fp8rt_last_error(ctx), "another thread"), "the context's message: %s", fp8rt_last_error(ctx));
+	cr_assert_eq(o.nested_run_st, FP8RT_INVALID_ARGUMENT);
+	cr_assert_str_eq(o.nested_run_msg,
+		"fp8rt_run: ext.ptx is running on this thread already (an extern of it called it): a program's runs "
+		"do not nest");
+	cr_assert_eq(o.nested_destroy_st, FP8RT_INVALID_ARGUMENT);
+	cr_assert_str_eq(o.nested_destroy_msg,
+		"fp8rt_program_destroy: called inside another of the context's calls on this thread (an extern's): "
+		"what it frees or replaces may be in use there");
+	cr_assert_eq(o.nested_ctx_destroy_st, FP8RT_INVALID_ARGUMENT);
+	cr_assert_eq(o.nested_graphs_st, FP8RT_INVALID_ARGUMENT);
 	a.during = NULL;
 	on_other_thread(&o, later_thread); /* the run is over: the context is free */
 	cr_assert_eq(o.malloc_st, FP8RT_OK, "%s", fp8rt_last_error(NULL));
