@@ -1725,12 +1725,11 @@ fp8rt_prepared_destroy(fp8rt_prepared *r)
 	if (!r)
 		return FP8RT_OK;
 	fp8rt_context *ctx = r->prog->ctx;
-	fp8rt_status st = rt_claim_outer(ctx, "fp8rt_prepared_destroy");
-	if (st == FP8RT_OK) {
-		prepared_free(r);
-		rt_unclaim(ctx);
-	}
-	return st;
+	fp8rt_status st = rt_enter_outer(ctx, "fp8rt_prepared_destroy");
+	if (st == FP8RT_INVALID_ARGUMENT)
+		return st; /* in use: nothing freed */
+	prepared_free(r);  /* host memory: freed all the same */
+	return st == FP8RT_OK ? rt_leave(ctx, st) : st;
 }
 
 /* ---- timing -------------------------------------------------------------------- */

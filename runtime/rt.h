@@ -114,17 +114,16 @@ fp8rt_status rt_fail_call(fp8rt_context *ctx, int lib, int code, const char *cal
  * only (the context's message is the other thread's). rt_unclaim undoes one claim. */
 fp8rt_status rt_claim(fp8rt_context *ctx, const char *what);
 void rt_unclaim(fp8rt_context *ctx);
-/* rt_claim for the entries that free or replace what a run uses (destroy,
- * a new workspace, graphs off): refused also on the thread inside, with
- * FP8RT_INVALID_ARGUMENT, when called from an extern of a run. */
-fp8rt_status rt_claim_outer(fp8rt_context *ctx, const char *what);
 /* Claim ctx and push its CUDA context on this thread / pop it and unclaim.
  * rt_enter's FP8RT_INVALID_ARGUMENT means the claim was refused (nothing
  * else gives it), so an entry that frees its object even when it cannot
  * enter frees nothing then. rt_leave returns st, or the pop's failure when
  * st is FP8RT_OK. */
 fp8rt_status rt_enter(fp8rt_context *ctx, const char *what);
-fp8rt_status rt_enter_outer(fp8rt_context *ctx, const char *what); /* with rt_claim_outer */
+/* rt_enter for the entries that free or replace what a run uses (destroy,
+ * a new workspace, graphs off): refused also on the thread inside, with
+ * FP8RT_INVALID_ARGUMENT, when called from an extern of a run. */
+fp8rt_status rt_enter_outer(fp8rt_context *ctx, const char *what);
 fp8rt_status rt_leave(fp8rt_context *ctx, fp8rt_status st);
 
 /* The one checking macro: every CUDA Driver and cuBLASLt call goes through

@@ -127,12 +127,6 @@ rt_claim(fp8rt_context *ctx, const char *what)
 	return claim(ctx, what, 0);
 }
 
-fp8rt_status
-rt_claim_outer(fp8rt_context *ctx, const char *what)
-{
-	return claim(ctx, what, 1);
-}
-
 void
 rt_unclaim(fp8rt_context *ctx)
 {
