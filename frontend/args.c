@@ -19,6 +19,11 @@ tr_tensor(Reader *r, const Expr *e)
 		tr_errat(r, e->line, e->col, "%s: expected a tensor; '%s' is a number", r->callee, e->s);
 	if (s->kind == SYM_COLL)
 		tr_errat(r, e->line, e->col, "%s: expected a tensor; '%s' is a collection", r->callee, e->s);
+	if (s->dglobal)
+		tr_errat(r, e->line, e->col,
+			"%s: '%s' is a DTensor, which fp8cc reads only as its local shard, through "
+			"get_dtensor_inner_tensor",
+			r->callee, e->s);
 	return s->val;
 }
 
@@ -318,7 +323,7 @@ tr_ints(Reader *r, const Expr *e, const char *what, bool one, Ints *out)
 void
 tr_shape_arg(Reader *r, const Expr *e, bool infer, Ints *s)
 {
-	Type t = { DT_B8, 0, { 0 } };
+	Type t = { .dt = DT_B8 };
 
 	tr_ints(r, e, "shape", false, s);
 	for (int i = 0; i < s->n; i++) {

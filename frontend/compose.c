@@ -133,7 +133,7 @@ static uint32_t
 dim_iota(Reader *r, int64_t n, int rank, const int64_t *dims, int64_t dim)
 {
 	int64_t io[2] = { 0, 1 };
-	Type t = { DT_I64, 1, { n } };
+	Type t = { .dt = DT_I64, .rank = 1, .d = { n } };
 
 	return bcast(r, tr_emit(r, OP_IOTA, NULL, 0, io, 2, &t), rank, dims, &dim);
 }
@@ -928,7 +928,7 @@ tr_lower_unfold(Reader *r, const Expr *c, Op op)
 	const Expr *a[4];
 	uint32_t x, wi, ji, ix, args[2];
 	int64_t dim, size, step, n, io[2] = { 0, 1 }, sp[2], b0 = 0, b1 = 1, nd[IR_MAXRANK], perm[IR_MAXRANK];
-	Type t, it = { DT_I64, 1, { 0 } };
+	Type t, it = { .dt = DT_I64, .rank = 1 };
 	int rank;
 
 	(void)op;
@@ -1136,7 +1136,7 @@ tr_lower_embedding_backward(Reader *r, const Expr *c, Op op)
 	const Expr *a[6];
 	uint32_t g, ix, rows, eq, hit, out;
 	int64_t V, N, D, pad, sp[3], flat[2], io[2] = { 0, 1 };
-	Type gt, it, rt = { DT_I64, 1, { 0 } };
+	Type gt, it, rt = { .dt = DT_I64, .rank = 1 };
 	Ints d = { 1, { 1 }, { NULL }, NULL };
 
 	(void)op;

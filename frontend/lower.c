@@ -29,14 +29,29 @@ check_typecmt(Reader *r, const Stmt *s, uint32_t v, const char *what)
 	Type want, got;
 	uint32_t dtcol, shcol;
 	char b1[256], b2[256];
+	const Type *dg = r->dpending;
 
 	if (!s->ty.present)
 		return;
 	tr_parse_type(r, s->line, &s->ty, &want, &dtcol, &shcol);
-	tr_vtype(r->fn, v, &got);
+	if (!dg && want.dtensor) { /* a DTensor op's: its subsymbols' construct_dtensor named it */
+		const Sym *sym = tr_sym(r, arena_strndup(r->a, s->ty.name, s->ty.nlen));
+
+		dg = sym && sym->kind == SYM_VAL && sym->val == v ? sym->dglobal : NULL;
+	}
+	if (want.dtensor != (dg != NULL))
+		tr_errat(r, s->line, s->ty.col, "type comment says %s but %s gives %s",
+			want.dtensor ? "a DTensor" : "a tensor", what,
+			want.dtensor ? "a tensor (fp8cc's DTensors are parameters and construct_dtensor's results)"
+				     : "a DTensor");
+	if (dg)
+		got = *dg;
+	else
+		tr_vtype(r->fn, v, &got);
 	if (want.dt != got.dt || !tr_same_shape(&want, &got))
-		tr_errat(r, s->line, want.dt != got.dt ? dtcol : shcol, "type comment says %s but %s gives %s",
-			tr_tystr(&want, b1, sizeof b1), what, tr_tystr(&got, b2, sizeof b2));
+		tr_errat(r, s->line, want.dt != got.dt ? dtcol : shcol, "type comment says %s%s but %s gives %s%s",
+			dg ? "DTensor " : "", tr_tystr(&want, b1, sizeof b1), what, dg ? "DTensor " : "",
+			tr_tystr(&got, b2, sizeof b2));
 }
 
 /* the lhs name the type comment names, or NULL (an error if it names none) */
@@ -268,6 +283,9 @@ lower_call(Reader *r, uint32_t si)
 			r->fn->ins[i].col = s->col;
 		}
 		bind_result(r, s, v, nv0, v == IR_NONE ? &num : NULL);
+		if (r->dpending && s->nnames == 1 && strcmp(s->names[0].s, "_"))
+			tr_sym(r, s->names[0].s)->dglobal = r->dpending;
+		r->dpending = NULL;
 		return true;
 	}
 	if (s->end > si + 1)
@@ -350,8 +368,8 @@ collection_name(const char *name)
 }
 
 /* a new parameter named `name` of type t */
-static uint32_t
-new_param(Reader *r, const char *name, const Type *t)
+uint32_t
+tr_new_param(Reader *r, const char *name, const Type *t)
 {
 	uint32_t v = ir_param(r->fn, NULL, t->dt, t->rank, t->d);
 
@@ -414,7 +432,7 @@ forward_param(Reader *r, const char *name, uint32_t fv, bool state)
 	uint32_t v;
 
 	tr_vtype(r->link->fwd, fv, &t);
-	v = new_param(r, name, &t);
+	v = tr_new_param(r, name, &t);
 	if (state)
 		ir_set_param_slot(r->fn, r->fn->nparams - 1, (int32_t)slot_of(r, fv));
 	return v;
@@ -438,10 +456,10 @@ unknown_member(Reader *r, const Stmt *s, const Name *n, const Sym *coll, uint32_
 		sym.kind = SYM_NUM;
 		sym.numkind = k;
 		t.dt = tr_number_dtype(k);
-		sym.val = new_param(r, n->s, &t);
+		sym.val = tr_new_param(r, n->s, &t);
 	} else if (sig_type(r, n->s, coll->top ? pos : UINT32_MAX, &t)) {
 		sym.kind = SYM_VAL;
-		sym.val = new_param(r, n->s, &t);
+		sym.val = tr_new_param(r, n->s, &t);
 	} else {
 		sym.kind = SYM_UNTYPED;
 	}
@@ -517,13 +535,17 @@ lower_type(Reader *r, const Stmt *s)
 
 	if (!sym || (sym->kind != SYM_UNTYPED && sym->kind != SYM_VAL))
 		return;
+	tr_parse_type(r, s->line, &s->ty, &t, &dtcol, &shcol);
+	if (t.dtensor || (sym->kind == SYM_VAL && sym->dglobal)) {
+		tr_dtensor_name(r, name, &t, s->line, s->ty.col, sym->kind == SYM_VAL ? sym->val : IR_NONE);
+		return;
+	}
 	if (sym->kind == SYM_VAL) {
 		check_typecmt(r, s, sym->val, "its definition");
 		return;
 	}
-	tr_parse_type(r, s->line, &s->ty, &t, &dtcol, &shcol);
 	sym->kind = SYM_VAL;
-	sym->val = new_param(r, name, &t);
+	sym->val = tr_new_param(r, name, &t);
 }
 
 /* ---- subsymbol frames ---- */
@@ -897,7 +919,7 @@ add_param(Reader *r, uint32_t i)
 		return;
 	}
 	if (!tc->present && sig_type(r, r->params[i].s, i, &t)) {
-		tr_define_val(r, r->params[i].s, new_param(r, r->params[i].s, &t));
+		tr_define_val(r, r->params[i].s, tr_new_param(r, r->params[i].s, &t));
 		return;
 	}
 	if (!tc->present)
@@ -905,7 +927,10 @@ add_param(Reader *r, uint32_t i)
 			"parameter '%s' has no type comment (# %s: \"cuda:0 f32[...]\")%s", r->params[i].s,
 			r->params[i].s, r->link && r->link->sig ? "" : " and no --signature gives it one");
 	tr_parse_type(r, r->ptypeline[i], tc, &t, &dtcol, &shcol);
-	tr_define_val(r, r->params[i].s, new_param(r, r->params[i].s, &t));
+	if (t.dtensor)
+		tr_dtensor_name(r, r->params[i].s, &t, r->ptypeline[i], tc->col, IR_NONE);
+	else
+		tr_define_val(r, r->params[i].s, tr_new_param(r, r->params[i].s, &t));
 }
 
 /* the parameters; one that has an error is left undefined */

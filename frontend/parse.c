@@ -533,7 +533,7 @@ parse_dims(Reader *r, uint32_t line, const TypeCmt *tc, uint32_t i, Type *t)
 	tr_check_numel(r, line, tc->col + open, t);
 }
 
-/* TYPE := [["FUTURE "] DEVICE " "] DTYPE dims, e.g. "cuda:0 f8_e4m3fn[16, 32]";
+/* TYPE := [["FUTURE " | "DTensor "] DEVICE " "] DTYPE dims, e.g. "cuda:0 f8_e4m3fn[16, 32]";
  * DEVICE is cuda:N, cpu or thunder.devices.Device(...): the last word before
  * the shape is the dtype. A trace that ran on the CPU compiles for the GPU
  * all the same, which a note says once. *dtcol and *shcol receive the
@@ -549,6 +549,7 @@ tr_parse_type(Reader *r, uint32_t line, const TypeCmt *tc, Type *t, uint32_t *dt
 		tr_errat(r, line, tc->col, "type \"%.*s\" is not a tensor type", (int)tc->len, s);
 	while (ds > 0 && s[ds - 1] != ' ')
 		ds--;
+	t->dtensor = ds >= 8 && memcmp(s, "DTensor ", 8) == 0;
 	if (ds >= 4 && memcmp(s, "cpu ", 4) == 0 && !r->cpu_noted) {
 		r->cpu_noted = true;
 		tr_note(r, line, tc->col, "the trace ran on the CPU; fp8cc compiles it for the GPU");

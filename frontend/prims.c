@@ -17,7 +17,7 @@ runtime_scalar(Reader *r, const Opnd *o, DType t, bool recip)
 {
 	DType from = tr_vdtype(r, o->v);
 	uint32_t x;
-	Type rt = { t, 0, { 0 } };
+	Type rt = { .dt = t };
 
 	if (from == DT_F64 && !dt_isfloat(t) && !dt_isfp8(t))
 		tr_errat(r, o->e->line, o->e->col, "%s: a float number with an %s tensor", r->callee,
@@ -52,7 +52,7 @@ number_op(Reader *r, Op op, const Opnd *o, int n)
 	double x[3];
 	uint32_t args[3];
 	DType t;
-	Type rt = { DT_F64, 0, { 0 } };
+	Type rt = { .dt = DT_F64 };
 
 	for (int i = 0; i < n; i++) {
 		known &= !o[i].num;
@@ -232,7 +232,7 @@ convert_number(Reader *r, const Expr *num, const Expr *dt)
 	Opnd o = tr_operand(r, num);
 	const char *k = dt->kind == E_NAME ? dt->s : "";
 	DType t;
-	Type rt = { DT_F64, 0, { 0 } };
+	Type rt = { .dt = DT_F64 };
 
 	if (strcmp(k, "float") && strcmp(k, "int") && strcmp(k, "bool"))
 		tr_errat(r, dt->line, dt->col, "%s: a number converts to float, int or bool", r->callee);
@@ -561,7 +561,7 @@ prim_iota(Reader *r, const Expr *c)
 		{ "dtype", false } };
 	const Expr *a[5];
 	int64_t attr[2];
-	Type t = { DT_I64, 1, { 0 } };
+	Type t = { .dt = DT_I64, .rank = 1 };
 
 	tr_bind(r, c, ps, 5, a);
 	t.d[0] = tr_int_arg(r, a[0], "length");
@@ -1226,6 +1226,11 @@ static const struct {
 	{ "torch._scaled_mm", lower_scaled_mm, OP_COUNT },
 	{ "shallow_copy", lower_shallow, OP_COUNT },
 	{ "offload_to_cpu", lower_offload, OP_COUNT },
+	{ "get_dtensor_inner_tensor", tr_lower_dtensor_inner, OP_COUNT },
+	{ "thunder.torch.experimental.dtensor_prims_and_impl.get_dtensor_inner_tensor", tr_lower_dtensor_inner,
+		OP_COUNT },
+	{ "construct_dtensor", tr_lower_construct_dtensor, OP_COUNT },
+	{ "thunder.torch.experimental.dtensor_prims_and_impl.construct_dtensor", tr_lower_construct_dtensor, OP_COUNT },
 	{ "load_to_gpu", lower_offload, OP_COUNT },
 	{ "torch_all_gather_prim_impl", lower_all_gather, OP_COUNT },
 	{ "prims.all_gather", lower_all_gather, OP_COUNT },

@@ -100,6 +100,13 @@ typedef struct {
 
 /* ---- symbols ---- */
 
+typedef struct {
+	DType dt;
+	int rank;
+	int64_t d[IR_MAXRANK];
+	bool dtensor; /* tr_parse_type: the comment says "DTensor ..." (a global type) */
+} Type;
+
 /* SYM_NUM: a Python number, known (val IR_NONE) or a rank-0 value; SYM_COLL:
  * a collection to unpack; SYM_UNTYPED: unpacked without a type; SYM_PYNONE:
  * None unpacked; SYM_ERR: left undefined by an error */
@@ -135,8 +142,9 @@ typedef struct {
 	                         SYM_UNTYPED, SYM_PYNONE: the collection */
 	Saved *objv;       /* SYM_OBJ: tensors passed to the constructor */
 	uint32_t nobjv;
-	uint64_t stamp; /* when it was last (re)defined */
-	bool keep;      /* scratch: an output of the frame being closed */
+	uint64_t stamp;      /* when it was last (re)defined */
+	bool keep;           /* scratch: an output of the frame being closed */
+	const Type *dglobal; /* SYM_VAL: a DTensor's global type (val is its local shard: dtensor.c) */
 } Sym;
 
 typedef struct {
@@ -151,12 +159,6 @@ typedef struct {
 	uint32_t logmark; /* r->nlog when it began */
 	uint64_t stamp;   /* stamps from here on were defined inside */
 } Frame;
-
-typedef struct {
-	DType dt;
-	int rank;
-	int64_t d[IR_MAXRANK];
-} Type;
 
 /* an input the trace updates in place (batch_norm's running statistics,
  * copy_): its new value becomes an output of its own. name: the trace's
@@ -184,9 +186,11 @@ typedef struct {
 	uint32_t ndiags, capdiags;
 	bool quiet; /* errors unwind but are not said (a second look at a bad line) */
 	bool cpu_noted;
-	bool offload_noted; /* offload_to_cpu / load_to_gpu said they stay on the GPU */
-	bool redop_noted;   /* a reduction named by its printed object taken as SUM */
-	FeLink *link;       /* the program this trace is part of, or NULL */
+	bool offload_noted;   /* offload_to_cpu / load_to_gpu said they stay on the GPU */
+	bool redop_noted;     /* a reduction named by its printed object taken as SUM */
+	bool dtensor_noted;   /* DTensors said to be their local shards */
+	const Type *dpending; /* construct_dtensor's global type, for its result's name */
+	FeLink *link;         /* the program this trace is part of, or NULL */
 	Func *fn;
 
 	/* pass 1 */
@@ -322,6 +326,7 @@ void tr_update(Reader *r, uint32_t to, uint32_t val, const char *name);
 void tr_add_params(Reader *r);
 void tr_lower_body(Reader *r);
 void tr_wait_all(Reader *r); /* a wait for every collective the trace leaves without one */
+uint32_t tr_new_param(Reader *r, const char *name, const Type *t);
 
 /* ---- args.c ---- */
 uint32_t tr_tensor(Reader *r, const Expr *e);
@@ -370,7 +375,10 @@ uint32_t tr_lower_matmul(Reader *r, const Expr *c, Op op);
 Lower tr_find_known(const char *name, Op *op);
 const char *tr_unsupported_why(const char *callee);
 
-/* ---- lower.c ---- */
+/* ---- dtensor.c ---- */
+uint32_t tr_dtensor_name(Reader *r, const char *name, const Type *global, uint32_t line, uint32_t col, uint32_t v);
+uint32_t tr_lower_dtensor_inner(Reader *r, const Expr *c, Op op);
+uint32_t tr_lower_construct_dtensor(Reader *r, const Expr *c, Op op);
 
 /* ---- externs.c ---- */
 bool tr_extern_callee(const char *callee); /* may be an extern call (not prims.X, not refused) */
