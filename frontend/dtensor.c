@@ -31,14 +31,26 @@ local_type(Reader *r, const char *name, Type *t)
 		uint32_t dtcol, shcol;
 
 		if (s->kind != S_CALL || !c || c->kind != E_CALL || !ends_with(c->fn->s, "get_dtensor_inner_tensor") ||
-			c->nargs != 1 || c->args[0].e->kind != E_NAME || strcmp(c->args[0].e->s, name) || !s->ty.present ||
-			s->nnames != 1 || strlen(s->names[0].s) != s->ty.nlen ||
+			c->nargs != 1 || c->args[0].e->kind != E_NAME || strcmp(c->args[0].e->s, name) ||
+			!s->ty.present || s->nnames != 1 || strlen(s->names[0].s) != s->ty.nlen ||
 			memcmp(s->names[0].s, s->ty.name, s->ty.nlen))
 			continue;
 		tr_parse_type(r, s->line, &s->ty, t, &dtcol, &shcol);
 		return !t->dtensor;
 	}
 	return false;
+}
+
+/* local can be an even shard of global */
+static bool
+shards(const Type *local, const Type *global)
+{
+	if (local->dt != global->dt || local->rank != global->rank)
+		return false;
+	for (int i = 0; i < local->rank; i++)
+		if (local->d[i] ? global->d[i] % local->d[i] != 0 : global->d[i] != 0)
+			return false;
+	return true;
 }
 
 /* name, typed as the DTensor `global` at line:col, is the local tensor v
@@ -64,9 +76,11 @@ tr_dtensor_name(Reader *r, const char *name, const Type *global, uint32_t line, 
 			"'%s' is a DTensor: fp8cc runs on each rank's local shard, whose type the trace gives "
 			"where get_dtensor_inner_tensor(%s) is typed, and this trace has no such line",
 			name, name);
-	if (local.dt != global->dt)
-		tr_errat(r, line, col, "'%s' is a DTensor %s, but its local shard is %s", name,
-			tr_tystr(global, b1, sizeof b1), tr_tystr(&local, b2, sizeof b2));
+	if (!shards(&local, global))
+		tr_errat(r, line, col,
+			"'%s' is a DTensor %s, but its local shard is %s (a shard has the dtype and rank, and "
+			"each dimension divides the global one)",
+			name, tr_tystr(global, b1, sizeof b1), tr_tystr(&local, b2, sizeof b2));
 	if (v == IR_NONE) {
 		v = tr_new_param(r, name, &local);
 	} else {
