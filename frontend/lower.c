@@ -218,6 +218,20 @@ collect(Reader *r, const Expr *e, Saved **sv, uint32_t *n, uint32_t *cap)
 }
 
 /* Float8Tensor(data, scale, ...): an object that remembers its tensors */
+/* a collective's result is read through its wait alone */
+static void
+refuse_in_flight(Reader *r, const Stmt *s, uint32_t v)
+{
+	const Instr *d = ir_def(r->fn, v);
+	char nb[16];
+
+	if (d && op_collective((Op)d->op))
+		tr_errat(r, s->line, r->ccol ? r->ccol : s->col,
+			"%s reads '%s', a collective's result still in flight: read it through its wait "
+			"(torch_wait_prim_impl)",
+			r->callee ? r->callee : "this statement", ir_name(r->fn, d->res, nb));
+}
+
 static void
 make_object(Reader *r, const Stmt *s)
 {
@@ -226,6 +240,8 @@ make_object(Reader *r, const Stmt *s)
 
 	for (uint32_t i = 0; i < s->e->nargs; i++)
 		collect(r, s->e->args[i].e, &sym.objv, &sym.nobjv, &cap);
+	for (uint32_t i = 0; i < sym.nobjv; i++)
+		refuse_in_flight(r, s, sym.objv[i].v);
 	sym.kind = SYM_OBJ;
 	sym.line = s->line;
 	sym.owner = r->callee;
@@ -959,20 +975,12 @@ static void
 check_in_flight(Reader *r, const Stmt *s, uint32_t first)
 {
 	Func *fn = r->fn;
-	char nb[16];
 
 	for (uint32_t i = first; i < fn->nins; i++) {
 		const Instr *in = &fn->ins[i];
 
-		for (uint32_t j = 0; in->op != OP_WAIT && j < in->nargs; j++) {
-			const Instr *d = ir_def(fn, ir_args(fn, in)[j]);
-
-			if (d && op_collective((Op)d->op))
-				tr_errat(r, s->line, r->ccol ? r->ccol : s->col,
-					"%s reads '%s', a collective's result still in flight: read it through its "
-					"wait (torch_wait_prim_impl)",
-					r->callee ? r->callee : "this statement", ir_name(fn, d->res, nb));
-		}
+		for (uint32_t j = 0; in->op != OP_WAIT && j < in->nargs; j++)
+			refuse_in_flight(r, s, ir_args(fn, in)[j]);
 	}
 }
 
