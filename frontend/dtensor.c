@@ -198,8 +198,9 @@ tr_lower_construct_dtensor(Reader *r, const Expr *c, Op op)
 				"supported",
 				r->callee);
 		if (!called(p, "Shard") || !(dim = arg_of(p, "dim", 0)) || dim->kind != E_INT)
-			tr_errat(r, p->line, p->col, "%s: unknown placement (fp8cc knows Shard(dim=D) and Replicate())",
-				r->callee);
+			tr_errat(r, p->line, p->col,
+				"%s: placement %s is not supported (fp8cc knows Shard(dim=D) and Replicate())",
+				r->callee, p->kind == E_CALL ? p->fn->s : "of this form");
 		d = dim->i < 0 ? dim->i + g->rank : dim->i;
 		if (d < 0 || d >= g->rank)
 			tr_errat(r, dim->line, dim->col, "%s: Shard(dim=%lld) of a tensor of rank %d", r->callee,
