@@ -217,7 +217,6 @@ collect(Reader *r, const Expr *e, Saved **sv, uint32_t *n, uint32_t *cap)
 	}
 }
 
-/* Float8Tensor(data, scale, ...): an object that remembers its tensors */
 /* a collective's result is read through its wait alone */
 static void
 refuse_in_flight(Reader *r, const Stmt *s, uint32_t v)
@@ -232,6 +231,7 @@ refuse_in_flight(Reader *r, const Stmt *s, uint32_t v)
 			r->callee ? r->callee : "this statement", ir_name(r->fn, d->res, nb));
 }
 
+/* Float8Tensor(data, scale, ...): an object that remembers its tensors */
 static void
 make_object(Reader *r, const Stmt *s)
 {
@@ -292,6 +292,7 @@ lower_call(Reader *r, uint32_t si)
 	r->ccol = s->e->fn->col;
 	r->num = &num;
 	r->nmulti = 0;
+	r->dpending = NULL; /* what an earlier statement's error left */
 	if ((f = tr_find_known(r->callee, &op))) {
 		v = f(r, s->e, op);
 		for (uint32_t i = ni0; i < r->fn->nins; i++) {
