@@ -86,7 +86,7 @@ struct fp8rt_program {
 	CUdeviceptr *argv;        /* kernel parameter values, max args */
 	void **argp;              /* pointers to them, for cuLaunchKernel */
 	int graphs;               /* replay on */
-	int running;              /* inside a run of it (whose extern may call libfp8rt back) */
+	int running;              /* inside one of its externs, which may call libfp8rt back */
 	fp8rt_state *states;      /* every state made for it */
 	fp8rt_state *dflt;        /* the default state; NULL without state slots */
 	fp8rt_prepared *prepared; /* every prepared run made for it */
@@ -1319,6 +1319,11 @@ check_io(fp8rt_program *p, Fn *fn, const fp8rt_state *s, const fp8rt_tensor *in,
 {
 	const RtFunc *f = fn->f;
 	fp8rt_status st;
+	if (p->running) /* its extern called it: this run would overwrite the pointers and arguments of that one */
+		return rt_err(p->ctx, FP8RT_INVALID_ARGUMENT,
+			"%s: %s is running on this thread already (an extern of it called it): a program's runs do not "
+			"nest",
+			what, p->name);
 	if (nin != f->nin || nout != f->nout)
 		return rt_err(p->ctx, FP8RT_INVALID_ARGUMENT,
 			"%s: %d inputs and %d outputs given; %s%s%s has %d and %d", what, nin, nout, p->name,
@@ -1434,7 +1439,9 @@ enqueue_call(fp8rt_program *p, const Fn *fn, const RtStep *s, const Call *cl, CU
 		.stream = stream,
 		.ctx = p->ctx,
 	};
+	p->running = 1; /* the extern may call libfp8rt back, but not run p (check_io) */
 	fp8rt_status st = cl->ext.fn(cl->ext.user, &call, msg, sizeof msg);
+	p->running = 0;
 	if (st == FP8RT_OK)
 		return FP8RT_OK;
 	if ((unsigned)st > (unsigned)FP8RT_NCCL_ERROR)
@@ -1614,18 +1621,6 @@ get_run(fp8rt_program *p, int f, fp8rt_state **s, const char *what, Fn **fn)
 	return FP8RT_OK;
 }
 
-/* A run of p inside a run of p (its extern calling it) would overwrite the
- * pointers and kernel arguments the outer one is using. */
-static fp8rt_status
-not_running(fp8rt_program *p, const char *what)
-{
-	if (!p->running)
-		return FP8RT_OK;
-	return rt_err(p->ctx, FP8RT_INVALID_ARGUMENT,
-		"%s: %s is running on this thread already (an extern of it called it): a program's runs do not nest",
-		what, p->name);
-}
-
 static fp8rt_status
 run_entry(fp8rt_program *p, int f, fp8rt_state *s, const fp8rt_tensor *in, int nin, const fp8rt_tensor *out, int nout,
 	void *stream, const char *what)
@@ -1634,12 +1629,8 @@ run_entry(fp8rt_program *p, int f, fp8rt_state *s, const fp8rt_tensor *in, int n
 	fp8rt_status st = get_run(p, f, &s, what, &fn);
 	if (st != FP8RT_OK || (st = rt_enter(p->ctx, what)) != FP8RT_OK)
 		return st;
-	if ((st = not_running(p, what)) == FP8RT_OK &&
-		(st = check_io(p, fn, s, in, nin, out, nout, what)) == FP8RT_OK) {
-		p->running = 1;
+	if ((st = check_io(p, fn, s, in, nin, out, nout, what)) == FP8RT_OK)
 		st = run(p, fn, s, (CUstream)stream);
-		p->running = 0;
-	}
 	return rt_leave(p->ctx, st);
 }
 
@@ -1750,10 +1741,8 @@ time_entry(fp8rt_program *p, int f, fp8rt_state *s, const fp8rt_tensor *in, int 
 		return st;
 	CUevent *ev = NULL;
 	CUstream cs = (CUstream)stream;
-	int mine = 0; /* p->running is this call's */
-	if ((st = not_running(p, what)) != FP8RT_OK || (st = check_io(p, fn, s, in, nin, out, nout, what)) != FP8RT_OK)
+	if ((st = check_io(p, fn, s, in, nin, out, nout, what)) != FP8RT_OK)
 		goto fail;
-	p->running = mine = 1;
 	if (!(ev = calloc(2 * (size_t)iters, sizeof *ev))) {
 		st = rt_err(ctx, FP8RT_OUT_OF_MEMORY, "%s: out of host memory", what);
 		goto fail;
@@ -1781,8 +1770,6 @@ fail:
 		if (ev[i])
 			RELEASE(drv.cuEventDestroy(ev[i]));
 	free(ev);
-	if (mine)
-		p->running = 0;
 	return rt_leave(ctx, st);
 }
 

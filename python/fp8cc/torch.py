@@ -141,7 +141,7 @@ def _quick_class(f, raw, index):
     ins, outs = [f"i{k}" for k in range(len(f.inputs))], [f"o{k}" for k in range(len(f.outputs))]
     every = ins + outs
     ptrs = [f"p{k}" for k in range(len(every))]
-    env = {"T": torch.Tensor, "P": torch.nn.Parameter, "prog": prog, "getter": getter, "slots": slots,
+    env = {"T": torch.Tensor, "P": torch.nn.Parameter, "getter": getter, "slots": slots,
            "handle": run, "dev": index, "raw": raw, "run": fp8cc.N.holding_gil(fp8cc._lib, "fp8rt_prepared_run"),
            "check": fp8cc._check, "general": fp8cc.Function.__call__,
            "pack": struct.Struct(f"={1 + len(every)}Q").pack_into, "empty": torch.empty, "D": torch.device("cuda", index)}
