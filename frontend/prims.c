@@ -1278,8 +1278,9 @@ static const char *const why[] = {
 	[U_SPECIAL] = "'%s' is not supported yet: fp8cc has no implementation that gives PyTorch's bits",
 	[U_COMPLEX] = "'%s' works on complex numbers, and fp8cc has no complex dtypes",
 	[U_NUMBERS] = "'%s' (on Python numbers) is not supported yet",
-	[U_PROLOGUE] = "'%s' belongs in Thunder's prologue trace, which checks the inputs; fp8cc compiles the "
-		       "computation trace",
+	/* one message in two literals: the parentheses say so to clang's -Wstring-concatenation */
+	[U_PROLOGUE] = ("'%s' belongs in Thunder's prologue trace, which checks the inputs; fp8cc compiles the "
+			"computation trace"),
 	[U_NOT_YET] = "'%s' is not supported yet",
 };
 
