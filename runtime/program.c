@@ -1137,9 +1137,16 @@ fp8rt_status
 fp8rt_state_mark_written(fp8rt_state *s, int i)
 {
 	fp8rt_status st = state_slot(s, i, "fp8rt_state_mark_written");
-	if (st == FP8RT_OK)
-		s->written[i] = 1;
-	return st;
+	if (st != FP8RT_OK)
+		return st;
+	fp8rt_context *ctx = s->prog->ctx;
+	if (!ctx)
+		return no_context(s->prog, "fp8rt_state_mark_written");
+	if ((st = rt_claim(ctx, "fp8rt_state_mark_written")) != FP8RT_OK)
+		return st;
+	s->written[i] = 1;
+	rt_unclaim(ctx);
+	return FP8RT_OK;
 }
 
 /* ---- checking the caller's tensors ----------------------------------------- */

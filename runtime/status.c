@@ -20,8 +20,16 @@
 
 static _Thread_local char thread_err[RT_ERRLEN];
 
+/* The calling thread's token: the address of a thread-local, which no two
+ * live threads share. */
+static _Thread_local char thread_token;
+
 /* ---- errors ------------------------------------------------------------- */
 
+/* The message goes into the context only while this thread holds it, or
+ * can take it for the copy: a failure found before an entry's claim (a bad
+ * argument) or by the claim itself never writes over the message of
+ * another thread's call. */
 fp8rt_status
 rt_err(fp8rt_context *ctx, fp8rt_status st, const char *fmt, ...)
 {
@@ -29,8 +37,16 @@ rt_err(fp8rt_context *ctx, fp8rt_status st, const char *fmt, ...)
 	va_start(ap, fmt);
 	vsnprintf(thread_err, sizeof thread_err, fmt, ap);
 	va_end(ap);
-	if (ctx)
+	if (!ctx)
+		return st;
+	uintptr_t me = (uintptr_t)&thread_token, was = 0;
+	if (atomic_compare_exchange_strong_explicit(
+		    &ctx->owner, &was, me, memory_order_acquire, memory_order_relaxed)) {
 		memcpy(ctx->err, thread_err, sizeof ctx->err);
+		atomic_store_explicit(&ctx->owner, 0, memory_order_release);
+	} else if (was == me) {
+		memcpy(ctx->err, thread_err, sizeof ctx->err);
+	}
 	return st;
 }
 
@@ -96,10 +112,6 @@ fp8rt_status_name(fp8rt_status s)
 }
 
 /* ---- entering and leaving a context ------------------------------------- */
-
-/* The calling thread's token: the address of a thread-local, which no two
- * live threads share. */
-static _Thread_local char thread_token;
 
 static fp8rt_status
 claim(fp8rt_context *ctx, const char *what, int outer)

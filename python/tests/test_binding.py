@@ -260,6 +260,8 @@ class Binding(unittest.TestCase):
         x = array(self.ctx, [1.0] * 32, (4, 8))
         out = (self.ctx.empty("f32", (4, 8)), self.ctx.empty("f32", (4, 8)))
 
+        lib = fp8cc._lib
+
         def other():
             for call in (lambda: prog(x, out=out), lambda: self.ctx.empty("f32", (4,))):
                 try:
@@ -267,6 +269,10 @@ class Binding(unittest.TestCase):
                     seen.append("ran")
                 except fp8cc.Error as e:
                     seen.append((e.status, str(e)))
+            # a bad argument, found before the claim: the message is this
+            # thread's, and not written into the context another thread holds
+            seen.append(lib.fp8rt_malloc(self.ctx._ctx, 4, None))
+            seen.append(lib.fp8rt_last_error(None).decode())
 
         def inside(c):
             if not seen:   # the first run: another thread tries while this one is inside
@@ -277,14 +283,18 @@ class Binding(unittest.TestCase):
         prog = fp8cc.load(AFFINE.encode(), context=self.ctx, externs={"py.affine": (inside, False)})
         prog(x, out=out)
         self.assertEqual(values(out[0]), [1.0] * 32)
-        self.assertEqual([s for s, _ in seen], ["FP8RT_INVALID_ARGUMENT"] * 2, seen)
+        self.assertEqual([s for s, _ in seen[:2]], ["FP8RT_INVALID_ARGUMENT"] * 2, seen)
         self.assertRegex(seen[0][1], "^fp8rt_run_function: the context is in use by another thread")
         self.assertRegex(seen[1][1], "fp8rt_malloc: the context is in use by another thread")
+        self.assertEqual(seen[2:], [fp8cc.N.INVALID_ARGUMENT, "fp8rt_malloc: dptr is NULL"])
+        self.assertNotIn("dptr is NULL", lib.fp8rt_last_error(self.ctx._ctx).decode())
         seen[:] = ["over"]
         t = threading.Thread(target=other)
         t.start()
         t.join()
-        self.assertEqual(seen, ["over", "ran", "ran"])
+        self.assertEqual(seen, ["over", "ran", "ran", fp8cc.N.INVALID_ARGUMENT, "fp8rt_malloc: dptr is NULL"])
+        # with no thread inside, the context takes the message as before
+        self.assertEqual(lib.fp8rt_last_error(self.ctx._ctx).decode(), "fp8rt_malloc: dptr is NULL")
 
     def test_missing_extern_is_named(self):
         with self.assertRaises(fp8cc.Error) as e:
