@@ -22,7 +22,8 @@
  *  - A context and its programs are used by one thread at a time: while one
  *    thread is inside an entry that takes the context (or a program, state or
  *    prepared run of it), another thread's call is refused with
- *    FP8RT_INVALID_ARGUMENT, having done nothing, its message in
+ *    FP8RT_INVALID_ARGUMENT, having done nothing, its message (like any
+ *    failure of its while another thread is inside) in
  *    fp8rt_last_error(NULL) only; an extern may call back on its own thread,
  *    but not run its own program again or destroy, set a workspace or turn
  *    graphs off on the context (each refused with FP8RT_INVALID_ARGUMENT).
