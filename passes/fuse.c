@@ -328,13 +328,15 @@ pass_fuse(Func *fn, int opt)
 	p.last = last_uses(fn, order);
 	p.defined = arena_alloc(fn->arena, (fn->nvals + 1) * sizeof *p.defined);
 	p.read = arena_alloc(fn->arena, (fn->nvals + 1) * sizeof *p.read);
-	/* per value: the level (+ 1) whose kernel reads it */
+	/* per value: the first level (+ 1) whose kernel reads it — its own
+	 * level's if any does, as no earlier one can */
 	uint32_t *read_in = arena_alloc(fn->arena, (fn->nvals + 1) * sizeof *read_in);
 
 	for (uint32_t level = 0; level <= maxd; level++)
 		for (uint32_t j = start[2 * level + 1]; j < start[2 * level + 2]; j++)
 			for (uint32_t a = 0; a < fn->ins[order[j]].nargs; a++)
-				read_in[ir_args(fn, &fn->ins[order[j]])[a]] = level + 1;
+				if (!read_in[ir_args(fn, &fn->ins[order[j]])[a]])
+					read_in[ir_args(fn, &fn->ins[order[j]])[a]] = level + 1;
 	for (uint32_t j = start[0]; j < start[1]; j++) /* collectives of inputs, first */
 		ir_copy_instr(d, fn, &fn->ins[order[j]], map);
 	for (uint32_t level = 0; level <= maxd; level++) {
