@@ -334,7 +334,7 @@ lower_call(Reader *r, uint32_t si)
 	unsupported(r, s);
 }
 
-/* del := "del" NAME {"," NAME} */
+/* del := "del" targets: the names, flattened by the parser */
 static void
 lower_del(Reader *r, const Stmt *s)
 {

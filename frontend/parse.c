@@ -295,28 +295,11 @@ push_name(Reader *r, Stmt *s, const Tok *t)
 	s->names[s->nnames++].col = t->col;
 }
 
-/* names := NAME { "," NAME } [","], up to `stop`; true if a comma was seen */
-static bool
-names(Reader *r, Stmt *s, char stop, const char *what)
-{
-	bool comma = false;
-
-	while (!tr_equal(r, stop) && tr_peek(r)->kind != T_EOF && tr_peek(r)->kind != T_COMMENT) {
-		if (tr_peek(r)->kind != T_NAME)
-			tr_unexpected(r, what);
-		push_name(r, s, tr_peek(r));
-		r->pos++;
-		if (!tr_consume(r, ','))
-			break;
-		comma = true;
-	}
-	return comma;
-}
-
 /* targets := target { "," target } [","] up to `stop`, flattened into the
- * statement's names; target := NAME | "(" targets ")" | "[" targets "]" */
+ * statement's names; target := NAME | "(" targets ")" | "[" targets "]"
+ * (what: what a name is, for the error) */
 static bool
-targets(Reader *r, Stmt *s, char stop, int depth)
+targets(Reader *r, Stmt *s, char stop, int depth, const char *what)
 {
 	bool comma = false;
 	Tok *t;
@@ -327,13 +310,13 @@ targets(Reader *r, Stmt *s, char stop, int depth)
 
 			if (depth >= MAXDEPTH)
 				tr_errat(r, t->line, t->col, "nesting too deep (more than %d levels)", MAXDEPTH);
-			targets(r, s, close, depth + 1);
+			targets(r, s, close, depth + 1, what);
 			tr_expect(r, close);
 		} else if (t->kind == T_NAME) {
 			push_name(r, s, t);
 			r->pos++;
 		} else {
-			tr_unexpected(r, "a name on the left of '='");
+			tr_unexpected(r, what);
 		}
 		if (!tr_consume(r, ','))
 			break;
@@ -348,7 +331,7 @@ lhs(Reader *r, Stmt *s)
 {
 	Tok *t = tr_peek(r);
 
-	s->tuple = targets(r, s, '=', 0) || s->nnames != 1 || t->kind != T_NAME;
+	s->tuple = targets(r, s, '=', 0, "a name on the left of '='") || s->nnames != 1 || t->kind != T_NAME;
 	tr_expect(r, '=');
 }
 
@@ -425,7 +408,7 @@ ret_value(Reader *r)
 	return tup;
 }
 
-/* stmt := "del" names | "return" [exprs] | [lhs "="] call | lhs "=" NAME,
+/* stmt := "del" targets | "return" [exprs] | [lhs "="] call | lhs "=" NAME,
  * then an optional comment; "# NAME: \"TYPE\"" types the result. The last
  * form unpacks a collection (t0, t1, = args) or names a value again. */
 void
@@ -438,7 +421,7 @@ tr_parse_stmt(Reader *r, Stmt *s)
 	if (is_word(t, "del")) {
 		s->kind = S_DEL;
 		r->pos++;
-		names(r, s, 0, "a name to delete");
+		targets(r, s, 0, 0, "a name to delete"); /* del a, b; del [a, b] (older Thunder) */
 		if (s->nnames == 0)
 			tr_unexpected(r, "a name to delete");
 	} else if (is_word(t, "return")) {
