@@ -1091,7 +1091,8 @@ lower_wait(Reader *r, const Expr *c, Op op)
 	return tr_emit(r, OP_WAIT, &x, 1, NULL, 0, &t);
 }
 
-/* prims.synchronize(a, group, distparallel_type): a parameter made whole
+/* prims.synchronize(a, group, distparallel_type) (older: without the
+ * type): a parameter made whole
  * before a layer reads it — FSDP's sharded one gathered (an all_gather and
  * its wait), DDP's replicated one as it is (the forward does nothing; the
  * backward's all-reduce is in the backward trace). Thunder prints the type
@@ -1100,7 +1101,7 @@ lower_wait(Reader *r, const Expr *c, Op op)
 static uint32_t
 lower_synchronize(Reader *r, const Expr *c, Op op)
 {
-	static const Param ps[] = { { "a", false }, { "group", false }, { "distparallel_type", false } };
+	static const Param ps[] = { { "a", false }, { "group", false }, { "distparallel_type", true } };
 	const Expr *a[3];
 	uint32_t x, g;
 	uint32_t dtcol, shcol;
@@ -1249,10 +1250,16 @@ static const struct {
 	{ "update_aliases", lower_update_aliases, OP_COUNT },
 };
 
-/* the lowering of a callee, NULL if the reader does not know it */
+/* the lowering of a callee, NULL if the reader does not know it. The
+ * distributed prims are prims.* here, as Thunder prints them now; older
+ * traces name their module (thunder.distributed.prims.all_gather). */
 Lower
 tr_find_known(const char *name, Op *op)
 {
+	static const char dist[] = "thunder.distributed.";
+
+	if (strncmp(name, dist, sizeof dist - 1) == 0 && strncmp(name + sizeof dist - 1, "prims.", 6) == 0)
+		name += sizeof dist - 1;
 	for (size_t i = 0; i < NELEM(known); i++)
 		if (strcmp(known[i].name, name) == 0) {
 			*op = known[i].op;
