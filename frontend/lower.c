@@ -921,10 +921,51 @@ unpacked(Reader *r, const char *name)
 	return false;
 }
 
+/* a type comment that names a Python value's type as Thunder prints it:
+ * its word ("int 5", "float ?", "bool True", "tuple", "str", ...), else NULL */
+static const char *
+python_type(const TypeCmt *tc)
+{
+	static const char *const words[] = { "int", "float", "bool", "complex", "tuple", "list", "dict", "str", "Any" };
+
+	for (size_t k = 0; tc->present && k < NELEM(words); k++) {
+		size_t n = strlen(words[k]);
+
+		if (tc->len >= n && !memcmp(tc->text, words[k], n) && (tc->len == n || tc->text[n] == ' '))
+			return words[k];
+	}
+	return NULL;
+}
+
+/* a parameter that is a Python value: a number ("int 10106": Thunder's
+ * proxy of one, with the value it was traced with) is a rank-0 input of its
+ * kind, as a number unpacked from a collection is; anything else (a tuple
+ * whose values the trace's subsymbols already hold, a string) is an object,
+ * which no operation and no extern call can be given */
+static void
+python_param(Reader *r, uint32_t i, const char *word)
+{
+	Sym sym = { 0 };
+	Type t = { 0 };
+
+	sym.line = r->ptypeline[i];
+	if (!strcmp(word, "int") || !strcmp(word, "float") || !strcmp(word, "bool")) {
+		sym.kind = SYM_NUM;
+		sym.numkind = word[0];
+		t.dt = tr_number_dtype(word[0]);
+		sym.val = tr_new_param(r, r->params[i].s, &t);
+	} else {
+		sym.kind = SYM_OBJ;
+		sym.owner = word;
+	}
+	tr_define(r, r->params[i].s, sym);
+}
+
 static void
 add_param(Reader *r, uint32_t i)
 {
 	const TypeCmt *tc = &r->ptypes[i];
+	const char *word = python_type(tc);
 	uint32_t dtcol, shcol;
 	Type t;
 
@@ -933,6 +974,10 @@ add_param(Reader *r, uint32_t i)
 			(unpacked(r, r->params[i].s) || !strcmp(r->params[i].s, "saved_for_backward") ||
 				!strcmp(r->params[i].s, "cotangents")))) {
 		collection_param(r, i);
+		return;
+	}
+	if (word && strcmp(word, "complex")) {
+		python_param(r, i, word);
 		return;
 	}
 	if (!tc->present && sig_type(r, r->params[i].s, i, &t)) {
