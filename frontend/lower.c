@@ -972,7 +972,8 @@ add_param(Reader *r, uint32_t i)
 	if (r->params[i].star || (tc->present && tc->len == 10 && !memcmp(tc->text, "Collection", 10)) ||
 		(!tc->present &&
 			(unpacked(r, r->params[i].s) || !strcmp(r->params[i].s, "saved_for_backward") ||
-				!strcmp(r->params[i].s, "cotangents")))) {
+				!strcmp(r->params[i].s, "cotangents"))) ||
+		(word && (!strcmp(word, "tuple") || !strcmp(word, "list")) && unpacked(r, r->params[i].s))) {
 		collection_param(r, i);
 		return;
 	}
