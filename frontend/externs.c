@@ -331,29 +331,60 @@ cross_entropy(Meta *m, const Expr *ea, const Expr *et, const Expr *red)
 	res_tensor(m, a.dt, 1, t.d);
 }
 
-/* apex_cross_entropy(a, target, reduction='mean', label_smoothing=0.0) */
+/* the op under the arguments of torch's cross_entropy (a, target, weight,
+ * size_average, ignore_index, reduce, reduction, label_smoothing), as older
+ * Thunder called it: what apex computes only without a weight, the legacy
+ * size_average and reduce, or an ignore_index that is a class (Thunder's
+ * checker sends no other call to apex) */
+static void
+torch_form(Meta *m)
+{
+	static const Param ps[] = { { "a|input", 0 }, { "target", 0 }, { "weight", 1 }, { "size_average", 1 },
+		{ "ignore_index", 1 }, { "reduce", 1 }, { "reduction", 1 }, { "label_smoothing", 1 } };
+	static const char *const unsupported[] = { [2] = "weight", [3] = "size_average", [5] = "reduce" };
+	const Expr *a[8];
+
+	tr_bind(m->r, m->c, ps, 8, a);
+	for (int i = 2; i < 6; i++)
+		if (unsupported[i] && a[i] && !tr_isnone(a[i]))
+			tr_errat(m->r, a[i]->line, a[i]->col, "%s: apex's cross entropy takes no %s", m->r->callee,
+				unsupported[i]);
+	if (a[4] && tr_int_arg(m->r, a[4], "ignore_index") >= 0)
+		tr_errat(m->r, a[4]->line, a[4]->col,
+			"%s: apex's cross entropy ignores no class (ignore_index must be negative)", m->r->callee);
+	cross_entropy(m, a[0], a[1], a[6]);
+}
+
+/* apex_cross_entropy(a, target, reduction='mean', label_smoothing=0.0):
+ * the losses and max_log_sum_exp; or, with torch's arguments (older
+ * Thunder: more than four, or one of torch's names), the losses alone */
 static void
 apex_ce(Meta *m)
 {
 	static const Param ps[] = { { "a", 0 }, { "target", 0 }, { "reduction", 1 }, { "label_smoothing", 1 } };
 	const Expr *a[4];
+	bool torch = m->c->nargs > 4;
 
+	for (uint32_t i = 0; i < m->c->nargs; i++)
+		torch |= m->c->args[i].kw &&
+			(!strcmp(m->c->args[i].kw, "weight") || !strcmp(m->c->args[i].kw, "ignore_index") ||
+				!strcmp(m->c->args[i].kw, "size_average") || !strcmp(m->c->args[i].kw, "reduce") ||
+				!strcmp(m->c->args[i].kw, "input"));
+	if (torch) {
+		torch_form(m);
+		m->res->n = 1;
+		return;
+	}
 	tr_bind(m->r, m->c, ps, 4, a);
 	cross_entropy(m, a[0], a[1], a[2]);
 }
 
-/* apex_xentropy_forward(a, target, weight, size_average, ignore_index,
- * reduce, reduction, label_smoothing): the same op under the arguments of
- * torch's cross_entropy (an older Thunder's name for it) */
+/* apex_xentropy_forward: the same op under torch's arguments (an older
+ * Thunder's name for it), the losses and max_log_sum_exp */
 static void
 apex_xf(Meta *m)
 {
-	static const Param ps[] = { { "a|input", 0 }, { "target", 0 }, { "weight", 1 }, { "size_average", 1 },
-		{ "ignore_index", 1 }, { "reduce", 1 }, { "reduction", 1 }, { "label_smoothing", 1 } };
-	const Expr *a[8];
-
-	tr_bind(m->r, m->c, ps, 8, a);
-	cross_entropy(m, a[0], a[1], a[6]);
+	torch_form(m);
 }
 
 static const struct {

@@ -196,13 +196,16 @@ def _quick_class(f, raw, index):
 # allocate, so they are registered as not capturable (graph=False).
 
 def _bind(call, params):
-    """the call's arguments by parameter name, defaults filled in"""
+    """the call's arguments by parameter name, defaults filled in; a name
+    "a|input" is "a", which the call may also pass as input="""
     out, pos = {}, list(call.args)
-    for name, default in params:
+    for spelled, default in params:
+        names = spelled.split("|")
+        name, given = names[0], [n for n in names if n in call.kwargs]
         if pos:
             out[name] = pos.pop(0)
-        elif name in call.kwargs:
-            out[name] = call.kwargs[name]
+        elif given:
+            out[name] = call.kwargs[given[0]]
         elif default is not _REQUIRED:
             out[name] = default
         else:
@@ -328,7 +331,8 @@ def _cross_entropy(call, a):
     elif how != "none":
         raise ValueError(f"{call.name}: reduction {how!r}")
     _put(call.outputs[0], losses.to(x.dtype))
-    _put(call.outputs[1], lse.to(x.dtype))
+    if len(call.outputs) > 1:   # the older form gives the losses alone
+        _put(call.outputs[1], lse.to(x.dtype))
 
 
 def _cross_entropy_grad(call, a):
@@ -343,15 +347,25 @@ def _cross_entropy_grad(call, a):
 _CE = [("a", _REQUIRED), ("target", _REQUIRED)]
 
 
+# torch's cross_entropy arguments, which older Thunder passed (fp8cc's meta
+# refuses a weight, size_average, reduce or an ignore_index that is a class:
+# frontend/externs.c)
+_CE_TORCH = [("a|input", _REQUIRED), ("target", _REQUIRED), ("weight", None), ("size_average", None), ("ignore_index", -100), ("reduce", None),
+                   ("reduction", "mean"), ("label_smoothing", 0.0)]
+_TORCH_ONLY = ("input", "weight", "size_average", "ignore_index", "reduce")
+
+
 @_on_stream
 def apex_cross_entropy(call):
-    _cross_entropy(call, _bind(call, _CE + [("reduction", "mean"), ("label_smoothing", 0.0)]))
+    if len(call.args) + len(call.kwargs) > 4 or any(k in call.kwargs for k in _TORCH_ONLY):
+        _cross_entropy(call, _bind(call, _CE_TORCH))
+    else:
+        _cross_entropy(call, _bind(call, _CE + [("reduction", "mean"), ("label_smoothing", 0.0)]))
 
 
 @_on_stream
 def apex_xentropy_forward(call):
-    _cross_entropy(call, _bind(call, _CE + [("weight", None), ("size_average", None), ("ignore_index", -100),
-                                            ("reduce", None), ("reduction", "mean"), ("label_smoothing", 0.0)]))
+    _cross_entropy(call, _bind(call, _CE_TORCH))
 
 
 _CEG = [("g", _REQUIRED), ("a", _REQUIRED), ("target", _REQUIRED), ("max_log_sum_exp", _REQUIRED),

@@ -319,6 +319,21 @@ def xentropy(d):
           f"(relative Frobenius {err:.1e})")
 
 
+def apex_torch_form(d):
+    """apex_cross_entropy under torch's cross_entropy arguments, as older
+    Thunder called it (tests/gpu/apex_torch_form.trace: positional, and by
+    keyword with input=): the losses alone, as torch's cross_entropy"""
+    f = ft.load(f"{d}/extra/apex_torch_form.ptx")[0]
+    torch.manual_seed(5)
+    logits = torch.randn(f.inputs[0].shape, device="cuda") * 3
+    labels = torch.randint(0, logits.shape[1], f.inputs[1].shape, device="cuda")
+    mean, rows = f(logits, labels)
+    e1 = rel(mean, F.cross_entropy(logits, labels))
+    e2 = rel(rows, F.cross_entropy(logits, labels, reduction="none", label_smoothing=0.1))
+    check(e1 <= 1e-5 and e2 <= 1e-5, f"apex_cross_entropy in torch's arguments: torch's losses "
+          f"(relative Frobenius {e1:.1e} mean, {e2:.1e} per row, smoothed)")
+
+
 def rope_backward(d):
     """real trace 15: unsloth's RoPE backward, fp8cc.torch's version of it,
     against torch autograd through the forward it inverts (litgpt's
@@ -496,6 +511,7 @@ def main():
     threads(d)
     cross_entropy(d)
     xentropy(d)
+    apex_torch_form(d)
     rope_backward(d)
     offload_pair(d)
     linear_step(d)
