@@ -518,8 +518,8 @@ parse_dims(Reader *r, uint32_t line, const TypeCmt *tc, uint32_t i, Type *t)
 
 /* TYPE := [["FUTURE " | "DTensor "] DEVICE " "] DTYPE dims, e.g. "cuda:0 f8_e4m3fn[16, 32]";
  * DEVICE is cuda:N, cpu or thunder.devices.Device(...): the last word before
- * the shape is the dtype. A trace that ran on the CPU compiles for the GPU
- * all the same, which a note says once. *dtcol and *shcol receive the
+ * the shape is the dtype. A trace that ran on the CPU (or a tensor of one
+ * that did not) compiles for the GPU all the same, which a note says once. *dtcol and *shcol receive the
  * columns of the dtype and the shape. */
 void
 tr_parse_type(Reader *r, uint32_t line, const TypeCmt *tc, Type *t, uint32_t *dtcol, uint32_t *shcol)
@@ -535,7 +535,8 @@ tr_parse_type(Reader *r, uint32_t line, const TypeCmt *tc, Type *t, uint32_t *dt
 	t->dtensor = ds >= 8 && memcmp(s, "DTensor ", 8) == 0;
 	if (ds >= 4 && memcmp(s, "cpu ", 4) == 0 && !r->cpu_noted) {
 		r->cpu_noted = true;
-		tr_note(r, line, tc->col, "the trace ran on the CPU; fp8cc compiles it for the GPU");
+		tr_note(r, line, tc->col,
+			"a tensor on the CPU: fp8cc compiles the trace for the GPU, every tensor there");
 	}
 	if ((dt = dt_lookup(s + ds, de - ds, 1)) < 0)
 		tr_errat(r, line, tc->col + ds, "unknown dtype '%.*s'", (int)(de - ds), s + ds);

@@ -1276,11 +1276,13 @@ tr_find_known(const char *name, Op *op)
 
 /* ---- callees fp8cc knows of but cannot lower yet ---- */
 
-enum { U_GEMM, U_RANDOM, U_CONV, U_SPECIAL, U_COMPLEX, U_NUMBERS, U_PROLOGUE, U_NOT_YET };
+enum { U_GEMM, U_RANDOM, U_RNG_STATE, U_CONV, U_SPECIAL, U_COMPLEX, U_NUMBERS, U_PROLOGUE, U_NOT_YET };
 
 static const char *const why[] = {
 	[U_GEMM] = "'%s' (a grouped GEMM) is not supported yet",
 	[U_RANDOM] = "'%s' draws random numbers: fp8cc cannot reproduce torch's generator, so it is not supported",
+	[U_RNG_STATE] = "'%s' reads or sets the state of torch's random number generator, for random numbers "
+			"fp8cc cannot reproduce, so it is not supported",
 	[U_CONV] = "'%s' (a convolution) is not supported",
 	[U_SPECIAL] = "'%s' is not supported yet: fp8cc has no implementation that gives PyTorch's bits",
 	[U_COMPLEX] = "'%s' works on complex numbers, and fp8cc has no complex dtypes",
@@ -1304,6 +1306,14 @@ static const struct {
 	{ "prims.randint", U_RANDOM },
 	{ "prims.multinomial", U_RANDOM },
 	{ "prims.get_and_update_rng_state", U_RANDOM },
+	{ "prims.get_rng_state", U_RNG_STATE }, /* before the prologue's prefixes: prims.pack_, prims.unpack_ */
+	{ "prims.set_rng_state", U_RNG_STATE },
+	{ "prims.pack_rng_state", U_RNG_STATE },
+	{ "prims.unpack_rng_state", U_RNG_STATE },
+	{ "get_rng_state_prim_impl", U_RNG_STATE },
+	{ "set_rng_state_prim_impl", U_RNG_STATE },
+	{ "pack_rng_state_prim_impl", U_RNG_STATE },
+	{ "unpack_rng_state_prim_impl", U_RNG_STATE },
 	{ "torch.rand", U_RANDOM },
 	{ "torch.randn", U_RANDOM },
 	{ "torch.randint", U_RANDOM },
