@@ -5,12 +5,22 @@
 # does not, every error it reports (and no other). Run it after a change
 # that changes a result, read the diff, commit it with the change.
 #
-# usage: tests/real/pin.sh [FP8CC]     (default build/fp8cc)
+# usage: tests/real/pin.sh [SET] [FP8CC]     (default build/fp8cc)
+#   SET: thunder for the traces of tests/real/thunder (tests/lit/real/thunder);
+#   without it the 19 of tests/real. Each set's pairs.txt names its pairs.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
-fp8cc=${1:-build/fp8cc}
 dir=tests/real
 out=tests/lit/real
+sub=
+if [ $# -gt 0 ] && [ -d "$dir/$1" ]; then
+	sub=/$1
+	dir=$dir/$1
+	out=$out/$1
+	shift
+fi
+fp8cc=${1:-build/fp8cc}
+mkdir -p "$out"
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 
@@ -18,19 +28,19 @@ trap 'rm -rf "$tmp"' EXIT
 pin() {
 	local name=$1 spec sigrun="" sigopt="" files="" label
 	shift
-	for t in "$@"; do files="$files %real/$t"; done
+	for t in "$@"; do files="$files %real$sub/$t"; done
 	label=$(printf '%s and ' "$@")
 	label=${label% and }
 	spec=$(grep "^$1 " $dir/signatures.txt | cut -d' ' -f2- || true)
 	if [ -n "$spec" ]; then
-		python3 $dir/signature.py "$tmp/sig" $spec
-		sigrun="# RUN: python3 %{root}/tests/real/signature.py %t.sig \$(grep \"^$1 \" %{root}/tests/real/signatures.txt | cut -d\" \" -f2-)"
+		python3 tests/real/signature.py "$tmp/sig" $spec
+		sigrun="# RUN: python3 %{root}/tests/real/signature.py %t.sig \$(grep \"^$1 \" %{root}/$dir/signatures.txt | cut -d\" \" -f2-)"
 		sigopt=" --signature %t.sig"
 	fi
 	local args=()
 	for t in "$@"; do args+=("$dir/$t"); done
 	{
-		echo "# The real trace(s) $label (tests/real/SOURCES.md), as fp8cc reads them today (tests/real/pin.sh writes this file)."
+		echo "# The real trace(s) $label ($dir/SOURCES.md), as fp8cc reads them today (tests/real/pin.sh${sub:+ ${sub#/}} writes this file)."
 		[ -n "$sigrun" ] && echo "$sigrun"
 		if "$fp8cc" "${args[@]}" ${spec:+--signature "$tmp/sig"} -o "$tmp/p.ptx" 2> "$tmp/err"; then
 			echo "# RUN: %fp8cc$files$sigopt -o %t.ptx 2>&1 | FileCheck --allow-empty --implicit-check-not=error: %s"
@@ -64,6 +74,7 @@ pin() {
 for f in $dir/*.trace; do
 	pin "$(basename "$f" .trace)" "$(basename "$f")"
 done
-pin 18+19-pair 18_mlp_cpu_offload_aug_fwd.trace 19_mlp_cpu_offload_backward.trace
-pin 22+23-pair 22_fsdp_aug_fwd_allgather.trace 23_fsdp_backward_reduce_scatter.trace
+grep -v '^#' $dir/pairs.txt | while read -r name fwd bwd; do
+	pin "$name-pair" "$fwd" "$bwd"
+done
 echo "wrote $(ls $out/*.test | wc -l) tests in $out"

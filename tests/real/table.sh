@@ -1,13 +1,18 @@
 #!/usr/bin/env bash
 # The real traces as fp8cc reads them today: one Markdown row per trace
-# (the pairs 18+19 and 22+23 also as one program each), with what fp8cc
+# (the pairs of the set's pairs.txt also as one program each), with what fp8cc
 # made of it or the ops its errors name. docs/corpus.md holds the table.
 #
-# usage: tests/real/table.sh [FP8CC]    (FP8CC: default build/fp8cc)
+# usage: tests/real/table.sh [SET] [FP8CC]    (FP8CC: default build/fp8cc;
+#   SET: thunder for tests/real/thunder, else the 19 of tests/real)
 set -uo pipefail
 cd "$(dirname "$0")/../.."
-fp8cc=${1:-build/fp8cc}
 dir=tests/real
+if [ $# -gt 0 ] && [ -d "$dir/$1" ]; then
+	dir=$dir/$1
+	shift
+fi
+fp8cc=${1:-build/fp8cc}
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 
@@ -16,7 +21,7 @@ signature() {
 	local spec
 	spec=$(grep "^$1 " $dir/signatures.txt | cut -d' ' -f2-) || return 0
 	[ -n "$spec" ] || return 0
-	python3 $dir/signature.py "$tmp/$1.sig" $spec && echo "--signature $tmp/$1.sig"
+	python3 tests/real/signature.py "$tmp/$1.sig" $spec && echo "--signature $tmp/$1.sig"
 }
 
 row() {   # LABEL FILES...
@@ -42,5 +47,6 @@ echo "| --- | --- | --- |"
 for t in $dir/*.trace; do
 	row "$(basename "$t" .trace)" "$t"
 done
-row "18 + 19 (one program)" $dir/18_mlp_cpu_offload_aug_fwd.trace $dir/19_mlp_cpu_offload_backward.trace
-row "22 + 23 (one program)" $dir/22_fsdp_aug_fwd_allgather.trace $dir/23_fsdp_backward_reduce_scatter.trace
+grep -v '^#' $dir/pairs.txt | while read -r name fwd bwd; do
+	row "${name/+/ + } (one program)" "$dir/$fwd" "$dir/$bwd"
+done
