@@ -133,6 +133,9 @@ done
 python3 tests/real/signature.py "$out/extra/real_14.sig" $(grep '^14_' tests/real/signatures.txt | cut -d' ' -f2-)
 "$fp8cc" tests/real/14_llama2_augmented_forward.trace --signature "$out/extra/real_14.sig" \
 	-o "$out/extra/real_14.ptx" 2>/dev/null
+x34=tests/real/thunder/x34_zero_to_thunder_c17o0_a5b5490_augmented_forward_fn.trace
+python3 tests/real/signature.py "$out/extra/thunder_x34.sig" $(grep "^${x34##*/} " tests/real/thunder/signatures.txt | cut -d' ' -f2-)
+"$fp8cc" $x34 --signature "$out/extra/thunder_x34.sig" -o "$out/extra/thunder_x34.ptx" 2>/dev/null
 # (the seed layer at 1024x2048x2048, large enough for several tiles and
 # grid steps a thread, small enough to carry: 18 MB of inputs and outputs)
 python3 bench/linear_trace.py examples/seed_fp8_linear_after.trace 1024 2048 2048 > "$out/large.trace"

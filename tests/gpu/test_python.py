@@ -445,8 +445,13 @@ def running_stats(d):
               f"running_stats: x's gradient bit-exact, w's within f32 rounding ({rel(w.grad, (g * x.detach()).sum(0)):.1e})")
 
 
-def llama_forward(d):
-    prog = ft.load(f"{d}/extra/real_14.ptx")
+def llama_forward(d, ptx, path, label, rotary, tol, why):
+    """A Llama forward that Thunder traced, with attention externs: finite,
+    deterministic, its flat_args not copied, and against the trace run op
+    by op in torch (tests/gpu/torch_trace.py: its fusion regions as their
+    prims, torch's own linear and attention). rotary(i): whether input i is
+    a rotary table; tol: the relative Frobenius bound, for the reason why."""
+    prog = ft.load(f"{d}/extra/{ptx}")
     f = prog[0]
     torch.manual_seed(2)
     args = []
@@ -456,38 +461,30 @@ def llama_forward(d):
             args.append(torch.randint(0, 32000, i.shape, device="cuda"))
         elif len(i.shape) == 1:   # the RMSNorm weights
             args.append(torch.ones(i.shape, dtype=dt, device="cuda"))
-        elif dt == torch.float32:   # the rotary tables
-            args.append(torch.cos(torch.rand(i.shape, device="cuda") * 6.283))
+        elif rotary(i):
+            args.append(torch.cos(torch.rand(i.shape, device="cuda") * 6.283).to(dt))
         else:
             args.append(torch.randn(i.shape, dtype=dt, device="cuda") * 0.02)
     outs = f(*args)
     first = outs[0].clone()
     outs = f(*args, out=outs)
     torch.cuda.synchronize()
-    check(bool(torch.isfinite(first).all()), f"real trace 14 (Llama-2 forward, {len(f.inputs)} inputs, "
+    check(bool(torch.isfinite(first).all()), f"{label} ({len(f.inputs)} inputs, "
           f"{len(f.outputs)} outputs) runs with torch's attention: finite logits {tuple(first.shape)}")
-    check(torch.equal(first.view(torch.uint8), outs[0].view(torch.uint8)), "real trace 14: the same bits on a second run")
+    check(torch.equal(first.view(torch.uint8), outs[0].view(torch.uint8)), f"{label}: the same bits on a second run")
     us = sorted(f.time(*args, out=outs, warmup=2, iters=10))[5]
-    print(f"     real trace 14: {us / 1000:.2f} ms per forward (step by step: the torch externs are not captured; libfp8rt's timing)")
+    print(f"     {label}: {us / 1000:.2f} ms per forward (step by step: the torch externs are not captured; "
+          "libfp8rt's timing)")
     copies = sum(1 for o, j in zip(outs, f.sources) if j is not None and o is args[j])
-    check(copies > 0, f"real trace 14: {copies} outputs are the inputs themselves (the flat_args: nothing copied)")
-    # the same trace op by op in torch (tests/gpu/torch_trace.py): its fusion
-    # regions as their prims, torch's own linear and attention
+    check(copies > 0, f"{label}: {copies} outputs are the inputs themselves (the flat_args: nothing copied)")
     # (an augmented forward returns (results, saved for backward))
-    path = "tests/real/14_llama2_augmented_forward.trace"
     res, saved = torch_trace.run(path, args)
-    ref = res["output"]
-    err = rel(first, ref)
-    drift(path, f, outs, saved[0])
-    # bf16 GEMMs rounded in cuBLASLt's order, not torch's: about 1.3e-3 a
-    # layer, growing layer by layer (2026-12-01: 1.5e-3 after the first,
-    # 2.1e-2 after the 16th, the worst saved intermediate 3.1e-2); a wrong
-    # kernel gives O(1)
-    check(err <= 5e-2, f"real trace 14 against the trace run op by op in torch: logits relative Frobenius {err:.1e} "
-          "(bf16 GEMMs in cuBLASLt's order through 16 layers)")
+    err = rel(first, res["output"])
+    drift(path, label, f, outs, saved[0])
+    check(err <= tol, f"{label} against the trace run op by op in torch: logits relative Frobenius {err:.1e} ({why})")
 
 
-def drift(path, f, outs, saved):
+def drift(path, label, f, outs, saved):
     """Where the logits' difference comes from: every saved intermediate of
     the forward (the trace's second result, all outputs of fp8cc's program
     too) against the op-by-op run, in the order the trace computes them."""
@@ -500,7 +497,7 @@ def drift(path, f, outs, saved):
     if not errs:
         return
     line = "  ".join(f"{n} {e:.1e}" for _, n, e in errs[:: max(1, len(errs) // 12)])
-    print(f"     real trace 14, saved intermediates in trace order (every {max(1, len(errs) // 12)}th): {line}")
+    print(f"     {label}, saved intermediates in trace order (every {max(1, len(errs) // 12)}th): {line}")
     worst = max(errs, key=lambda x: x[2])
     print(f"     worst intermediate {worst[1]} {worst[2]:.1e} of {len(errs)}")
 
@@ -516,7 +513,17 @@ def main():
     offload_pair(d)
     linear_step(d)
     running_stats(d)
-    llama_forward(d)
+    # bf16 GEMMs rounded in cuBLASLt's order, not torch's: about 1.3e-3 a
+    # layer, growing layer by layer (2026-12-01: 1.5e-3 after the first,
+    # 2.1e-2 after the 16th, the worst saved intermediate 3.1e-2); a wrong
+    # kernel gives O(1)
+    llama_forward(d, "real_14.ptx", "tests/real/14_llama2_augmented_forward.trace", "real trace 14 (Llama-2 forward)",
+                  lambda i: ft.DTYPE[i.dtype] == torch.float32, 5e-2, "bf16 GEMMs in cuBLASLt's order through 16 layers")
+    # all f32 (GEMMs without TF32 on both sides): only the order of sums
+    # differs, about 1e-6 a layer
+    llama_forward(d, "thunder_x34.ptx", "tests/real/thunder/x34_zero_to_thunder_c17o0_a5b5490_augmented_forward_fn.trace",
+                  "Thunder's zero_to_thunder Llama (x34, 4 layers, f32)", lambda i: i.name in ("t1", "t2"), 1e-4,
+                  "f32 GEMMs and attention, sums in another order")
     sys.exit(1 if fails else 0)
 
 

@@ -3,7 +3,7 @@ results on real traces are compared with on the H200.
 
 A trace as Thunder prints it is Python. Its top-level statements call torch
 (`torch.nn.functional.linear`, `torch.reshape`, ...) or an executor's op
-(`torch_slice_prim_impl`, `sdpafx_...`); a fusion region (`[a, b] =
+(`torch_slice_prim_impl`, `sdpafx_...`, `sdpaex_...`); a fusion region (`[a, b] =
 nvFusion0(x, y)`) has its body only as comments under it, in Thunder's
 prims. `source(text)` turns the trace into runnable Python: each region's
 call is replaced by its body, uncommented; `namespace()` gives the names
@@ -86,6 +86,13 @@ def namespace(torch):
                                                                scale=scale)
         return tuple(r)
 
+    def efficient_forward(q, k, v, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None):
+        # Thunder's meta: out, logsumexp, philox_seed, philox_offset (no mask here)
+        if attn_mask is not None:
+            raise NotImplementedError("efficient attention with a mask")
+        return tuple(torch.ops.aten._scaled_dot_product_efficient_attention(q, k, v, None, True, dropout_p, is_causal,
+                                                                            scale=scale))
+
     thunder = types.ModuleType("thunder")
     ex = types.ModuleType("thunder.executors")
     tex = types.ModuleType("thunder.executors.torchex")
@@ -100,6 +107,7 @@ def namespace(torch):
         "torch": torch, "Tensor": torch.Tensor, "F": F, "prims": _prims(torch), "dtypes": dtypes,
         "torch_slice_prim_impl": _slice,
         "sdpafx_grad_forward_scaled_dot_product_efficient_attention": flash_forward,
+        "sdpaex_grad_forward_scaled_dot_product_efficient_attention": efficient_forward,
         "no_autocast": tex.no_autocast,
     }
 
