@@ -96,7 +96,7 @@ def namespace(torch):
     thunder = types.ModuleType("thunder")
     ex = types.ModuleType("thunder.executors")
     tex = types.ModuleType("thunder.executors.torchex")
-    tex.no_autocast = lambda fn: fn
+    tex.no_autocast = lambda fn=None: fn if fn is not None else (lambda f: f)   # @no_autocast and @no_autocast()
     sys.modules.setdefault("thunder", thunder)
     sys.modules.setdefault("thunder.executors", ex)
     sys.modules.setdefault("thunder.executors.torchex", tex)
