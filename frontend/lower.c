@@ -325,8 +325,9 @@ lower_call(Reader *r, uint32_t si)
 			map_put(r->a, &r->externs, r->callee, 1);
 			tr_note(r, s->line, r->ccol,
 				"'%s' has no subsymbols: it becomes an extern call, which the "
-				"application supplies at run time",
-				r->callee);
+				"application supplies at run time%s",
+				r->callee,
+				strncmp(r->callee, "torch.", 6) ? "" : " (fp8cc.torch runs torch's own function)");
 		}
 		bind_extern(r, s, &res, nv0);
 		return true;

@@ -53,7 +53,7 @@ extern "C" {
  * library's SONAME is libfp8rt.so.MAJOR: within one MAJOR version entries
  * are only added, never changed (runtime/README.md, "ABI"). */
 #define FP8RT_VERSION_MAJOR 0
-#define FP8RT_VERSION_MINOR 10
+#define FP8RT_VERSION_MINOR 11
 #define FP8RT_VERSION_PATCH 0
 #define FP8RT_VERSION       (FP8RT_VERSION_MAJOR * 10000 + FP8RT_VERSION_MINOR * 100 + FP8RT_VERSION_PATCH)
 
@@ -245,6 +245,12 @@ FP8RT_API fp8rt_status fp8rt_time_runs(fp8rt_program *prog, const fp8rt_tensor *
 FP8RT_API int fp8rt_program_function_count(const fp8rt_program *prog); /* 0 for NULL */
 /* "forward"; NULL when f is out of range. Valid while the program lives. */
 FP8RT_API const char *fp8rt_program_function_name(const fp8rt_program *prog, int f);
+/* The externs the program calls (fp8rt_register_extern), each once, in the
+ * order of their first call: what the application registers before it
+ * loads the program (a program from fp8rt_program_read has them too). The
+ * name is NULL when i is out of range; valid while the program lives. */
+FP8RT_API int fp8rt_program_extern_count(const fp8rt_program *prog); /* 0 for NULL */
+FP8RT_API const char *fp8rt_program_extern_name(const fp8rt_program *prog, int i);
 /* The number of the function called `name`; FP8RT_INVALID_ARGUMENT if none. */
 FP8RT_API fp8rt_status fp8rt_program_find_function(const fp8rt_program *prog, const char *name, int *f);
 FP8RT_API fp8rt_status fp8rt_function_io_count(const fp8rt_program *prog, int f, int *ninputs, int *noutputs);

@@ -789,6 +789,53 @@ fp8rt_program_function_name(const fp8rt_program *p, int f)
 	return p && f >= 0 && f < p->plan.nfunc ? p->plan.func[f].name : NULL;
 }
 
+/* whether step k of function f calls an extern that an earlier step calls */
+static int
+called_before(const fp8rt_program *p, int f, int k)
+{
+	const char *name = p->plan.func[f].step[k].u.call.name;
+	for (int g = 0; g <= f; g++)
+		for (int j = 0; j < (g < f ? p->plan.func[g].nstep : k); j++) {
+			const RtStep *s = &p->plan.func[g].step[j];
+			if (s->kind == STEP_CALL && !strcmp(s->u.call.name, name))
+				return 1;
+		}
+	return 0;
+}
+
+/* the i-th distinct extern in call order, or NULL; *count gets how many
+ * there are when i is past them */
+static const char *
+nth_extern(const fp8rt_program *p, int i, int *count)
+{
+	int n = 0;
+	for (int f = 0; p && f < p->plan.nfunc; f++)
+		for (int k = 0; k < p->plan.func[f].nstep; k++) {
+			const RtStep *s = &p->plan.func[f].step[k];
+			if (s->kind != STEP_CALL || called_before(p, f, k))
+				continue;
+			if (n++ == i)
+				return s->u.call.name;
+		}
+	*count = n;
+	return NULL;
+}
+
+int
+fp8rt_program_extern_count(const fp8rt_program *p)
+{
+	int n = 0;
+	nth_extern(p, -1, &n);
+	return n;
+}
+
+const char *
+fp8rt_program_extern_name(const fp8rt_program *p, int i)
+{
+	int n;
+	return i < 0 ? NULL : nth_extern(p, i, &n);
+}
+
 fp8rt_status
 fp8rt_program_find_function(const fp8rt_program *p, const char *name, int *f)
 {

@@ -632,7 +632,8 @@ class Function:
 class Program(_Closing):
     """A loaded program: .functions (a list of Function; a program from one
     trace has one, from a forward and a backward "forward" and
-    "backward"), .state (the state slots, TensorInfo), .target. prog(...)
+    "backward"), .state (the state slots, TensorInfo), .externs (the names
+    of the externs it calls, in the order of their first call), .target. prog(...)
     runs the first function; prog["backward"] or prog[1] is one by name or
     number. `allocator(dtype, shape)` makes outputs that are not given;
     `stream()` gives the stream of a call that names none."""
@@ -644,6 +645,8 @@ class Program(_Closing):
         self.target = (_lib.fp8rt_program_target(prog) or b"").decode()
         self.plan_version = _lib.fp8rt_program_plan_version(prog)
         self.functions = [Function(self, f) for f in range(_lib.fp8rt_program_function_count(prog))]
+        self.externs = [_lib.fp8rt_program_extern_name(prog, i).decode()
+                        for i in range(_lib.fp8rt_program_extern_count(prog))]
         self.state = []
         ti, frm = N.TensorInfo(), ctypes.c_int()
         for i in range(_lib.fp8rt_program_state_count(prog)):

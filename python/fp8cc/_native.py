@@ -69,6 +69,8 @@ _SIG = {
     "fp8rt_program_set_graphs": (_I, [_P, _I]),
     "fp8rt_program_function_count": (_I, [_P]),
     "fp8rt_program_function_name": (ctypes.c_char_p, [_P, _I]),
+    "fp8rt_program_extern_count": (_I, [_P]),
+    "fp8rt_program_extern_name": (ctypes.c_char_p, [_P, _I]),
     "fp8rt_function_io_count": (_I, [_P, _I, ctypes.POINTER(_I), ctypes.POINTER(_I)]),
     "fp8rt_function_input": (_I, [_P, _I, _I, ctypes.POINTER(TensorInfo)]),
     "fp8rt_function_output": (_I, [_P, _I, _I, ctypes.POINTER(TensorInfo)]),

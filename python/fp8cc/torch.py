@@ -80,6 +80,15 @@ def load(source, device=None, externs=True, graphs=True, context=None):
     table = dict(EXTERNS) if externs is True else {}
     if isinstance(externs, dict):
         table.update(externs)
+    if externs is not False:
+        # torch's own functions, for the torch executor's ops that the trace
+        # printed without subsymbols (torch.mul, torch.nn.functional.embedding)
+        sig = fp8cc.read(source)
+        for name in sig.externs:
+            fn = _torch_function(name)
+            if name not in table and fn is not None:
+                table[name] = _torch_op(name, fn)
+        sig.close()
     prog = fp8cc.load(source, context=ctx, externs={n: (f, False) for n, f in table.items()}, graphs=graphs)
     dev = torch.device("cuda", index)
     prog.allocator = lambda dt, shape: torch.empty(shape, dtype=DTYPE[dt], device=dev)
@@ -186,6 +195,52 @@ def _quick_class(f, raw, index):
     lines.append("    return general(self, *inputs, out=out, state=state, stream=stream, in_place=in_place)")
     exec("\n".join(lines), env)
     return type(f"Function_{f.index}", (fp8cc.Function,), {"__call__": env["__call__"], "__slots__": ()})
+
+
+def _torch_function(name):
+    """torch's function of a dotted name (torch.nn.functional.embedding), or None"""
+    obj = torch
+    if not name.startswith("torch."):
+        return None
+    for part in name.split(".")[1:]:
+        obj = getattr(obj, part, None)
+        if obj is None:
+            return None
+    return obj if callable(obj) else None
+
+
+def _torch_arg(a):
+    """an extern's argument for torch: a View as a tensor, a dotted name of
+    torch's (torch.float32) as its object, tuples of these"""
+    if isinstance(a, fp8cc.View):
+        return tensor(a)
+    if isinstance(a, fp8cc.Name):
+        obj = torch
+        for part in a.split(".")[1:] if a.startswith("torch.") else ():
+            obj = getattr(obj, part, None)
+        return obj if obj is not None and obj is not torch else a
+    if isinstance(a, tuple):
+        return tuple(_torch_arg(x) for x in a)
+    return a
+
+
+def _torch_op(name, fn):
+    """An extern that runs torch's own function of its name on the call's
+    arguments as the trace wrote them; each result must have the dtype and
+    shape the trace gave it (what the plan's outputs are)."""
+    def run(call):
+        r = fn(*(_torch_arg(a) for a in call.args), **{k: _torch_arg(v) for k, v in call.kwargs.items()})
+        rs = tuple(r) if isinstance(r, (tuple, list)) else (r,)
+        if len(rs) != len(call.outputs):
+            raise ValueError(f"{name} gave {len(rs)} results, the trace {len(call.outputs)}")
+        for dst, src in zip(call.outputs, rs):
+            d = tensor(dst)
+            if not isinstance(src, torch.Tensor) or src.dtype != d.dtype or tuple(src.shape) != tuple(d.shape):
+                got = f"{src.dtype} {tuple(src.shape)}" if isinstance(src, torch.Tensor) else type(src).__name__
+                raise ValueError(f"{name} gave {got} where the trace has {d.dtype} {tuple(d.shape)}")
+            d.copy_(src)
+    run.__name__ = run.__qualname__ = name
+    return _on_stream(run)
 
 
 # ---- externs: the executor ops of real traces, in torch ------------------------

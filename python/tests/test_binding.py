@@ -56,6 +56,25 @@ STEP = """// fp8cc-plan 2
 """ + PTX
 
 
+# externs called more than once, in two functions: b, a, c in the order of
+# their first call
+CALLS = """// fp8cc-plan 2
+// target sm_90
+// function one
+// input 0 x f32[4]
+// output 0 y f32[4]
+// call b ins=in:0 outs=out:0 args=@0
+// call a ins=in:0 outs=out:0 args=@0
+// call b ins=in:0 outs=out:0 args=@0
+// function two
+// input 0 x f32[4]
+// output 0 y f32[4]
+// call a ins=in:0 outs=out:0 args=@0
+// call c ins=in:0 outs=out:0 args=@0
+// end-plan
+""" + PTX
+
+
 # y = x, z = x: copies only, which the mock driver does
 COPIES = """// fp8cc-plan 2
 // target sm_90
@@ -160,6 +179,10 @@ class Binding(unittest.TestCase):
         self.assertEqual(p[1].workspace_bytes, 256)
         self.assertEqual(p.state, [fp8cc.TensorInfo("x", "f32", (16,))])
         self.assertEqual((p.target, p.plan_version), ("sm_90", 2))
+        self.assertEqual(p.externs, ["py.mul"])
+        self.assertEqual(fp8cc.read(AFFINE.encode()).externs, ["py.affine"])
+        self.assertEqual(fp8cc.read(CALLS.encode()).externs, ["b", "a", "c"])
+        self.assertEqual(fp8cc.read(COPIES.encode()).externs, [])
         self.assertEqual(repr(p[0]), "forward(x: f32[16]) -> (y: f32[16])")
         with self.assertRaisesRegex(ValueError, "read without a device"):
             p[0](fp8cc.DeviceArray(self.ctx, "f32", (16,)))

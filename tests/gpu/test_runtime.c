@@ -137,8 +137,30 @@ Test(api, read_program_without_device)
 	ASSERT_FAILS(fp8rt_time_runs(p, NULL, 0, NULL, 0, NULL, 0, 1, us), FP8RT_INVALID_ARGUMENT, NULL,
 		"fp8rt_time_runs: t.ptx was read without a device");
 	ASSERT_FAILS(fp8rt_program_set_graphs(p, 0), FP8RT_INVALID_ARGUMENT, NULL, "read without a device");
+	cr_assert_eq(fp8rt_program_extern_count(p), 0);
+	cr_assert_null(fp8rt_program_extern_name(p, 0));
 	CHECK_OK(fp8rt_program_destroy(p), NULL);
 	free(ptx);
+
+	/* the externs it calls: each once, in the order of its first call,
+	 * across functions */
+	static const char calls[] = "// fp8cc-plan 2\n// target sm_90\n"
+				    "// function one\n// input 0 x f32[4]\n// output 0 y f32[4]\n"
+				    "// call b ins=in:0 outs=out:0 args=@0\n// call a ins=in:0 outs=out:0 args=@0\n"
+				    "// call b ins=in:0 outs=out:0 args=@0\n"
+				    "// function two\n// input 0 x f32[4]\n// output 0 y f32[4]\n"
+				    "// call a ins=in:0 outs=out:0 args=@0\n// call c ins=in:0 outs=out:0 args=@0\n"
+				    "// end-plan\n.version 8.0\n.target sm_90\n.address_size 64\n";
+	CHECK_OK(fp8rt_program_read(calls, strlen(calls), "calls.ptx", &p), NULL);
+	cr_assert_eq(fp8rt_program_extern_count(p), 3);
+	cr_assert_str_eq(fp8rt_program_extern_name(p, 0), "b");
+	cr_assert_str_eq(fp8rt_program_extern_name(p, 1), "a");
+	cr_assert_str_eq(fp8rt_program_extern_name(p, 2), "c");
+	cr_assert_null(fp8rt_program_extern_name(p, 3));
+	cr_assert_null(fp8rt_program_extern_name(p, -1));
+	cr_assert_eq(fp8rt_program_extern_count(NULL), 0);
+	cr_assert_null(fp8rt_program_extern_name(NULL, 0));
+	CHECK_OK(fp8rt_program_destroy(p), NULL);
 
 	ptx = test_program_ptx(3, "input 0 x f32[1024] extra");
 	p = (fp8rt_program *)1;
