@@ -139,12 +139,14 @@ value(Spec *sp, const Expr *e, int depth)
 	}
 }
 
-/* A call with a callee that has no subsymbols and is not fp8cc's (prims.X,
- * ltorch.X): true when it may be an extern. */
+/* A call with a callee that has no subsymbols and is not fp8cc's (prims.X):
+ * true when it may be an extern. ltorch.X may: Thunder's initial traces
+ * print its torch language without subsymbols, and a custom op is ltorch's
+ * too (thunder.torch.custom_op). */
 bool
 tr_extern_callee(const char *callee)
 {
-	return strncmp(callee, "prims.", 6) != 0 && strncmp(callee, "ltorch.", 7) != 0 && !tr_unsupported_why(callee);
+	return strncmp(callee, "prims.", 6) != 0 && !tr_unsupported_why(callee);
 }
 
 /* ---- metas: the result types of executor ops Thunder prints untyped ----

@@ -293,6 +293,12 @@ lower_call(Reader *r, uint32_t si)
 	r->num = &num;
 	r->nmulti = 0;
 	r->dpending = NULL; /* what an earlier statement's error left */
+	if (s->end == si + 1 && !strncmp(r->callee, "ltorch.", 7) && !tr_find_known(r->callee, &op) &&
+		tr_find_known(arena_printf(r->a, "torch.%s", r->callee + 7), &op))
+		/* Thunder's torch language without subsymbols (its initial traces
+		 * print some so): torch's function of that name, where fp8cc
+		 * lowers that; else an extern (below) */
+		r->callee = arena_printf(r->a, "torch.%s", r->callee + 7);
 	if ((f = tr_find_known(r->callee, &op))) {
 		v = f(r, s->e, op);
 		for (uint32_t i = ni0; i < r->fn->nins; i++) {
@@ -327,7 +333,9 @@ lower_call(Reader *r, uint32_t si)
 				"'%s' has no subsymbols: it becomes an extern call, which the "
 				"application supplies at run time%s",
 				r->callee,
-				strncmp(r->callee, "torch.", 6) ? "" : " (fp8cc.torch runs torch's own function)");
+				strncmp(r->callee, "torch.", 6) && strncmp(r->callee, "ltorch.", 7)
+					? ""
+					: " (fp8cc.torch runs torch's own function of the name)");
 		}
 		bind_extern(r, s, &res, nv0);
 		return true;

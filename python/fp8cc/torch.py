@@ -198,9 +198,10 @@ def _quick_class(f, raw, index):
 
 
 def _torch_function(name):
-    """torch's function of a dotted name (torch.nn.functional.embedding), or None"""
+    """torch's function of a dotted name (torch.nn.functional.embedding; or
+    Thunder's ltorch.exp, torch.exp), or None"""
     obj = torch
-    if not name.startswith("torch."):
+    if not name.startswith(("torch.", "ltorch.")):
         return None
     for part in name.split(".")[1:]:
         obj = getattr(obj, part, None)
