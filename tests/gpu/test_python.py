@@ -337,18 +337,19 @@ def apex_torch_form(d):
 def torch_ops(d):
     """the torch executor's ops printed without subsymbols
     (tests/gpu/torch_ops.trace: torch.mul broadcasting, torch.add with
-    alpha, F.embedding, torch.sum to f64): externs that fp8cc.torch runs
+    alpha, F.embedding, torch.sum to f64, Thunder's ltorch.exp): externs that fp8cc.torch runs
     with torch's own functions, found in the program (Program.externs)"""
     prog = ft.load(f"{d}/extra/torch_ops.ptx")
     f = prog[0]
     torch.manual_seed(6)
     a, b = torch.randn(2, 2, device="cuda"), torch.randn(2, 1, device="cuda")
     idx, w = torch.tensor([1, 7, 3], device="cuda"), torch.randn(10, 4, device="cuda") * 3
-    t2, t3, t4 = f(a, b, idx, w)
+    t2, t3, t4, t5 = f(a, b, idx, w)
     want = torch.add(torch.mul(b, a), a, alpha=2)
-    check(sorted(prog.externs) == ["torch.add", "torch.mul", "torch.nn.functional.embedding", "torch.sum"] and
+    check(sorted(prog.externs) == ["ltorch.exp", "torch.add", "torch.mul", "torch.nn.functional.embedding",
+                                   "torch.sum"] and
           torch.equal(t2, want) and torch.equal(t3, F.embedding(idx, w, None, None, 2.0)) and
-          torch.equal(t4, want.sum(1, dtype=torch.float64)),
+          torch.equal(t4, want.sum(1, dtype=torch.float64)) and torch.equal(t5, torch.exp(a)),
           f"torch's own functions for the torch executor's ops without subsymbols ({', '.join(prog.externs)}): "
           "torch's bits")
 
