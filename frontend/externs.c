@@ -364,14 +364,13 @@ static void
 apex_ce(Meta *m)
 {
 	static const Param ps[] = { { "a", 0 }, { "target", 0 }, { "reduction", 1 }, { "label_smoothing", 1 } };
+	static const char *const torch_only[] = { "input", "weight", "size_average", "ignore_index", "reduce" };
 	const Expr *a[4];
 	bool torch = m->c->nargs > 4;
 
 	for (uint32_t i = 0; i < m->c->nargs; i++)
-		torch |= m->c->args[i].kw &&
-			(!strcmp(m->c->args[i].kw, "weight") || !strcmp(m->c->args[i].kw, "ignore_index") ||
-				!strcmp(m->c->args[i].kw, "size_average") || !strcmp(m->c->args[i].kw, "reduce") ||
-				!strcmp(m->c->args[i].kw, "input"));
+		for (size_t k = 0; m->c->args[i].kw && k < NELEM(torch_only); k++)
+			torch |= !strcmp(m->c->args[i].kw, torch_only[k]);
 	if (torch) {
 		torch_form(m);
 		m->res->n = 1;

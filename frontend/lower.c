@@ -293,12 +293,15 @@ lower_call(Reader *r, uint32_t si)
 	r->num = &num;
 	r->nmulti = 0;
 	r->dpending = NULL; /* what an earlier statement's error left */
-	if (s->end == si + 1 && !strncmp(r->callee, "ltorch.", 7) && !tr_find_known(r->callee, &op) &&
-		tr_find_known(arena_printf(r->a, "torch.%s", r->callee + 7), &op))
+	if (s->end == si + 1 && !strncmp(r->callee, "ltorch.", 7) && !tr_find_known(r->callee, &op)) {
 		/* Thunder's torch language without subsymbols (its initial traces
 		 * print some so): torch's function of that name, where fp8cc
 		 * lowers that; else an extern (below) */
-		r->callee = arena_printf(r->a, "torch.%s", r->callee + 7);
+		const char *torch = arena_printf(r->a, "torch.%s", r->callee + 7);
+
+		if (tr_find_known(torch, &op))
+			r->callee = torch;
+	}
 	if ((f = tr_find_known(r->callee, &op))) {
 		v = f(r, s->e, op);
 		for (uint32_t i = ni0; i < r->fn->nins; i++) {
@@ -931,11 +934,12 @@ unpacked(Reader *r, const char *name)
 }
 
 /* a type comment that names a Python value's type as Thunder prints it:
- * its word ("int 5", "float ?", "bool True", "tuple", "str", ...), else NULL */
+ * its word ("int 5", "float ?", "bool True", "tuple", "str", ...), else NULL
+ * (a complex number, which has no dtype here, too) */
 static const char *
 python_type(const TypeCmt *tc)
 {
-	static const char *const words[] = { "int", "float", "bool", "complex", "tuple", "list", "dict", "str", "Any" };
+	static const char *const words[] = { "int", "float", "bool", "tuple", "list", "dict", "str", "Any" };
 
 	for (size_t k = 0; tc->present && k < NELEM(words); k++) {
 		size_t n = strlen(words[k]);
@@ -986,7 +990,7 @@ add_param(Reader *r, uint32_t i)
 		collection_param(r, i);
 		return;
 	}
-	if (word && strcmp(word, "complex")) {
+	if (word) {
 		python_param(r, i, word);
 		return;
 	}

@@ -519,8 +519,8 @@ parse_dims(Reader *r, uint32_t line, const TypeCmt *tc, uint32_t i, Type *t)
 /* TYPE := [["FUTURE " | "DTensor "] DEVICE " "] DTYPE dims, e.g. "cuda:0 f8_e4m3fn[16, 32]";
  * DEVICE is cuda:N, cpu or thunder.devices.Device(...): the last word before
  * the shape is the dtype. A trace that ran on the CPU (or a tensor of one
- * that did not) compiles for the GPU all the same, which a note says once. *dtcol and *shcol receive the
- * columns of the dtype and the shape. */
+ * that did not) compiles for the GPU all the same, which a note says once.
+ * *dtcol and *shcol receive the columns of the dtype and the shape. */
 void
 tr_parse_type(Reader *r, uint32_t line, const TypeCmt *tc, Type *t, uint32_t *dtcol, uint32_t *shcol)
 {

@@ -1174,6 +1174,11 @@ parse_call(Parser *p, const Str *w, int nw, RtStep *step)
 		return st;
 	if (c->nouts == 0)
 		return fail(p, "call %s has no outs= (an extern has results)", c->name);
+	int k = 0;
+	while (k < p->plan->nexterns && strcmp(p->plan->externs[k], c->name))
+		k++;
+	if (k == p->plan->nexterns)
+		p->plan->externs[p->plan->nexterns++] = c->name;
 	return parse_args(p, args, c);
 }
 
@@ -1789,13 +1794,14 @@ count_lines(Parser *p)
 {
 	RtPlan *pl = p->plan;
 	Str w[MAXWORDS];
-	int nw, kind, f;
+	int nw, kind, f, ncalls = 0;
 	fp8rt_status st;
 	for (int i = 1; i < p->nlines; i++) {
 		if ((st = line_kind(p, &p->lines[i], w, &nw, &kind)))
 			return st;
 		pl->nfunc += kind == L_FUNCTION;
 		pl->nstate += kind == L_STATE;
+		ncalls += kind == L_CALL;
 	}
 	if (pl->version < 2)
 		pl->nfunc = 1;
@@ -1805,7 +1811,8 @@ count_lines(Parser *p)
 	}
 	pl->func = arena_alloc(pl->arena, (size_t)pl->nfunc * sizeof *pl->func);
 	pl->state = arena_alloc(pl->arena, (size_t)pl->nstate * sizeof *pl->state + 1);
-	if (!pl->func || !pl->state)
+	pl->externs = arena_alloc(pl->arena, (size_t)ncalls * sizeof *pl->externs + 1);
+	if (!pl->func || !pl->state || !pl->externs)
 		return fail_st(p, FP8RT_OUT_OF_MEMORY, "out of memory");
 	if (pl->version < 2 && !(pl->func[0].name = arena_alloc(pl->arena, 8)))
 		return fail_st(p, FP8RT_OUT_OF_MEMORY, "out of memory");

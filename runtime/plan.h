@@ -164,6 +164,8 @@ typedef struct {
 	int nstate, nfunc;
 	RtPort *state;
 	RtFunc *func;
+	const char **externs; /* the externs the calls name, each once, in the order of their first call */
+	int nexterns;
 	int64_t state_bytes; /* one state's allocation: every slot, 256-byte aligned */
 	size_t ptx_offset;   /* where the PTX after "// end-plan" starts in the text */
 	RtArena *arena;

@@ -495,6 +495,17 @@ resolve_externs(fp8rt_program *p)
 	char missing[1024] = "";
 	size_t n = 0;
 	int nmissing = 0;
+	for (int k = 0; k < p->plan.nexterns; k++)
+		if (!rt_find_extern(p->ctx, p->plan.externs[k]) && n < sizeof missing - 64) {
+			n += (size_t)snprintf(
+				missing + n, sizeof missing - n, "%s%s", nmissing ? ", " : "", p->plan.externs[k]);
+			nmissing++;
+		}
+	if (nmissing)
+		return rt_err(p->ctx, FP8RT_UNSUPPORTED,
+			"%s: the program calls extern%s that %s not registered on this context: %s "
+			"(fp8rt_register_extern before loading)",
+			p->name, nmissing > 1 ? "s" : "", nmissing > 1 ? "are" : "is", missing);
 	for (int f = 0; f < p->plan.nfunc; f++) {
 		Fn *fn = &p->fn[f];
 		for (int i = 0; i < fn->f->nstep; i++) {
@@ -503,14 +514,6 @@ resolve_externs(fp8rt_program *p)
 				continue;
 			const RtCall *c = &s->u.call;
 			const RtExtern *e = rt_find_extern(p->ctx, c->name);
-			if (!e) {
-				if (!strstr(missing, c->name) && n < sizeof missing - 64) {
-					n += (size_t)snprintf(
-						missing + n, sizeof missing - n, "%s%s", nmissing ? ", " : "", c->name);
-					nmissing++;
-				}
-				continue;
-			}
 			Call *cl = &fn->calls[i];
 			cl->ext = *e;
 			fn->nograph |= (e->flags & FP8RT_EXTERN_NO_GRAPH) != 0;
@@ -525,11 +528,6 @@ resolve_externs(fp8rt_program *p)
 			}
 		}
 	}
-	if (nmissing)
-		return rt_err(p->ctx, FP8RT_UNSUPPORTED,
-			"%s: the program calls extern%s that %s not registered on this context: %s "
-			"(fp8rt_register_extern before loading)",
-			p->name, nmissing > 1 ? "s" : "", nmissing > 1 ? "are" : "is", missing);
 	return FP8RT_OK;
 }
 
@@ -789,51 +787,16 @@ fp8rt_program_function_name(const fp8rt_program *p, int f)
 	return p && f >= 0 && f < p->plan.nfunc ? p->plan.func[f].name : NULL;
 }
 
-/* whether step k of function f calls an extern that an earlier step calls */
-static int
-called_before(const fp8rt_program *p, int f, int k)
-{
-	const char *name = p->plan.func[f].step[k].u.call.name;
-	for (int g = 0; g <= f; g++)
-		for (int j = 0; j < (g < f ? p->plan.func[g].nstep : k); j++) {
-			const RtStep *s = &p->plan.func[g].step[j];
-			if (s->kind == STEP_CALL && !strcmp(s->u.call.name, name))
-				return 1;
-		}
-	return 0;
-}
-
-/* the i-th distinct extern in call order, or NULL; *count gets how many
- * there are when i is past them */
-static const char *
-nth_extern(const fp8rt_program *p, int i, int *count)
-{
-	int n = 0;
-	for (int f = 0; p && f < p->plan.nfunc; f++)
-		for (int k = 0; k < p->plan.func[f].nstep; k++) {
-			const RtStep *s = &p->plan.func[f].step[k];
-			if (s->kind != STEP_CALL || called_before(p, f, k))
-				continue;
-			if (n++ == i)
-				return s->u.call.name;
-		}
-	*count = n;
-	return NULL;
-}
-
 int
 fp8rt_program_extern_count(const fp8rt_program *p)
 {
-	int n = 0;
-	nth_extern(p, -1, &n);
-	return n;
+	return p ? p->plan.nexterns : 0;
 }
 
 const char *
 fp8rt_program_extern_name(const fp8rt_program *p, int i)
 {
-	int n;
-	return i < 0 ? NULL : nth_extern(p, i, &n);
+	return p && i >= 0 && i < p->plan.nexterns ? p->plan.externs[i] : NULL;
 }
 
 fp8rt_status

@@ -197,17 +197,24 @@ def _quick_class(f, raw, index):
     return type(f"Function_{f.index}", (fp8cc.Function,), {"__call__": env["__call__"], "__slots__": ()})
 
 
-def _torch_function(name):
-    """torch's function of a dotted name (torch.nn.functional.embedding; or
-    Thunder's ltorch.exp, torch.exp), or None"""
-    obj = torch
+def _torch_attr(name):
+    """the object of a dotted name under torch (torch.float32,
+    torch.nn.functional.embedding; Thunder's ltorch.exp is torch.exp), or
+    None"""
     if not name.startswith(("torch.", "ltorch.")):
         return None
+    obj = torch
     for part in name.split(".")[1:]:
         obj = getattr(obj, part, None)
         if obj is None:
             return None
-    return obj if callable(obj) else None
+    return obj
+
+
+def _torch_function(name):
+    """torch's function of a dotted name, or None"""
+    fn = _torch_attr(name)
+    return fn if callable(fn) else None
 
 
 def _torch_arg(a):
@@ -216,10 +223,8 @@ def _torch_arg(a):
     if isinstance(a, fp8cc.View):
         return tensor(a)
     if isinstance(a, fp8cc.Name):
-        obj = torch
-        for part in a.split(".")[1:] if a.startswith("torch.") else ():
-            obj = getattr(obj, part, None)
-        return obj if obj is not None and obj is not torch else a
+        obj = _torch_attr(a) if a.startswith("torch.") else None
+        return a if obj is None else obj
     if isinstance(a, tuple):
         return tuple(_torch_arg(x) for x in a)
     return a
@@ -406,8 +411,8 @@ _CE = [("a", _REQUIRED), ("target", _REQUIRED)]
 # torch's cross_entropy arguments, which older Thunder passed (fp8cc's meta
 # refuses a weight, size_average, reduce or an ignore_index that is a class:
 # frontend/externs.c)
-_CE_TORCH = [("a|input", _REQUIRED), ("target", _REQUIRED), ("weight", None), ("size_average", None), ("ignore_index", -100), ("reduce", None),
-                   ("reduction", "mean"), ("label_smoothing", 0.0)]
+_CE_TORCH = [("a|input", _REQUIRED), ("target", _REQUIRED), ("weight", None), ("size_average", None),
+             ("ignore_index", -100), ("reduce", None), ("reduction", "mean"), ("label_smoothing", 0.0)]
 _TORCH_ONLY = ("input", "weight", "size_average", "ignore_index", "reduce")
 
 
