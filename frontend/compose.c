@@ -1094,8 +1094,8 @@ tr_lower_batch_norm(Reader *r, const Expr *c, Op op)
 uint32_t
 tr_lower_embedding(Reader *r, const Expr *c, Op op)
 {
-	static const Param ps[] = { { "a", false }, { "weight", false }, { "padding_idx", true }, { "max_norm", true },
-		{ "norm_type", true }, { "scale_grad_by_freq", true }, { "sparse", true } };
+	static const Param ps[] = { { "a|input", false }, { "weight", false }, { "padding_idx", true },
+		{ "max_norm", true }, { "norm_type", true }, { "scale_grad_by_freq", true }, { "sparse", true } };
 	const Expr *a[7];
 	uint32_t ix, w, flat, args[2];
 	int64_t n, dim = 0, dims[IR_MAXRANK];

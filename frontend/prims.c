@@ -83,23 +83,27 @@ number_op(Reader *r, Op op, const Opnd *o, int n)
 }
 
 static uint32_t
+unary(Reader *r, Op op, const Opnd *o)
+{
+	Type t;
+
+	if (!o->tensor)
+		return number_op(r, op, o, 1);
+	tr_vtype(r->fn, o->v, &t);
+	if (op == OP_ISFINITE || op == OP_SIGNBIT)
+		t.dt = DT_B8;
+	return tr_emit(r, op, &o->v, 1, NULL, 0, &t);
+}
+
+static uint32_t
 prim_unary(Reader *r, const Expr *c, Op op)
 {
 	const Expr *a[1];
-	uint32_t x;
-	Type t;
+	Opnd o;
 
 	tr_bind(r, c, P_A, 1, a);
-	if (a[0]->kind != E_NAME || tr_lookup(r, a[0])->kind == SYM_NUM) {
-		Opnd o = tr_operand(r, a[0]);
-
-		return number_op(r, op, &o, 1);
-	}
-	x = tr_tensor(r, a[0]);
-	tr_vtype(r->fn, x, &t);
-	if (op == OP_ISFINITE || op == OP_SIGNBIT)
-		t.dt = DT_B8;
-	return tr_emit(r, op, &x, 1, NULL, 0, &t);
+	o = tr_operand(r, a[0]);
+	return unary(r, op, &o);
 }
 
 /* the result shape of an elementwise op: its operands' one non-scalar shape */
@@ -168,23 +172,23 @@ reciprocal(double s, DType t)
 	return t == DT_F64 ? 1.0 / s : (double)(1.0f / (float)s);
 }
 
-/* Binary, compare and where ops; Python numbers become rank-0 constants.
+/* Unary, binary, compare and where ops on operands of one dtype, each of
+ * the result's shape or rank 0; Python numbers become rank-0 constants.
  * A float tensor divided by a Python number is, as PyTorch's CUDA kernel
  * computes it, a product with the number's reciprocal. */
-static uint32_t
-elementwise(Reader *r, Op op, const Expr **ex, int n)
+uint32_t
+tr_elementwise(Reader *r, Op op, const Opnd *o, int n)
 {
-	Opnd o[3];
 	int first = op == OP_WHERE ? 1 : 0;
 	uint32_t args[3], v;
 	DType t, ct;
 	bool wide, recip;
 	Type rt;
 
-	for (int i = 0; i < n; i++)
-		o[i] = tr_operand(r, ex[i]);
+	if (ir_ops[op].cls == OC_UNARY)
+		return unary(r, op, o);
 	if (first && !o[0].tensor)
-		tr_errat(r, ex[0]->line, ex[0]->col, "%s: the condition must be a tensor", r->callee);
+		tr_errat(r, o[0].e->line, o[0].e->col, "%s: the condition must be a tensor", r->callee);
 	if (!any_tensor(o, n))
 		return number_op(r, op, o, n);
 	t = ew_dtype(r, o, first, n);
@@ -203,6 +207,16 @@ elementwise(Reader *r, Op op, const Expr **ex, int n)
 	rt.dt = ir_ops[op].cls == OC_COMPARE ? DT_B8 : ct;
 	v = tr_emit(r, op, args, n, NULL, 0, &rt);
 	return wide && rt.dt != DT_B8 ? tr_convert(r, v, t) : v;
+}
+
+static uint32_t
+elementwise(Reader *r, Op op, const Expr **ex, int n)
+{
+	Opnd o[3];
+
+	for (int i = 0; i < n; i++)
+		o[i] = tr_operand(r, ex[i]);
+	return tr_elementwise(r, op, o, n);
 }
 
 static uint32_t
@@ -1212,6 +1226,8 @@ static const struct {
 	{ "prims.index_put", tr_lower_index_put, OP_COUNT },
 	{ "prims.batch_norm", tr_lower_batch_norm, OP_COUNT },
 	{ "prims.embedding", tr_lower_embedding, OP_COUNT },
+	{ "ltorch.embedding", tr_lower_embedding, OP_COUNT },
+	{ "torch.nn.functional.embedding", tr_lower_embedding, OP_COUNT },
 	{ "prims.embedding_backward", tr_lower_embedding_backward, OP_COUNT },
 	{ "prims.linear", tr_lower_linear, OP_COUNT },
 	{ "ltorch.linear", tr_lower_linear, OP_COUNT },
@@ -1221,6 +1237,7 @@ static const struct {
 	{ "torch.matmul", tr_lower_matmul, OP_COUNT },
 	{ "Tensor.to", lower_to, OP_COUNT },
 	{ "Tensor.view", lower_view, OP_COUNT },
+	{ "ltorch.view", lower_view, OP_COUNT },
 	{ "torch.reshape", lower_treshape, OP_COUNT },
 	{ "torch.transpose", lower_ttranspose, OP_COUNT },
 	{ "torch.clone", lower_tclone, OP_COUNT },

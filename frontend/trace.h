@@ -373,6 +373,7 @@ uint32_t tr_lower_matmul(Reader *r, const Expr *c, Op op);
 
 /* ---- prims.c ---- */
 Lower tr_find_known(const char *name, Op *op);
+uint32_t tr_elementwise(Reader *r, Op op, const Opnd *o, int n);
 const char *tr_unsupported_why(const char *callee);
 
 /* ---- dtensor.c ---- */
