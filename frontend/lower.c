@@ -293,16 +293,19 @@ lower_call(Reader *r, uint32_t si)
 	r->num = &num;
 	r->nmulti = 0;
 	r->dpending = NULL; /* what an earlier statement's error left */
-	if (s->end == si + 1 && !strncmp(r->callee, "ltorch.", 7) && !tr_find_known(r->callee, &op)) {
-		/* Thunder's torch language without subsymbols (its initial traces
-		 * print some so): torch's function of that name, where fp8cc
-		 * lowers that; else an extern (below) */
-		const char *torch = arena_printf(r->a, "torch.%s", r->callee + 7);
+	if (!(f = tr_find_known(r->callee, &op)) && s->end == si + 1) {
+		/* no subsymbols: torch's elementwise functions as torch computes
+		 * them; Thunder's torch language (its initial traces print some
+		 * so) as torch's function of that name where fp8cc lowers that;
+		 * else an extern (below) */
+		const char *torch = r->callee;
 
-		if (tr_find_known(torch, &op))
+		if (!strncmp(torch, "ltorch.", 7))
+			torch = arena_printf(r->a, "torch.%s", torch + 7);
+		if ((f = tr_find_known(torch, &op)) || (f = tr_find_torch_ew(torch, &op)))
 			r->callee = torch;
 	}
-	if ((f = tr_find_known(r->callee, &op))) {
+	if (f) {
 		v = f(r, s->e, op);
 		for (uint32_t i = ni0; i < r->fn->nins; i++) {
 			r->fn->ins[i].line = s->line;

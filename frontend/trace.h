@@ -376,6 +376,9 @@ Lower tr_find_known(const char *name, Op *op);
 uint32_t tr_elementwise(Reader *r, Op op, const Opnd *o, int n);
 const char *tr_unsupported_why(const char *callee);
 
+/* ---- promote.c ---- */
+Lower tr_find_torch_ew(const char *name, Op *op); /* torch's elementwise ops, for calls without subsymbols */
+
 /* ---- dtensor.c ---- */
 uint32_t tr_dtensor_name(Reader *r, const char *name, const Type *global, uint32_t line, uint32_t col, uint32_t v);
 uint32_t tr_lower_dtensor_inner(Reader *r, const Expr *c, Op op);

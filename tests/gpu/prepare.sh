@@ -103,6 +103,7 @@ mkdir -p "$out/extra"
 "$fp8cc" tests/real/08_apex_xentropy_fwd_bwd.trace -o "$out/extra/real_08.ptx" 2>/dev/null
 "$fp8cc" tests/gpu/apex_torch_form.trace -o "$out/extra/apex_torch_form.ptx" 2>/dev/null
 "$fp8cc" tests/gpu/torch_ops.trace -o "$out/extra/torch_ops.ptx" 2>/dev/null
+"$fp8cc" tests/gpu/torch_promote.trace -o "$out/extra/torch_promote.ptx"
 python3 tests/real/signature.py "$out/extra/real_15.sig" $(grep '^15_' tests/real/signatures.txt | cut -d' ' -f2-)
 "$fp8cc" tests/real/15_unsloth_rope_backward.trace --signature "$out/extra/real_15.sig" \
 	-o "$out/extra/real_15.ptx" 2>/dev/null

@@ -31,6 +31,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "python")
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "bench"))
 import fp8cc.torch as ft  # noqa: E402
 import torch_trace  # noqa: E402  (tests/gpu, beside this file)
+from check import same_bits  # noqa: E402
 from bench_backward import backward as torchao_backward  # noqa: E402  (torchao's recipe in torch)
 from torch_layer import layer as torchao_layer  # noqa: E402
 
@@ -337,8 +338,9 @@ def apex_torch_form(d):
 def torch_ops(d):
     """the torch executor's ops printed without subsymbols
     (tests/gpu/torch_ops.trace: torch.mul broadcasting, torch.add with
-    alpha, F.embedding, torch.sum to f64, Thunder's ltorch.exp): externs that fp8cc.torch runs
-    with torch's own functions, found in the program (Program.externs)"""
+    alpha, F.embedding, Thunder's ltorch.exp lowered by fp8cc; torch.sum to
+    f64 an extern that fp8cc.torch runs with torch's own function, found in
+    the program (Program.externs))"""
     prog = ft.load(f"{d}/extra/torch_ops.ptx")
     f = prog[0]
     torch.manual_seed(6)
@@ -346,12 +348,46 @@ def torch_ops(d):
     idx, w = torch.tensor([1, 7, 3], device="cuda"), torch.randn(10, 4, device="cuda") * 3
     t2, t3, t4, t5 = f(a, b, idx, w)
     want = torch.add(torch.mul(b, a), a, alpha=2)
-    check(sorted(prog.externs) == ["ltorch.exp", "torch.add", "torch.mul", "torch.nn.functional.embedding",
-                                   "torch.sum"] and
+    check(prog.externs == ["torch.sum"] and
           torch.equal(t2, want) and torch.equal(t3, F.embedding(idx, w, None, None, 2.0)) and
           torch.equal(t4, want.sum(1, dtype=torch.float64)) and torch.equal(t5, torch.exp(a)),
-          f"torch's own functions for the torch executor's ops without subsymbols ({', '.join(prog.externs)}): "
-          "torch's bits")
+          f"the torch executor's ops without subsymbols: fp8cc's kernels and torch's own function for the extern "
+          f"({', '.join(prog.externs)}) give torch's bits")
+
+
+def torch_promote(d):
+    """torch's elementwise functions printed without subsymbols
+    (tests/gpu/torch_promote.trace, 38 calls over bf16, f16, f32, f64, i32,
+    i64, u8 and bool, rank-0 tensors and Python numbers): fp8cc's kernels
+    (torch's type promotion, broadcasting, add's and sub's alpha as one fma)
+    against the trace run by torch eager, bit for bit, special values
+    included; the program calls no extern"""
+    path = "tests/gpu/torch_promote.trace"
+    prog = ft.load(f"{d}/extra/torch_promote.ptx")
+    f = prog[0]
+    g = torch.Generator(device="cuda").manual_seed(8)
+    special = torch.tensor([0.0, -0.0, float("inf"), float("-inf"), float("nan"), 1.0, -1.0, 0.5, 2.0, 1e-40,
+                            -3e-39, 65504.0, 70000.0, 1e30, -1e38, 0.3, 1.001])
+
+    def floats(shape, dt):
+        t = (torch.randn(shape, device="cuda", generator=g) * 4).reshape(-1)
+        at = torch.randint(0, t.numel(), (len(special) * 3,), device="cuda", generator=g)
+        t[at] = special.cuda().repeat(3)
+        return t.reshape(shape).to(dt)
+
+    i = torch.randint(-120, 120, (4, 64), device="cuda", dtype=torch.int32, generator=g)
+    i.view(-1)[:6] = torch.tensor([0, -2147483648, 2147483647, 2, -2, 16777217], dtype=torch.int32)
+    args = [floats((4, 64), torch.bfloat16), floats((64,), torch.float16), floats((4, 64), torch.float32),
+            floats((4, 64), torch.float64), i, torch.tensor(-7, device="cuda"),
+            torch.randint(0, 256, (64,), device="cuda", dtype=torch.uint8, generator=g),
+            torch.rand((4, 64), device="cuda", generator=g) < 0.5, torch.tensor(0.3, device="cuda")]
+    got = f(*args)
+    want = torch_trace.run(path, args)
+    bad = [o.name for o, x, y in zip(f.outputs, got, want)
+           if x.dtype != y.dtype or x.shape != y.shape or not same_bits(o.name, x, y)]
+    check(not prog.externs and len(got) == len(want) == 38 and not bad,
+          f"torch's elementwise functions without subsymbols ({len(want)} of them, 8 dtypes): fp8cc's kernels have "
+          f"torch eager's bits{' (differ: ' + ', '.join(bad) + ')' if bad else ''}")
 
 
 def rope_backward(d):
@@ -530,6 +566,7 @@ def main():
     xentropy(d)
     apex_torch_form(d)
     torch_ops(d)
+    torch_promote(d)
     rope_backward(d)
     offload_pair(d)
     linear_step(d)
