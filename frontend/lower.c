@@ -993,6 +993,10 @@ add_param(Reader *r, uint32_t i)
 		collection_param(r, i);
 		return;
 	}
+	if (!tc->present && r->strparam == i + 1) { /* a bare '# "sum"' in its place */
+		r->ptypeline[i] = r->strline;
+		word = "str";
+	}
 	if (word) {
 		python_param(r, i, word);
 		return;

@@ -102,6 +102,26 @@ new_stmt(Reader *r, StmtKind kind, int depth)
 	return s;
 }
 
+/* A bare string among the parameters' type comments, '# "sum"': older
+ * Thunder wrote a string parameter's value so, in the place of its type
+ * comment. It stands for the parameter after the one the comment above
+ * typed; that parameter is a str (an object no op is given) if it has no
+ * type comment of its own (tr_add_params). */
+static void
+str_param(Reader *r, uint32_t at)
+{
+	const char *p = r->lp + at;
+	uint32_t n = r->llen - at, i = 1;
+
+	while (i < n && p[i] == ' ')
+		i++;
+	if (r->nstmts > 0 || r->nextparam >= r->nparams || i + 1 >= n || p[i] != '"' ||
+		memchr(p + i + 1, '"', n - i - 1) != p + n - 1)
+		return;
+	r->strparam = r->nextparam + 1;
+	r->strline = r->lineno;
+}
+
 /* A type comment on a line of its own, "# NAME: \"TYPE\"", anywhere in the
  * body: it types a parameter (one comment each), or is kept as a statement
  * that types an unpacked value where it stands. */
@@ -111,8 +131,10 @@ type_line(Reader *r, uint32_t at)
 	TypeCmt ty = { 0 };
 	Stmt *s;
 
-	if (!tr_match_typecmt(r->lp + at, r->llen - at, at + 1, &ty))
+	if (!tr_match_typecmt(r->lp + at, r->llen - at, at + 1, &ty)) {
+		str_param(r, at);
 		return;
+	}
 	for (uint32_t i = 0; i < r->nparams; i++) {
 		if (strlen(r->params[i].s) != ty.nlen || memcmp(r->params[i].s, ty.name, ty.nlen) != 0)
 			continue;
@@ -122,6 +144,7 @@ type_line(Reader *r, uint32_t at)
 				r->ptypeline[i]);
 		r->ptypes[i] = ty;
 		r->ptypeline[i] = r->lineno;
+		r->nextparam = i + 1;
 		return;
 	}
 	close_open(r, 0);

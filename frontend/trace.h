@@ -207,6 +207,8 @@ typedef struct {
 	uint32_t nparams, capparams, defline;
 	TypeCmt *ptypes; /* one per parameter */
 	uint32_t *ptypeline;
+	uint32_t nextparam;         /* the parameter after the one the last type comment typed */
+	uint32_t strparam, strline; /* 1 + the parameter a bare '# "sum"' may type, and its line */
 	Stmt *stmts;
 	uint32_t nstmts, capstmts;
 	uint32_t *open; /* statements whose subsymbols may still follow */
