@@ -5,8 +5,10 @@
  * decomposed the call; without, it does what torch does: the result dtype
  * by torch's type promotion, each tensor converted to it and broadcast to
  * the common shape, then the IR op, which computes f16 and bf16 in f32 as
- * torch's kernels do (docs/design.md, "Reading traces"). The statement's
- * type comment is checked against the result, as for every call. */
+ * torch's kernels do (docs/design.md, "Reading traces"). The reductions
+ * (torch.sum, mean, prod, amax, amin) take torch's result dtypes too. The
+ * statement's type comment is checked against the result, as for every
+ * call. */
 #include "trace.h"
 
 #include "../common/dims.h"
@@ -22,6 +24,9 @@ enum {
 	P_TRUE_DIV, /* div: P_FLOAT; rounding_mode None only */
 	P_NOT,      /* logical_not: b8, x == 0 */
 	P_WHERE,    /* where(condition, input, other): the common dtype of the two */
+	P_SUM,      /* reductions: sum and prod (ints and bool as i64) */
+	P_MEAN,     /* mean: floats only */
+	P_MAX,      /* amax and amin: the input's dtype */
 };
 
 static const struct {
@@ -96,6 +101,11 @@ static const struct {
 	{ "ge", OP_GE, 2, P_COMPARE },
 	{ "greater_equal", OP_GE, 2, P_COMPARE },
 	{ "where", OP_WHERE, 3, P_WHERE },
+	{ "sum", OP_SUM, 1, P_SUM },
+	{ "prod", OP_PROD, 1, P_SUM },
+	{ "mean", OP_SUM, 1, P_MEAN },
+	{ "amax", OP_AMAX, 1, P_MAX },
+	{ "amin", OP_AMIN, 1, P_MAX },
 };
 
 /* ---- type promotion (c10's promoteTypes and ResultTypeState) ---- */
@@ -396,13 +406,81 @@ lower_torch_ew(Reader *r, const Expr *c, Op unused)
 	return tr_elementwise(r, op, o, n);
 }
 
+/* ---- reductions ---- */
+
+/* torch.sum(input, dim=None, keepdim=False, *, dtype=None), and prod, mean,
+ * amax and amin (no dtype): no dim (or an empty one) reduces every dim. sum
+ * and prod of ints and bools are i64; mean is sum times the factor torch's
+ * kernel uses, (float)outputs / inputs, in f32 (f64 for f64) */
+static uint32_t
+lower_torch_reduce(Reader *r, const Expr *c, Op unused)
+{
+	static const Param ps[] = { { "input|a", false }, { "dim", true }, { "keepdim", true }, { "dtype", true } };
+	int k = find(r->callee), kind = ops[k].kind;
+	const Expr *a[4];
+	uint32_t x, v;
+	Ints d;
+	Type t, kept;
+	DType dt, ct;
+	int64_t n = 1;
+
+	(void)unused;
+	tr_bind(r, c, ps, kind == P_MAX ? 3 : 4, a);
+	x = tr_tensor(r, a[0]);
+	tr_vtype(r->fn, x, &t);
+	if (tr_isnone(a[1]) || ((a[1]->kind == E_TUPLE || a[1]->kind == E_LIST) && a[1]->n == 0)) {
+		d.n = t.rank;
+		for (int i = 0; i < t.rank; i++)
+			d.v[i] = i;
+	} else {
+		tr_dims_arg(r, a[1], t.rank, &d);
+	}
+	dt = kind != P_MAX && !tr_isnone(a[3])                       ? tr_dtype_arg(r, a[3])
+		: kind == P_SUM && (dt_isint(t.dt) || t.dt == DT_B8) ? DT_I64
+								     : t.dt;
+	if (dt_isfp8(dt) || dt == DT_B8)
+		tr_errat(r, r->cur->line, r->ccol, "%s of %s tensors is not supported", r->callee,
+			ir_dtypes[dt].thunder);
+	if (kind == P_MEAN && !dt_isfloat(dt))
+		tr_errat(r, r->cur->line, r->ccol, "%s of %s tensors: torch takes floats only (give dtype=)", r->callee,
+			ir_dtypes[dt].thunder);
+	ct = kind == P_MEAN && dt != DT_F64 ? DT_F32 : dt;
+	x = tr_vdtype(r, x) == ct ? x : tr_convert(r, x, ct);
+	kept = t;
+	for (int i = 0; i < d.n; i++) {
+		n *= t.d[d.v[i]];
+		kept.d[d.v[i]] = 1;
+	}
+	tr_drop_dims(&t, &d);
+	t.dt = ct;
+	v = tr_emit(r, ops[k].op, &x, 1, d.v, d.n, &t);
+	if (kind == P_MEAN) {
+		uint32_t args[2] = { v, 0 };
+		int64_t outs = 1;
+		double f;
+
+		for (int i = 0; i < t.rank; i++)
+			outs *= t.d[i];
+		f = ct == DT_F64 ? (double)outs / (double)(outs * n) : (double)((float)outs / (float)(outs * n));
+
+		args[1] = tr_konst(r, f, ct);
+		v = tr_emit(r, OP_MUL, args, 2, NULL, 0, &t);
+		if (ct != dt)
+			v = tr_convert(r, v, dt);
+	}
+	if (!tr_bool_arg(r, a[2], false))
+		return v;
+	kept.dt = dt;
+	return tr_emit(r, OP_RESHAPE, &v, 1, NULL, 0, &kept);
+}
+
 /* the lowering of torch.NAME as torch computes it, NULL if this file does
  * not know it */
 Lower
 tr_find_torch_ew(const char *name, Op *op)
 {
-	if (find(name) < 0)
-		return NULL;
+	int k = find(name);
+
 	*op = OP_COUNT;
-	return lower_torch_ew;
+	return k < 0 ? NULL : ops[k].kind >= P_SUM ? lower_torch_reduce : lower_torch_ew;
 }
