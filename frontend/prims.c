@@ -367,8 +367,8 @@ prim_reshape(Reader *r, const Expr *c)
 }
 
 /* transpose by permutation p, which must be one of x's dims */
-static uint32_t
-transpose_by(Reader *r, uint32_t x, const Ints *p)
+uint32_t
+tr_transpose_by(Reader *r, uint32_t x, const Ints *p)
 {
 	Type src, t;
 	bool seen[IR_MAXRANK] = { false };
@@ -395,7 +395,7 @@ prim_transpose(Reader *r, const Expr *c)
 
 	tr_bind(r, c, ps, 2, a);
 	tr_ints(r, a[1], "permutation", false, &p);
-	return transpose_by(r, tr_tensor(r, a[0]), &p);
+	return tr_transpose_by(r, tr_tensor(r, a[0]), &p);
 }
 
 static uint32_t
@@ -865,7 +865,7 @@ lower_ttranspose(Reader *r, const Expr *c, Op op)
 	p.list = a[1];
 	for (int i = 0; i < rank; i++)
 		p.v[i] = i == d0 ? d1 : i == d1 ? d0 : i;
-	return transpose_by(r, x, &p);
+	return tr_transpose_by(r, x, &p);
 }
 
 static uint32_t

@@ -376,10 +376,12 @@ uint32_t tr_lower_matmul(Reader *r, const Expr *c, Op op);
 /* ---- prims.c ---- */
 Lower tr_find_known(const char *name, Op *op);
 uint32_t tr_elementwise(Reader *r, Op op, const Opnd *o, int n);
+uint32_t tr_transpose_by(Reader *r, uint32_t x, const Ints *p);
 const char *tr_unsupported_why(const char *callee);
 
-/* ---- promote.c ---- */
-Lower tr_find_torch_ew(const char *name, Op *op); /* torch's elementwise ops, for calls without subsymbols */
+/* ---- promote.c, tshape.c: torch's functions, for calls without subsymbols ---- */
+Lower tr_find_torch_ew(const char *name, Op *op);    /* elementwise ops and reductions */
+Lower tr_find_torch_shape(const char *name, Op *op); /* shape and creation functions */
 
 /* ---- dtensor.c ---- */
 uint32_t tr_dtensor_name(Reader *r, const char *name, const Type *global, uint32_t line, uint32_t col, uint32_t v);

@@ -358,9 +358,10 @@ def torch_ops(d):
 
 
 def torch_promote(d):
-    """torch's elementwise functions and reductions printed without
-    subsymbols (tests/gpu/torch_promote.trace, 47 calls over bf16, f16, f32,
-    f64, i32, i64, u8 and bool, rank-0 tensors and Python numbers): fp8cc's
+    """torch's elementwise functions, reductions, shape and creation
+    functions printed without subsymbols (tests/gpu/torch_promote.trace, 60
+    calls over bf16, f16, f32, f64, i32, i64, u8 and bool, rank-0 tensors
+    and Python numbers): fp8cc's
     kernels (torch's type promotion, broadcasting, add's and sub's alpha as
     one fma) against the trace run by torch eager, bit for bit, special
     values included; the float sums (t38, t39) within the rounding their
@@ -400,8 +401,8 @@ def torch_promote(d):
                 bad.append(f"{o.name} relative error {err:.1e}")
         elif not same_bits(o.name, x, y):
             bad.append(o.name)
-    check(not prog.externs and len(got) == len(want) == 47 and not bad,
-          f"torch's elementwise functions and reductions without subsymbols ({len(want)} of them, 8 dtypes): "
+    check(not prog.externs and len(got) == len(want) == 61 and not bad,
+          f"torch's elementwise, reduction, shape and creation functions without subsymbols ({len(want)} of them, 8 dtypes): "
           f"fp8cc's kernels have torch eager's bits{' (differ: ' + ', '.join(bad) + ')' if bad else ''}")
 
 
