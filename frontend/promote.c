@@ -27,6 +27,10 @@ enum {
 	P_SUM,      /* reductions: sum and prod (ints and bool as i64) */
 	P_MEAN,     /* mean: floats only */
 	P_MAX,      /* amax and amin: the input's dtype */
+	P_RELU,     /* activations: relu, the input's dtype */
+	P_CLAMP,    /* clamp(input, min, max): the common dtype of the three */
+	P_SIGMOID,  /* sigmoid: P_FLOAT */
+	P_SILU,     /* silu: floats only */
 };
 
 static const struct {
@@ -106,6 +110,15 @@ static const struct {
 	{ "mean", OP_SUM, 1, P_MEAN },
 	{ "amax", OP_AMAX, 1, P_MAX },
 	{ "amin", OP_AMIN, 1, P_MAX },
+	{ "relu", OP_MAXIMUM, 1, P_RELU },
+	{ "nn.functional.relu", OP_MAXIMUM, 1, P_RELU },
+	{ "clamp", OP_COUNT, 3, P_CLAMP },
+	{ "clip", OP_COUNT, 3, P_CLAMP },
+	{ "clamp_min", OP_MAXIMUM, 2, P_CLAMP },
+	{ "clamp_max", OP_MINIMUM, 2, P_CLAMP },
+	{ "sigmoid", OP_DIV, 1, P_SIGMOID },
+	{ "nn.functional.sigmoid", OP_DIV, 1, P_SIGMOID },
+	{ "nn.functional.silu", OP_DIV, 1, P_SILU },
 };
 
 /* ---- type promotion (c10's promoteTypes and ResultTypeState) ---- */
@@ -474,6 +487,104 @@ lower_torch_reduce(Reader *r, const Expr *c, Op unused)
 	return tr_emit(r, OP_RESHAPE, &v, 1, NULL, 0, &kept);
 }
 
+/* ---- activations ---- */
+
+/* op(a, b), one of them maybe rank 0, in their dtype */
+static uint32_t
+emit2(Reader *r, Op op, uint32_t a, uint32_t b)
+{
+	uint32_t args[2] = { a, b };
+	Type t;
+
+	tr_vtype(r->fn, r->fn->vals[a].rank ? a : b, &t);
+	return tr_emit(r, op, args, 2, NULL, 0, &t);
+}
+
+/* sigmoid(x) = 1 / (1 + exp(-x)), silu(x) = x / (1 + exp(-x)): in f32 (f64
+ * for f64), as torch's kernels compute them */
+static uint32_t
+logistic(Reader *r, uint32_t x, bool silu)
+{
+	DType t = tr_vdtype(r, x), ct = t == DT_F64 ? DT_F64 : DT_F32;
+	uint32_t xc = t == ct ? x : tr_convert(r, x, ct), one = tr_konst(r, 1, ct), e;
+	Type ty;
+
+	tr_vtype(r->fn, xc, &ty);
+	e = tr_emit(r, OP_NEG, &xc, 1, NULL, 0, &ty);
+	e = tr_emit(r, OP_EXP, &e, 1, NULL, 0, &ty);
+	e = emit2(r, OP_ADD, one, e);
+	e = emit2(r, OP_DIV, silu ? xc : one, e);
+	return ct == t ? e : tr_convert(r, e, t);
+}
+
+/* relu(input) (clamp_min at 0), clamp(input, min=None, max=None) and
+ * clamp_min, clamp_max: maximum and minimum, which propagate a NaN input,
+ * in the common dtype (a bound written as a number rounded to it first, as
+ * torch does); sigmoid and silu (torch.nn.functional's inplace=False) */
+static uint32_t
+lower_torch_act(Reader *r, const Expr *c, Op unused)
+{
+	static const Param p1[] = { { "input|a", false }, { "inplace", true } };
+	static const Param pc[] = { { "input|a", false }, { "min", true }, { "max", true } };
+	static const Param pmin[] = { { "input|a", false }, { "min", false } };
+	static const Param pmax[] = { { "input|a", false }, { "max", false } };
+	int k = find(r->callee), kind = ops[k].kind, n = ops[k].nargs, nb = 1, t;
+	const Param *ps = kind != P_CLAMP ? p1 : n == 3 ? pc : ops[k].op == OP_MAXIMUM ? pmin : pmax;
+	const Expr *a[3];
+	Opnd o[3];
+	Op bound[3];
+	uint32_t v;
+	Type s;
+	DType ct;
+
+	(void)unused;
+	tr_bind(r, c, ps, kind != P_CLAMP ? 2 : n, a);
+	if (kind != P_CLAMP && tr_bool_arg(r, a[1], false))
+		tr_errat(r, a[1]->line, a[1]->col, "%s with inplace=True is not supported", r->callee);
+	if (kind == P_CLAMP && n == 3 && tr_isnone(a[1]) && tr_isnone(a[2]))
+		tr_errat(r, r->cur->line, r->ccol, "%s: at least one of min and max must be given", r->callee);
+	n = kind == P_CLAMP ? n : 1;
+	for (int i = 0, m = 0; i < n; i++) { /* o: the input, then the bounds given */
+		if (tr_isnone(a[i]))
+			continue;
+		o[m] = tr_operand(r, a[i]);
+		if (m > 0 && !o[m].tensor && !o[m].num && a[i]->kind == E_FLOAT && a[i]->f != a[i]->f)
+			tr_errat(r, a[i]->line, a[i]->col, "%s: a NaN bound is not supported", r->callee);
+		bound[m++] = n == 2 ? ops[k].op : i == 1 ? OP_MAXIMUM : OP_MINIMUM;
+		nb = m;
+	}
+	if (!o[0].tensor)
+		tr_errat(r, a[0]->line, a[0]->col, "%s: the input must be a tensor", r->callee);
+	t = result_type(r, o, nb);
+	if (t == BAD_DTYPE)
+		tr_errat(r, r->cur->line, r->ccol, "%s: torch does not promote a float8 dtype with another", r->callee);
+	ct = (DType)t;
+	if (kind == P_SIGMOID && !dt_isfloat(ct) && !dt_isfp8(ct))
+		ct = DT_F32;
+	if (dt_isfp8(ct) || ct == DT_B8 || (kind == P_SILU && !dt_isfloat(ct)))
+		tr_errat(r, r->cur->line, r->ccol, "%s of %s tensors is not supported", r->callee,
+			ir_dtypes[ct].thunder);
+	common_shape(r, o, nb, &s);
+	for (int i = 0; i < nb; i++) {
+		if (!o[i].tensor) /* a number: its value in ct */
+			o[i] = (Opnd){ o[i].e, true, false, in_compute(r, &o[i], ct) };
+		conform(r, &o[i], ct, &s);
+	}
+	if (kind == P_SIGMOID || kind == P_SILU)
+		return logistic(r, o[0].v, kind == P_SILU);
+	if (kind == P_RELU) {
+		o[1] = (Opnd){ o[0].e, true, false, tr_konst(r, 0, ct) };
+		return tr_elementwise(r, OP_MAXIMUM, o, 2);
+	}
+	v = o[0].v;
+	for (int i = 1; i < nb; i++) {
+		Opnd x[2] = { { o[0].e, true, false, v }, o[i] };
+
+		v = tr_elementwise(r, bound[i], x, 2);
+	}
+	return v;
+}
+
 /* the lowering of torch.NAME as torch computes it, NULL if this file does
  * not know it */
 Lower
@@ -482,5 +593,8 @@ tr_find_torch_ew(const char *name, Op *op)
 	int k = find(name);
 
 	*op = OP_COUNT;
-	return k < 0 ? NULL : ops[k].kind >= P_SUM ? lower_torch_reduce : lower_torch_ew;
+	return k < 0                    ? NULL
+		: ops[k].kind >= P_RELU ? lower_torch_act
+		: ops[k].kind >= P_SUM  ? lower_torch_reduce
+					: lower_torch_ew;
 }

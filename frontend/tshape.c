@@ -232,9 +232,9 @@ cat(Reader *r, const uint32_t *xs, int n, int64_t dim, const Expr *at)
 		tr_vtype(r->fn, xs[i], &u);
 		for (int k = 0; k < t.rank; k++)
 			if (k != dim && u.d[k] != t.d[k])
-				tr_errat(r, at->line, at->col, "%s: shapes %s and %s differ outside dim %lld", r->callee,
-					dims_str(t.d, t.rank, ", ", b1, sizeof b1), dims_str(u.d, u.rank, ", ", b2, sizeof b2),
-					(long long)dim);
+				tr_errat(r, at->line, at->col, "%s: shapes %s and %s differ outside dim %lld",
+					r->callee, dims_str(t.d, t.rank, ", ", b1, sizeof b1),
+					dims_str(u.d, u.rank, ", ", b2, sizeof b2), (long long)dim);
 		t.d[dim] += u.d[dim];
 	}
 	tr_check_numel(r, at->line, at->col, &t);
