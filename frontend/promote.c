@@ -31,6 +31,7 @@ enum {
 	P_CLAMP,    /* clamp(input, min, max): the common dtype of the three */
 	P_SIGMOID,  /* sigmoid: P_FLOAT */
 	P_SILU,     /* silu: floats only */
+	P_POW,      /* pow(input, exponent): the common dtype, torch's special exponents */
 };
 
 static const struct {
@@ -119,6 +120,7 @@ static const struct {
 	{ "sigmoid", OP_DIV, 1, P_SIGMOID },
 	{ "nn.functional.sigmoid", OP_DIV, 1, P_SIGMOID },
 	{ "nn.functional.silu", OP_DIV, 1, P_SILU },
+	{ "pow", OP_POW, 2, P_POW },
 };
 
 /* ---- type promotion (c10's promoteTypes and ResultTypeState) ---- */
@@ -585,6 +587,90 @@ lower_torch_act(Reader *r, const Expr *c, Op unused)
 	return v;
 }
 
+/* ---- pow ---- */
+
+static uint32_t
+square(Reader *r, uint32_t x)
+{
+	Opnd o[2] = { { NULL, true, false, x }, { NULL, true, false, x } };
+
+	return tr_elementwise(r, OP_MUL, o, 2);
+}
+
+/* pow(input, exponent) as torch's CUDA kernels compute it. A tensor to a
+ * number (in the dtype of the two, the base converted): exponent 0 is 1
+ * and 1 the base; 0.5, -0.5 and -1 are sqrt, rsqrt and reciprocal; else
+ * the exponent rounded to the dtype decides: 2 is x*x, 3 (x*x)*x, -2
+ * 1/(x*x), each product rounded, and any other pow(x, e) (floats only:
+ * torch's integer powers by squaring are not among the IR's ops). Two
+ * tensors, or a number to a tensor: pow in their dtype (floats only). */
+static uint32_t
+lower_torch_pow(Reader *r, const Expr *c, Op unused)
+{
+	static const Param ps[] = { { "input|self|a", false }, { "exponent|b", false } };
+	const Expr *a[2];
+	Opnd o[2];
+	Type s;
+	DType ct;
+	double e, ex;
+	int t;
+
+	(void)unused;
+	tr_bind(r, c, ps, 2, a);
+	o[0] = tr_operand(r, a[0]);
+	o[1] = tr_operand(r, a[1]);
+	if (!o[0].tensor && !o[1].tensor)
+		tr_errat(r, r->cur->line, r->ccol, "%s of two numbers is not supported", r->callee);
+	t = result_type(r, o, 2);
+	if (t == BAD_DTYPE || dt_isfp8((DType)t) || t == DT_B8)
+		tr_errat(r, r->cur->line, r->ccol, "%s of these dtypes is not supported", r->callee);
+	ct = (DType)t;
+	common_shape(r, o, 2, &s);
+	if (o[1].tensor || o[1].num || !o[0].tensor) { /* pow elementwise */
+		if (!dt_isfloat(ct))
+			tr_errat(r, r->cur->line, r->ccol, "%s of %s tensors is not supported (integer powers)",
+				r->callee, ir_dtypes[ct].thunder);
+		for (int i = 0; i < 2; i++) {
+			if (!o[i].tensor)
+				o[i] = (Opnd){ o[i].e, true, false, in_compute(r, &o[i], ct) };
+			conform(r, &o[i], ct, &s);
+		}
+		return tr_elementwise(r, OP_POW, o, 2);
+	}
+	e = a[1]->kind == E_FLOAT ? a[1]->f : (double)a[1]->i;
+	if (!dt_isfloat(tr_vdtype(r, o[0].v)) && a[1]->kind != E_FLOAT && e < 0)
+		tr_errat(r, a[1]->line, a[1]->col, "%s: integers to negative integer powers are not allowed (torch)",
+			r->callee);
+	conform(r, &o[0], ct, &s);
+	if (e == 0)
+		return ir_full(r->fn, 1, ct, s.rank, s.d);
+	if (e == 1)
+		return o[0].v;
+	if (dt_isfloat(ct) && (e == 0.5 || e == -0.5 || e == -1)) {
+		Type t1;
+
+		tr_vtype(r->fn, o[0].v, &t1);
+		return tr_emit(r, e == 0.5 ? OP_SQRT : e == -0.5 ? OP_RSQRT : OP_RECIPROCAL, &o[0].v, 1, NULL, 0, &t1);
+	}
+	ex = dt_isfloat(ct) ? tr_scalar_in(r, a[1], ct) : (double)(int64_t)e;
+	if (ex == 2)
+		return square(r, o[0].v);
+	if (ex == 3) {
+		Opnd m[2] = { { NULL, true, false, square(r, o[0].v) }, o[0] };
+
+		return tr_elementwise(r, OP_MUL, m, 2);
+	}
+	if (!dt_isfloat(ct))
+		tr_errat(r, a[1]->line, a[1]->col,
+			"%s of %s tensors to a power other than 0, 1, 2 or 3 is not supported", r->callee,
+			ir_dtypes[ct].thunder);
+	o[1] = (Opnd){ a[1], true, false, tr_konst(r, ex == -2 ? 1 : ex, ct) };
+	if (ex != -2)
+		return tr_elementwise(r, OP_POW, o, 2);
+	o[0] = (Opnd){ o[0].e, true, false, square(r, o[0].v) }; /* 1.0 / (x*x) */
+	return tr_elementwise(r, OP_DIV, (Opnd[2]){ o[1], o[0] }, 2);
+}
+
 /* the lowering of torch.NAME as torch computes it, NULL if this file does
  * not know it */
 Lower
@@ -594,6 +680,7 @@ tr_find_torch_ew(const char *name, Op *op)
 
 	*op = OP_COUNT;
 	return k < 0                    ? NULL
+		: ops[k].kind == P_POW  ? lower_torch_pow
 		: ops[k].kind >= P_RELU ? lower_torch_act
 		: ops[k].kind >= P_SUM  ? lower_torch_reduce
 					: lower_torch_ew;
