@@ -625,8 +625,13 @@ lower_torch_pow(Reader *r, const Expr *c, Op unused)
 	if (t == BAD_DTYPE || dt_isfp8((DType)t) || t == DT_B8)
 		tr_errat(r, r->cur->line, r->ccol, "%s of these dtypes is not supported", r->callee);
 	ct = (DType)t;
+	if (o[1].num && o[0].tensor)
+		tr_errat(r, a[1]->line, a[1]->col,
+			"%s with an exponent that is an input of the program is not supported: torch picks its kernel by "
+			"the exponent's value",
+			r->callee);
 	common_shape(r, o, 2, &s);
-	if (o[1].tensor || o[1].num || !o[0].tensor) { /* pow elementwise */
+	if (o[1].tensor || !o[0].tensor) { /* pow elementwise */
 		if (!dt_isfloat(ct))
 			tr_errat(r, r->cur->line, r->ccol, "%s of %s tensors is not supported (integer powers)",
 				r->callee, ir_dtypes[ct].thunder);
