@@ -11,8 +11,8 @@
 
 /* ---- building blocks ---- */
 
-static uint32_t
-un(Reader *r, Op op, uint32_t x)
+uint32_t
+tr_un(Reader *r, Op op, uint32_t x)
 {
 	Type t;
 
@@ -22,8 +22,8 @@ un(Reader *r, Op op, uint32_t x)
 
 /* a binary op on x and y of one dtype; the result has the shape of the
  * operand that is not rank 0 */
-static uint32_t
-bin(Reader *r, Op op, uint32_t x, uint32_t y)
+uint32_t
+tr_bin(Reader *r, Op op, uint32_t x, uint32_t y)
 {
 	uint32_t args[2] = { x, y };
 	Type t;
@@ -63,8 +63,8 @@ sum(Reader *r, uint32_t x, const Ints *d)
 }
 
 /* v (x's shape without the dims in d) broadcast back to x's shape */
-static uint32_t
-unreduce(Reader *r, uint32_t v, uint32_t like, const Ints *d)
+uint32_t
+tr_unreduce(Reader *r, uint32_t v, uint32_t like, const Ints *d)
 {
 	int64_t keep[IR_MAXRANK];
 	int n = 0;
@@ -184,9 +184,9 @@ moments(Reader *r, uint32_t x, const Ints *d, double corr, uint32_t *mean, uint3
 	int64_t n = count(r, x, d);
 	uint32_t xc = cvt(r, x, ct), m, dev;
 
-	m = bin(r, OP_DIV, sum(r, xc, d), tr_konst(r, (double)n, ct));
-	dev = bin(r, OP_SUB, xc, unreduce(r, m, xc, d));
-	*var = bin(r, OP_DIV, sum(r, bin(r, OP_MUL, dev, dev), d), tr_konst(r, (double)n - corr, ct));
+	m = tr_bin(r, OP_DIV, sum(r, xc, d), tr_konst(r, (double)n, ct));
+	dev = tr_bin(r, OP_SUB, xc, tr_unreduce(r, m, xc, d));
+	*var = tr_bin(r, OP_DIV, sum(r, tr_bin(r, OP_MUL, dev, dev), d), tr_konst(r, (double)n - corr, ct));
 	*mean = m;
 }
 
@@ -235,7 +235,7 @@ tr_lower_var(Reader *r, const Expr *c, Op op)
 	var_args(r, c, &x, &d, &corr);
 	moments(r, x, &d, corr, &m, &v);
 	if (op == OP_SQRT)
-		v = un(r, OP_SQRT, v);
+		v = tr_un(r, OP_SQRT, v);
 	return cvt(r, v, tr_vdtype(r, x));
 }
 
@@ -278,7 +278,7 @@ tr_lower_argmax(Reader *r, const Expr *c, Op op)
 		tr_errat(r, c->line, r->ccol, "%s: dim %lld has no elements to take the %s of", r->callee,
 			(long long)d.v[0], op == OP_AMAX ? "max" : "min");
 	if (op == OP_AMIN)
-		x = un(r, dt_isfloat(t.dt) ? OP_NEG : OP_BITWISE_NOT, x);
+		x = tr_un(r, dt_isfloat(t.dt) ? OP_NEG : OP_BITWISE_NOT, x);
 	return topk_round(r, x, IR_NONE, IR_NONE, &d, true);
 }
 
@@ -302,10 +302,10 @@ topk_round(Reader *r, uint32_t x, uint32_t alive, uint32_t ix, const Ints *d, bo
 	mt = xt;
 	tr_drop_dims(&mt, d);
 	if (f && !largest) {
-		nan = bin(r, OP_NE, x, x);
-		live = un(r, OP_LOGICAL_NOT, nan);
+		nan = tr_bin(r, OP_NE, x, x);
+		live = tr_un(r, OP_LOGICAL_NOT, nan);
 		if (alive != IR_NONE)
-			live = bin(r, OP_BITWISE_AND, alive, live);
+			live = tr_bin(r, OP_BITWISE_AND, alive, live);
 	}
 	/* dead elements (and, for !largest, NaNs) below (above) every live one */
 	if (live != IR_NONE)
@@ -313,11 +313,11 @@ topk_round(Reader *r, uint32_t x, uint32_t alive, uint32_t ix, const Ints *d, bo
 			f ? tr_konst(r, largest ? -INFINITY : INFINITY, t)
 			  : tr_konst(r, t == DT_U8 ? 0 : -ldexp(1, ir_dtypes[t].bits - 1), t));
 	m = tr_emit(r, largest ? OP_AMAX : OP_AMIN, &m, 1, d->v, d->n, &mt);
-	hit = bin(r, OP_EQ, x, unreduce(r, m, x, d));
+	hit = tr_bin(r, OP_EQ, x, tr_unreduce(r, m, x, d));
 	if (f && largest)
-		hit = bin(r, OP_BITWISE_OR, hit, nan = bin(r, OP_NE, x, x));
+		hit = tr_bin(r, OP_BITWISE_OR, hit, nan = tr_bin(r, OP_NE, x, x));
 	if (live != IR_NONE)
-		hit = bin(r, OP_BITWISE_AND, hit, live);
+		hit = tr_bin(r, OP_BITWISE_AND, hit, live);
 	if (f && !largest) { /* no number left alive: the alive NaNs */
 		Type it = mt;
 		uint32_t any;
@@ -325,8 +325,8 @@ topk_round(Reader *r, uint32_t x, uint32_t alive, uint32_t ix, const Ints *d, bo
 		it.dt = DT_I32;
 		any = cvt(r, live, DT_I32);
 		any = tr_emit(r, OP_AMAX, &any, 1, d->v, d->n, &it);
-		any = unreduce(r, bin(r, OP_NE, any, tr_konst(r, 0, DT_I32)), x, d);
-		hit = where(r, any, hit, alive == IR_NONE ? nan : bin(r, OP_BITWISE_AND, alive, nan));
+		any = tr_unreduce(r, tr_bin(r, OP_NE, any, tr_konst(r, 0, DT_I32)), x, d);
+		hit = where(r, any, hit, alive == IR_NONE ? nan : tr_bin(r, OP_BITWISE_AND, alive, nan));
 	}
 	if (ix == IR_NONE)
 		ix = dim_iota(r, xt.d[d->v[0]], xt.rank, xt.d, d->v[0]);
@@ -370,7 +370,7 @@ select_first(Reader *r, const Expr *ea, const Expr *ek, const Expr *ed, bool lar
 	d.v[0] = dim;
 	key = x;
 	if (!largest && !dt_isfloat(t.dt)) {
-		key = un(r, OP_BITWISE_NOT, x);
+		key = tr_un(r, OP_BITWISE_NOT, x);
 		largest = true;
 	}
 	ix = dim_iota(r, n, t.rank, t.d, dim);
@@ -388,7 +388,7 @@ select_first(Reader *r, const Expr *ea, const Expr *ek, const Expr *ed, bool lar
 		kt.dt = t.dt;
 		vals[i] = tr_emit(r, OP_GATHER, args, 2, &dim, 1, &kt);
 		if (i + 1 < k)
-			alive = bin(r, OP_BITWISE_AND, alive, bin(r, OP_NE, ix, unreduce(r, idx, x, &d)));
+			alive = tr_bin(r, OP_BITWISE_AND, alive, tr_bin(r, OP_NE, ix, tr_unreduce(r, idx, x, &d)));
 	}
 	kt.d[dim] = k;
 	res[0] = k == 1 ? vals[0] : tr_emit(r, OP_CAT, vals, (int)k, &dim, 1, &kt);
@@ -477,15 +477,15 @@ tr_lower_lerp(Reader *r, const Expr *c, Op op)
 	}
 	s = cvt(r, s, ct);
 	e = cvt(r, e, ct);
-	d = bin(r, OP_SUB, e, s);
-	small = bin(r, OP_LT, un(r, OP_ABS, w), tr_konst(r, 0.5, ct));
+	d = tr_bin(r, OP_SUB, e, s);
+	small = tr_bin(r, OP_LT, tr_un(r, OP_ABS, w), tr_konst(r, 0.5, ct));
 	tr_vtype(r->fn, d, &t);
 	args[0] = w;
 	args[1] = d;
 	args[2] = s;
 	r1 = tr_emit(r, OP_FMA, args, 3, NULL, 0, &t);
-	args[0] = un(r, OP_NEG, d);
-	args[1] = bin(r, OP_SUB, tr_konst(r, 1, ct), w);
+	args[0] = tr_un(r, OP_NEG, d);
+	args[1] = tr_bin(r, OP_SUB, tr_konst(r, 1, ct), w);
 	args[2] = e;
 	r2 = tr_emit(r, OP_FMA, args, 3, NULL, 0, &t);
 	return cvt(r, where(r, small, r1, r2), ot);
@@ -581,13 +581,13 @@ scatter(Reader *r, Op op, uint32_t x, uint32_t ix, const Expr *es, int64_t dim, 
 		if (d != dim)
 			bd[k++] = d;
 	bd[t.rank - 1] = t.rank;
-	eq = bin(r, OP_EQ, dim_iota(r, P, sp.rank, sp.d, dim), to_space(r, cvt(r, ix, DT_I64), dim, &sp, bd));
+	eq = tr_bin(r, OP_EQ, dim_iota(r, P, sp.rank, sp.d, dim), to_space(r, cvt(r, ix, DT_I64), dim, &sp, bd));
 	if (op == OP_WHERE) { /* the last matching j, and its src */
-		uint32_t js = last_match(r, eq), has = bin(r, OP_GE, js, tr_konst(r, 0, DT_I64)), args[2];
+		uint32_t js = last_match(r, eq), has = tr_bin(r, OP_GE, js, tr_konst(r, 0, DT_I64)), args[2];
 
 		if (src != IR_NONE) {
 			args[0] = src;
-			args[1] = bin(r, OP_MAXIMUM, js, tr_konst(r, 0, DT_I64));
+			args[1] = tr_bin(r, OP_MAXIMUM, js, tr_konst(r, 0, DT_I64));
 			rt = t;
 			out = tr_emit(r, OP_GATHER, args, 2, &dim, 1, &rt);
 		} else {
@@ -600,7 +600,7 @@ scatter(Reader *r, Op op, uint32_t x, uint32_t ix, const Expr *es, int64_t dim, 
 		uint32_t v = where(r, eq, to_space(r, cvt(r, src, ct), dim, &sp, bd), tr_konst(r, 0, ct));
 
 		last.v[0] = t.rank;
-		return cvt(r, bin(r, OP_ADD, cvt(r, x, ct), sum(r, v, &last)), t.dt);
+		return cvt(r, tr_bin(r, OP_ADD, cvt(r, x, ct), sum(r, v, &last)), t.dt);
 	}
 }
 
@@ -701,11 +701,11 @@ index_copy(Reader *r, uint32_t a, uint32_t ix, uint32_t v, int64_t dim, const Ex
 	s[0] = A;
 	s[1] = N;
 	js = last_match(r,
-		bin(r, OP_EQ, dim_iota(r, A, 2, s, 0),
+		tr_bin(r, OP_EQ, dim_iota(r, A, 2, s, 0),
 			bcast(r, cvt(r, reshape(r, ix, 1, &N), DT_I64), 2, s, (int64_t[]){ 1 })));
-	has = bin(r, OP_GE, js, tr_konst(r, 0, DT_I64));
+	has = tr_bin(r, OP_GE, js, tr_konst(r, 0, DT_I64));
 	args[0] = v;
-	args[1] = bin(r, OP_MAXIMUM, js, tr_konst(r, 0, DT_I64));
+	args[1] = tr_bin(r, OP_MAXIMUM, js, tr_konst(r, 0, DT_I64));
 	vt.d[dim] = A;
 	g = tr_emit(r, OP_TAKE, args, 2, &dim, 1, &vt);
 	return where(r, bcast(r, has, at.rank, at.d, &dim), g, a);
@@ -954,7 +954,7 @@ tr_lower_unfold(Reader *r, const Expr *c, Op op)
 	ji = tr_emit(r, OP_IOTA, NULL, 0, io, 2, &it);
 	sp[0] = n;
 	sp[1] = size;
-	ix = bin(r, OP_ADD, bcast(r, wi, 2, sp, &b0), bcast(r, ji, 2, sp, &b1));
+	ix = tr_bin(r, OP_ADD, bcast(r, wi, 2, sp, &b0), bcast(r, ji, 2, sp, &b1));
 	n *= size;
 	ix = reshape(r, ix, 1, &n);
 	args[0] = x;
@@ -1060,26 +1060,26 @@ tr_lower_batch_norm(Reader *r, const Expr *c, Op op)
 		m = cvt(r, rm, ct);
 		v = cvt(r, rv, ct);
 	}
-	inv = un(r, OP_RECIPROCAL, un(r, OP_SQRT, bin(r, OP_ADD, v, tr_konst(r, (double)(float)eps, ct))));
-	y = bin(r, OP_MUL, bin(r, OP_SUB, xc, unreduce(r, m, xc, &d)), unreduce(r, inv, xc, &d));
+	inv = tr_un(r, OP_RECIPROCAL, tr_un(r, OP_SQRT, tr_bin(r, OP_ADD, v, tr_konst(r, (double)(float)eps, ct))));
+	y = tr_bin(r, OP_MUL, tr_bin(r, OP_SUB, xc, tr_unreduce(r, m, xc, &d)), tr_unreduce(r, inv, xc, &d));
 	if (w != IR_NONE)
-		y = bin(r, OP_MUL, unreduce(r, cvt(r, w, ct), xc, &d), y);
+		y = tr_bin(r, OP_MUL, tr_unreduce(r, cvt(r, w, ct), xc, &d), y);
 	if (b != IR_NONE)
-		y = bin(r, OP_ADD, y, unreduce(r, cvt(r, b, ct), xc, &d));
+		y = tr_bin(r, OP_ADD, y, tr_unreduce(r, cvt(r, b, ct), xc, &d));
 	st = rm != IR_NONE ? tr_vdtype(r, rm) : t;
 	res[0] = cvt(r, y, t);
 	res[1] = cvt(r, m, st);
 	res[2] = cvt(r, inv, st);
 	if (train && rm != IR_NONE) { /* running = (1 - momentum) * running + momentum * batch */
 		uint32_t k1 = tr_konst(r, (double)(float)(1 - mom), ct), k2 = tr_konst(r, (double)(float)mom, ct);
-		uint32_t vu = bin(r, OP_MUL, v, tr_konst(r, (double)n / (double)(n > 1 ? n - 1 : 1), ct));
+		uint32_t vu = tr_bin(r, OP_MUL, v, tr_konst(r, (double)n / (double)(n > 1 ? n - 1 : 1), ct));
 
 		tr_update(r, rm,
-			cvt(r, bin(r, OP_ADD, bin(r, OP_MUL, cvt(r, rm, ct), k1), bin(r, OP_MUL, m, k2)),
+			cvt(r, tr_bin(r, OP_ADD, tr_bin(r, OP_MUL, cvt(r, rm, ct), k1), tr_bin(r, OP_MUL, m, k2)),
 				tr_vdtype(r, rm)),
 			tr_name_of(a[3]));
 		tr_update(r, rv,
-			cvt(r, bin(r, OP_ADD, bin(r, OP_MUL, cvt(r, rv, ct), k1), bin(r, OP_MUL, vu, k2)),
+			cvt(r, tr_bin(r, OP_ADD, tr_bin(r, OP_MUL, cvt(r, rv, ct), k1), tr_bin(r, OP_MUL, vu, k2)),
 				tr_vdtype(r, rv)),
 			tr_name_of(a[4]));
 	}
@@ -1163,17 +1163,17 @@ tr_lower_embedding_backward(Reader *r, const Expr *c, Op op)
 	ix = cvt(r, reshape(r, ix, 1, &N), DT_I64);
 	rt.d[0] = V;
 	rows = tr_emit(r, OP_IOTA, NULL, 0, io, 2, &rt);
-	eq = bin(r, OP_EQ, bcast(r, rows, 3, sp, (int64_t[]){ 0 }), bcast(r, ix, 3, sp, (int64_t[]){ 1 }));
+	eq = tr_bin(r, OP_EQ, bcast(r, rows, 3, sp, (int64_t[]){ 0 }), bcast(r, ix, 3, sp, (int64_t[]){ 1 }));
 	if (pad >= 0)
-		eq = bin(r, OP_BITWISE_AND, eq,
-			bin(r, OP_NE, bcast(r, ix, 3, sp, (int64_t[]){ 1 }), tr_konst(r, (double)pad, DT_I64)));
+		eq = tr_bin(r, OP_BITWISE_AND, eq,
+			tr_bin(r, OP_NE, bcast(r, ix, 3, sp, (int64_t[]){ 1 }), tr_konst(r, (double)pad, DT_I64)));
 	hit = where(r, eq, g, tr_konst(r, 0, gt.dt));
 	if (tr_bool_arg(r, a[4], false)) { /* each row's contributions divided by how often it occurs */
 		uint32_t ones = where(r, eq, tr_konst(r, 1, gt.dt), tr_konst(r, 0, gt.dt));
 		uint32_t freq = sum(r, ones, &d);
 
-		freq = bin(r, OP_MAXIMUM, freq, tr_konst(r, 1, gt.dt));
-		out = bin(r, OP_DIV, sum(r, hit, &d), freq);
+		freq = tr_bin(r, OP_MAXIMUM, freq, tr_konst(r, 1, gt.dt));
+		out = tr_bin(r, OP_DIV, sum(r, hit, &d), freq);
 	} else {
 		out = sum(r, hit, &d);
 	}

@@ -302,8 +302,7 @@ lower_call(Reader *r, uint32_t si)
 
 		if (!strncmp(torch, "ltorch.", 7))
 			torch = arena_printf(r->a, "torch.%s", torch + 7);
-		if ((f = tr_find_known(torch, &op)) || (f = tr_find_torch_ew(torch, &op)) ||
-			(f = tr_find_torch_shape(torch, &op)))
+		if ((f = tr_find_known(torch, &op)) || (f = tr_find_torch(torch, &op)))
 			r->callee = torch;
 	}
 	if (f) {

@@ -491,17 +491,6 @@ lower_torch_reduce(Reader *r, const Expr *c, Op unused)
 
 /* ---- activations ---- */
 
-/* op(a, b), one of them maybe rank 0, in their dtype */
-static uint32_t
-emit2(Reader *r, Op op, uint32_t a, uint32_t b)
-{
-	uint32_t args[2] = { a, b };
-	Type t;
-
-	tr_vtype(r->fn, r->fn->vals[a].rank ? a : b, &t);
-	return tr_emit(r, op, args, 2, NULL, 0, &t);
-}
-
 /* sigmoid(x) = 1 / (1 + exp(-x)), silu(x) = x / (1 + exp(-x)): in f32 (f64
  * for f64), as torch's kernels compute them */
 static uint32_t
@@ -509,13 +498,10 @@ logistic(Reader *r, uint32_t x, bool silu)
 {
 	DType t = tr_vdtype(r, x), ct = t == DT_F64 ? DT_F64 : DT_F32;
 	uint32_t xc = t == ct ? x : tr_convert(r, x, ct), one = tr_konst(r, 1, ct), e;
-	Type ty;
 
-	tr_vtype(r->fn, xc, &ty);
-	e = tr_emit(r, OP_NEG, &xc, 1, NULL, 0, &ty);
-	e = tr_emit(r, OP_EXP, &e, 1, NULL, 0, &ty);
-	e = emit2(r, OP_ADD, one, e);
-	e = emit2(r, OP_DIV, silu ? xc : one, e);
+	e = tr_un(r, OP_EXP, tr_un(r, OP_NEG, xc));
+	e = tr_bin(r, OP_ADD, one, e);
+	e = tr_bin(r, OP_DIV, silu ? xc : one, e);
 	return ct == t ? e : tr_convert(r, e, t);
 }
 
@@ -676,16 +662,18 @@ lower_torch_pow(Reader *r, const Expr *c, Op unused)
 	return tr_elementwise(r, OP_DIV, (Opnd[2]){ o[1], o[0] }, 2);
 }
 
-/* the lowering of torch.NAME as torch computes it, NULL if this file does
- * not know it */
+/* the lowering of torch.NAME (or Tensor.NAME) printed without subsymbols
+ * as torch computes it: this file's elementwise functions, reductions,
+ * activations and pow, then tshape.c's and tnn.c's; NULL if none knows it */
 Lower
-tr_find_torch_ew(const char *name, Op *op)
+tr_find_torch(const char *name, Op *op)
 {
 	int k = find(name);
 
 	*op = OP_COUNT;
-	return k < 0                    ? NULL
-		: ops[k].kind == P_POW  ? lower_torch_pow
+	if (k < 0)
+		return tr_find_torch_shape(name, op);
+	return ops[k].kind == P_POW     ? lower_torch_pow
 		: ops[k].kind >= P_RELU ? lower_torch_act
 		: ops[k].kind >= P_SUM  ? lower_torch_reduce
 					: lower_torch_ew;

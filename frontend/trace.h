@@ -355,6 +355,9 @@ void tr_dims_arg(Reader *r, const Expr *e, int rank, Ints *d);
 void tr_drop_dims(Type *t, const Ints *d);
 
 /* ---- compose.c ---- */
+uint32_t tr_un(Reader *r, Op op, uint32_t x);                              /* a unary op in x's type */
+uint32_t tr_bin(Reader *r, Op op, uint32_t x, uint32_t y);                 /* the shape of the one not rank 0 */
+uint32_t tr_unreduce(Reader *r, uint32_t v, uint32_t like, const Ints *d); /* v back in like's shape */
 uint32_t tr_lower_var_mean(Reader *r, const Expr *c, Op op);
 uint32_t tr_lower_var(Reader *r, const Expr *c, Op op);
 uint32_t tr_lower_argmax(Reader *r, const Expr *c, Op op);
@@ -379,9 +382,11 @@ uint32_t tr_elementwise(Reader *r, Op op, const Opnd *o, int n);
 uint32_t tr_transpose_by(Reader *r, uint32_t x, const Ints *p);
 const char *tr_unsupported_why(const char *callee);
 
-/* ---- promote.c, tshape.c: torch's functions, for calls without subsymbols ---- */
-Lower tr_find_torch_ew(const char *name, Op *op);    /* elementwise ops and reductions */
-Lower tr_find_torch_shape(const char *name, Op *op); /* shape and creation functions */
+/* ---- promote.c, tshape.c, tnn.c: torch's functions, for calls without subsymbols ---- */
+Lower tr_find_torch(const char *name, Op *op);       /* any of these */
+Lower tr_find_torch_shape(const char *name, Op *op); /* shape and creation functions, tnn.c's */
+uint32_t tr_lower_gelu(Reader *r, const Expr *c, Op op);
+uint32_t tr_lower_softmax(Reader *r, const Expr *c, Op op); /* op: OP_DIV softmax, OP_LOG log_softmax */
 
 /* ---- dtensor.c ---- */
 uint32_t tr_dtensor_name(Reader *r, const char *name, const Type *global, uint32_t line, uint32_t col, uint32_t v);

@@ -442,10 +442,17 @@ static const struct {
 	{ "torch.zeros_like", lower_like, OP_ADD },
 	{ "torch.ones_like", lower_like, OP_MUL },
 	{ "torch.full_like", lower_like, OP_COUNT },
+	{ "torch.nn.functional.gelu", tr_lower_gelu, OP_COUNT }, /* tnn.c */
+	{ "torch.softmax", tr_lower_softmax, OP_DIV },
+	{ "torch.nn.functional.softmax", tr_lower_softmax, OP_DIV },
+	{ "Tensor.softmax", tr_lower_softmax, OP_DIV },
+	{ "torch.log_softmax", tr_lower_softmax, OP_LOG },
+	{ "torch.nn.functional.log_softmax", tr_lower_softmax, OP_LOG },
+	{ "Tensor.log_softmax", tr_lower_softmax, OP_LOG },
 };
 
-/* the lowering of a torch shape or creation function printed without
- * subsymbols, NULL if this file does not know it */
+/* the lowering of a torch shape or creation function, or of tnn.c's
+ * composites, printed without subsymbols; NULL if neither file knows it */
 Lower
 tr_find_torch_shape(const char *name, Op *op)
 {

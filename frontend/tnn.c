@@ -1,0 +1,136 @@
+/* tnn.c — torch.nn.functional's gelu, softmax and log_softmax as Thunder
+ * prints them without subsymbols: the IR's ops in the order torch's CUDA
+ * kernels compute them, in f32 for f16, bf16 and f32 (f64 for f64). gelu
+ * is elementwise; softmax and log_softmax sum in another order than
+ * torch's (docs/design.md, "Reading traces"). */
+#include "trace.h"
+
+/* <math.h>'s M_SQRT2, M_2_SQRTPI and M_SQRT1_2, which torch's kernels use */
+#define SQRT2      1.41421356237309504880
+#define TWO_SQRTPI 1.12837916709551257390
+#define SQRT1_2    0.70710678118654752440
+
+/* a float tensor operand in its compute dtype (f32, or f64 for f64);
+ * *dt gets the result's dtype */
+static uint32_t
+float_in(Reader *r, const Expr *e, DType *dt, DType *ct)
+{
+	uint32_t x = tr_tensor(r, e);
+
+	*dt = tr_vdtype(r, x);
+	if (!dt_isfloat(*dt))
+		tr_errat(r, e->line, e->col, "%s of %s tensors is not supported", r->callee, ir_dtypes[*dt].thunder);
+	*ct = *dt == DT_F64 ? DT_F64 : DT_F32;
+	return *dt == *ct ? x : tr_convert(r, x, *ct);
+}
+
+/* gelu(input, approximate='none'): x*0.5 * (1 + erf(x*√½)); 'tanh':
+ * 0.5*x * (1 + tanh(β * fma(κ, x*x*x, x))), torch's constants in the
+ * compute dtype (nvcc contracts x + κ·x³) */
+uint32_t
+tr_lower_gelu(Reader *r, const Expr *c, Op op)
+{
+	static const Param ps[] = { { "input|a", false }, { "approximate", true } };
+	const Expr *a[2];
+	bool tanh_ = false;
+	uint32_t x, v, h;
+	DType dt, ct;
+
+	(void)op;
+	tr_bind(r, c, ps, 2, a);
+	if (!tr_isnone(a[1])) {
+		if (a[1]->kind != E_STR || (strcmp(a[1]->s, "none") && strcmp(a[1]->s, "tanh")))
+			tr_errat(r, a[1]->line, a[1]->col, "%s: approximate must be 'none' or 'tanh'", r->callee);
+		tanh_ = !strcmp(a[1]->s, "tanh");
+	}
+	x = float_in(r, a[0], &dt, &ct);
+#define K(v) tr_konst(r, ct == DT_F64 ? (double)(v) : (double)(float)(v), ct)
+	if (tanh_) {
+		v = tr_bin(r, OP_MUL, tr_bin(r, OP_MUL, x, x), x);
+		{
+			uint32_t args[3] = { K(0.044715), v, x }; /* x + κ·x³, contracted */
+			Type t;
+
+			tr_vtype(r->fn, x, &t);
+			v = tr_emit(r, OP_FMA, args, 3, NULL, 0, &t);
+		}
+		v = tr_un(r, OP_TANH, tr_bin(r, OP_MUL, K(SQRT2 * TWO_SQRTPI * 0.5), v));
+		h = tr_bin(r, OP_MUL, K(0.5), x);
+	} else {
+		v = tr_un(r, OP_ERF, tr_bin(r, OP_MUL, x, K(SQRT1_2)));
+		h = tr_bin(r, OP_MUL, x, K(0.5));
+	}
+	v = tr_bin(r, OP_MUL, h, tr_bin(r, OP_ADD, K(1), v));
+#undef K
+	return dt == ct ? v : tr_convert(r, v, dt);
+}
+
+/* v, x's shape without dim, broadcast back to x's shape */
+static uint32_t
+back(Reader *r, uint32_t v, uint32_t x, int64_t dim)
+{
+	Ints d = { 1, { dim }, { NULL }, NULL };
+
+	return tr_unreduce(r, v, x, &d);
+}
+
+static uint32_t
+reduce(Reader *r, Op op, uint32_t x, int64_t dim)
+{
+	Type t;
+	Ints d = { 1, { dim }, { NULL }, NULL };
+
+	tr_vtype(r->fn, x, &t);
+	tr_drop_dims(&t, &d);
+	return tr_emit(r, op, &x, 1, &dim, 1, &t);
+}
+
+/* softmax(input, dim, dtype=None): exp(x - max) / sum, and log_softmax
+ * (op OP_LOG): (x - max) - log(sum), each row's max and sum along dim;
+ * dtype= converts the input first */
+uint32_t
+tr_lower_softmax(Reader *r, const Expr *c, Op op)
+{
+	static const Param pf[] = { { "input|a|self", false }, { "dim", false }, { "_stacklevel", true },
+		{ "dtype", true } }; /* torch.nn.functional's */
+	static const Param pt[] = { { "input|a|self", false }, { "dim", false }, { "dtype", true } };
+	bool f = !strncmp(r->callee, "torch.nn.functional.", 20);
+	const Expr *a[4];
+	uint32_t x, d, e, s;
+	int64_t dim;
+	DType dt, ct;
+
+	tr_bind(r, c, f ? pf : pt, f ? 4 : 3, a);
+	if (!f)
+		a[3] = a[2];
+	if (tr_isnone(a[1]))
+		tr_errat(r, a[1]->line, a[1]->col, "%s without a dim is not supported (torch's implicit dim)",
+			r->callee);
+	x = tr_tensor(r, a[0]);
+	if (!tr_isnone(a[3]) && tr_dtype_arg(r, a[3]) != tr_vdtype(r, x)) {
+		DType want = tr_dtype_arg(r, a[3]);
+
+		if (!dt_isfloat(want))
+			tr_errat(r, a[3]->line, a[3]->col, "%s to %s is not supported", r->callee,
+				ir_dtypes[want].thunder);
+		x = tr_convert(r, x, want);
+	}
+	if (r->fn->vals[x].rank == 0)
+		tr_errat(r, a[0]->line, a[0]->col, "%s of a rank-0 tensor is not supported", r->callee);
+	dim = tr_norm_dim(r, a[1], tr_int_arg(r, a[1], "dim"), r->fn->vals[x].rank);
+	dt = tr_vdtype(r, x);
+	if (!dt_isfloat(dt))
+		tr_errat(r, a[0]->line, a[0]->col, "%s of %s tensors is not supported", r->callee,
+			ir_dtypes[dt].thunder);
+	ct = dt == DT_F64 ? DT_F64 : DT_F32;
+	if (dt != ct)
+		x = tr_convert(r, x, ct);
+	d = tr_bin(r, OP_SUB, x, back(r, reduce(r, OP_AMAX, x, dim), x, dim));
+	e = tr_un(r, OP_EXP, d);
+	s = reduce(r, OP_SUM, e, dim);
+	if (op == OP_LOG)
+		x = tr_bin(r, OP_SUB, d, back(r, tr_un(r, OP_LOG, s), x, dim));
+	else
+		x = tr_bin(r, OP_DIV, e, back(r, s, x, dim));
+	return dt == ct ? x : tr_convert(r, x, dt);
+}
