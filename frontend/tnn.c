@@ -1,9 +1,11 @@
-/* tnn.c — torch.nn.functional's gelu, softmax and log_softmax as Thunder
- * prints them without subsymbols: the IR's ops in the order torch's CUDA
- * kernels compute them, in f32 for f16, bf16 and f32 (f64 for f64). gelu
- * is elementwise; softmax and log_softmax sum in another order than
- * torch's (docs/design.md, "Reading traces"). */
+/* tnn.c — torch.nn.functional's gelu, softmax, log_softmax, layer_norm
+ * and rms_norm as Thunder prints them without subsymbols: the IR's ops in
+ * the order torch's CUDA kernels compute them, in f32 for f16, bf16 and
+ * f32 (f64 for f64). gelu is elementwise; the others sum in another order
+ * than torch's (docs/design.md, "Reading traces"). */
 #include "trace.h"
+
+#include "../common/dims.h"
 
 /* <math.h>'s M_SQRT2, M_2_SQRTPI and M_SQRT1_2, which torch's kernels use */
 #define SQRT2      1.41421356237309504880
@@ -133,4 +135,113 @@ tr_lower_softmax(Reader *r, const Expr *c, Op op)
 	else
 		x = tr_bin(r, OP_DIV, e, back(r, s, x, dim));
 	return dt == ct ? x : tr_convert(r, x, dt);
+}
+
+/* the trailing dims of x that normalized_shape names */
+static void
+normalized(Reader *r, const Expr *e, uint32_t x, Ints *d, int64_t *n)
+{
+	Ints s;
+	Type t;
+	char b1[256], b2[256];
+
+	tr_vtype(r->fn, x, &t);
+	tr_ints(r, e, "normalized_shape", true, &s);
+	*n = 1;
+	for (int i = 0; i < s.n; i++)
+		if (s.n > t.rank || s.v[i] != t.d[t.rank - s.n + i])
+			tr_errat(r, e->line, e->col, "%s: normalized_shape %s is not the last dims of %s", r->callee,
+				dims_str(s.v, s.n, ", ", b1, sizeof b1), dims_str(t.d, t.rank, ", ", b2, sizeof b2));
+	d->n = s.n;
+	for (int i = 0; i < s.n; i++) {
+		d->v[i] = t.rank - s.n + i;
+		*n *= s.v[i];
+	}
+}
+
+/* a weight or bias of normalized_shape, in ct, broadcast to x's trailing dims */
+static uint32_t
+affine(Reader *r, const Expr *e, uint32_t x, const Ints *d, DType ct)
+{
+	int64_t bd[IR_MAXRANK];
+	uint32_t w = tr_tensor(r, e);
+	Type t, u;
+	char b1[256], b2[256];
+
+	tr_vtype(r->fn, w, &u);
+	tr_vtype(r->fn, x, &t);
+	if (!dt_isfloat(u.dt) || u.rank != d->n)
+		tr_errat(r, e->line, e->col, "%s: expected a float tensor of the normalized shape", r->callee);
+	for (int i = 0; i < d->n; i++) {
+		bd[i] = d->v[i];
+		if (u.d[i] != t.d[d->v[i]])
+			tr_errat(r, e->line, e->col, "%s: %s does not match the normalized dims of %s", r->callee,
+				dims_str(u.d, u.rank, ", ", b1, sizeof b1), dims_str(t.d, t.rank, ", ", b2, sizeof b2));
+	}
+	if (u.dt != ct)
+		w = tr_convert(r, w, ct);
+	t.dt = ct;
+	return tr_emit(r, OP_BROADCAST, &w, 1, bd, d->n, &t);
+}
+
+/* the mean over d of v (n elements each) */
+static uint32_t
+mean(Reader *r, uint32_t v, const Ints *d, int64_t n, DType ct)
+{
+	Type t;
+
+	tr_vtype(r->fn, v, &t);
+	tr_drop_dims(&t, d);
+	return tr_bin(r, OP_DIV, tr_emit(r, OP_SUM, &v, 1, d->v, d->n, &t), tr_konst(r, (double)n, ct));
+}
+
+/* layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-05):
+ * (x - mean) * rsqrt(var + eps) over the normalized dims (var biased),
+ * then fma(that, weight, bias); rms_norm(input, normalized_shape,
+ * weight=None, eps=None) (op OP_MUL): x * rsqrt(mean(x*x) + eps) * weight,
+ * eps None the input dtype's machine epsilon */
+uint32_t
+tr_lower_norm(Reader *r, const Expr *c, Op op)
+{
+	static const Param pl[] = { { "input|a", false }, { "normalized_shape", false }, { "weight", true },
+		{ "bias", true }, { "eps", true } };
+	static const Param pr[] = { { "input|a", false }, { "normalized_shape", false }, { "weight", true },
+		{ "eps", true } };
+	bool rms = op == OP_MUL;
+	const Expr *a[5], *eps;
+	uint32_t x, v, dv, w = IR_NONE, b = IR_NONE;
+	double e;
+	int64_t n;
+	DType dt, ct;
+	Ints d;
+
+	tr_bind(r, c, rms ? pr : pl, rms ? 4 : 5, a);
+	eps = a[rms ? 3 : 4];
+	x = float_in(r, a[0], &dt, &ct);
+	normalized(r, a[1], x, &d, &n);
+	if (tr_isnone(eps))
+		e = !rms ? 1e-5 : dt == DT_F64 ? 0x1p-52 : dt == DT_F32 ? 0x1p-23 : dt == DT_BF16 ? 0x1p-7 : 0x1p-10;
+	else if (eps->kind == E_FLOAT || eps->kind == E_INT)
+		e = eps->kind == E_FLOAT ? eps->f : (double)eps->i;
+	else
+		tr_errat(r, eps->line, eps->col, "%s: eps must be a number written in the trace", r->callee);
+	if (!tr_isnone(a[2]))
+		w = affine(r, a[2], x, &d, ct);
+	if (!rms && !tr_isnone(a[3]))
+		b = affine(r, a[3], x, &d, ct);
+	dv = rms ? x : tr_bin(r, OP_SUB, x, tr_unreduce(r, mean(r, x, &d, n, ct), x, &d));
+	v = tr_un(r, OP_RSQRT, tr_bin(r, OP_ADD, mean(r, tr_bin(r, OP_MUL, dv, dv), &d, n, ct), tr_konst(r, e, ct)));
+	v = tr_bin(r, OP_MUL, dv, tr_unreduce(r, v, x, &d));
+	if (w != IR_NONE && b != IR_NONE) {
+		uint32_t args[3] = { v, w, b };
+		Type t;
+
+		tr_vtype(r->fn, v, &t);
+		v = tr_emit(r, OP_FMA, args, 3, NULL, 0, &t);
+	} else if (w != IR_NONE) {
+		v = tr_bin(r, OP_MUL, v, w);
+	} else if (b != IR_NONE) {
+		v = tr_bin(r, OP_ADD, v, b);
+	}
+	return dt == ct ? v : tr_convert(r, v, dt);
 }

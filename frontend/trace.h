@@ -387,6 +387,7 @@ Lower tr_find_torch(const char *name, Op *op);       /* any of these */
 Lower tr_find_torch_shape(const char *name, Op *op); /* shape and creation functions, tnn.c's */
 uint32_t tr_lower_gelu(Reader *r, const Expr *c, Op op);
 uint32_t tr_lower_softmax(Reader *r, const Expr *c, Op op); /* op: OP_DIV softmax, OP_LOG log_softmax */
+uint32_t tr_lower_norm(Reader *r, const Expr *c, Op op);    /* op: OP_SUB layer_norm, OP_MUL rms_norm */
 
 /* ---- dtensor.c ---- */
 uint32_t tr_dtensor_name(Reader *r, const char *name, const Type *global, uint32_t line, uint32_t col, uint32_t v);

@@ -449,6 +449,10 @@ static const struct {
 	{ "torch.log_softmax", tr_lower_softmax, OP_LOG },
 	{ "torch.nn.functional.log_softmax", tr_lower_softmax, OP_LOG },
 	{ "Tensor.log_softmax", tr_lower_softmax, OP_LOG },
+	{ "torch.nn.functional.layer_norm", tr_lower_norm, OP_SUB },
+	{ "torch.layer_norm", tr_lower_norm, OP_SUB },
+	{ "torch.nn.functional.rms_norm", tr_lower_norm, OP_MUL },
+	{ "torch.rms_norm", tr_lower_norm, OP_MUL },
 };
 
 /* the lowering of a torch shape or creation function, or of tnn.c's

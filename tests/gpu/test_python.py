@@ -359,13 +359,13 @@ def torch_ops(d):
 
 def torch_promote(d):
     """torch's elementwise functions, reductions, shape and creation
-    functions, activations, pow, gelu and softmaxes printed without
-    subsymbols (tests/gpu/torch_promote.trace, 90 calls over bf16, f16, f32, f64, i32,
+    functions, activations, pow, gelu, softmaxes and norms printed without
+    subsymbols (tests/gpu/torch_promote.trace, 94 calls over bf16, f16, f32, f64, i32,
     i64, u8 and bool, rank-0 tensors and Python numbers): fp8cc's kernels
     (torch's type promotion, broadcasting, add's and sub's alpha as one
     fma) against the trace run by torch eager, bit for bit, special
-    values included; the float sums (t38, t39) and softmaxes (t89-t91)
-    within the rounding their order may change (fp8cc sums in f64 and
+    values included; the float sums (t38, t39), softmaxes (t89-t91) and
+    norms (t92-t95) within the rounding their order may change (fp8cc sums in f64 and
     rounds once, torch in f32); the program calls no extern"""
     path = "tests/gpu/torch_promote.trace"
     prog = ft.load(f"{d}/extra/torch_promote.ptx")
@@ -387,13 +387,15 @@ def torch_promote(d):
             torch.randint(0, 256, (64,), device="cuda", dtype=torch.uint8, generator=g),
             torch.rand((4, 64), device="cuda", generator=g) < 0.5, torch.tensor(0.3, device="cuda"),
             torch.randn((8, 32), device="cuda", generator=g),
-            torch.randn((8, 32), device="cuda", generator=g).bfloat16()]
+            torch.randn((8, 32), device="cuda", generator=g).bfloat16(),
+            (torch.randn((32,), device="cuda", generator=g) + 1).bfloat16()]
     got = f(*args)
     want = torch_trace.run(path, args)
     # relative and absolute tolerance of the outputs whose sums torch adds
     # in another order
     ordered = {"t38": (2.0 ** -8, 0), "t39": (1e-6, 0), "t89": (2.0 ** -8, 1e-6), "t90": (1e-6, 1e-6),
-               "t91": (1e-12, 1e-15)}
+               "t91": (1e-12, 1e-15), "t92": (2.0 ** -7, 1e-2), "t93": (1e-5, 1e-5), "t94": (2.0 ** -7, 1e-2),
+               "t95": (1e-5, 1e-5)}
     bad = []
     for o, x, y in zip(f.outputs, got, want):
         if x.dtype != y.dtype or x.shape != y.shape:
@@ -405,8 +407,8 @@ def torch_promote(d):
                 bad.append(f"{o.name} differs by up to {diff.max().item():.1e}")
         elif not same_bits(o.name, x, y):
             bad.append(o.name)
-    check(not prog.externs and len(got) == len(want) == 92 and not bad,
-          f"torch's elementwise, reduction, shape, creation, activation, pow and softmax calls without subsymbols ({len(want)} of them, 8 dtypes): "
+    check(not prog.externs and len(got) == len(want) == 96 and not bad,
+          f"torch's elementwise, reduction, shape, creation, activation, pow, softmax and norm calls without subsymbols ({len(want)} of them, 8 dtypes): "
           f"fp8cc's kernels have torch eager's bits{' (differ: ' + ', '.join(bad) + ')' if bad else ''}")
 
 
