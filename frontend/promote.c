@@ -6,9 +6,11 @@
  * by torch's type promotion, each tensor converted to it and broadcast to
  * the common shape, then the IR op, which computes f16 and bf16 in f32 as
  * torch's kernels do (docs/design.md, "Reading traces"). The reductions
- * (torch.sum, mean, prod, amax, amin) take torch's result dtypes too. The
- * statement's type comment is checked against the result, as for every
- * call. */
+ * (torch.sum, mean, prod, amax, amin) take torch's result dtypes too; the
+ * activations (relu, clamp, sigmoid, silu) and pow follow torch's CUDA
+ * kernels. tr_find_torch looks here, then in tshape.c's table (shape and
+ * creation functions, tnn.c's composites). The statement's type comment
+ * is checked against the result, as for every call. */
 #include "trace.h"
 
 #include "../common/dims.h"
