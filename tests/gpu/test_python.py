@@ -398,6 +398,7 @@ def torch_promote(d):
                "t95": (1e-5, 1e-5)}
     bad = []
     for o, x, y in zip(f.outputs, got, want):
+        y = y.to(x.device)   # a creation op the trace gave no device makes its tensor on the CPU
         if x.dtype != y.dtype or x.shape != y.shape:
             bad.append(f"{o.name} {x.dtype} {tuple(x.shape)}, torch {y.dtype} {tuple(y.shape)}")
         elif o.name in ordered:
