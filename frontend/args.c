@@ -335,6 +335,27 @@ tr_shape_arg(Reader *r, const Expr *e, bool infer, Ints *s)
 	tr_check_numel(r, e->line, e->col, &t);
 }
 
+/* a call's arguments from k on as one sequence: the one tuple or list
+ * given, or the arguments themselves gathered in *list
+ * (Tensor.view(x, 4, -1), Tensor.permute(x, 1, 0)); none may be a keyword */
+const Expr *
+tr_rest_args(Reader *r, const Expr *c, uint32_t k, Expr *list)
+{
+	for (uint32_t i = k; i < c->nargs; i++)
+		if (c->args[i].kw)
+			tr_errat(r, c->line, c->args[i].kwcol, "%s got an unexpected keyword argument '%s'", r->callee,
+				c->args[i].kw);
+	if (c->nargs == k + 1 && c->args[k].e->kind != E_INT)
+		return c->args[k].e;
+	memset(list, 0, sizeof *list);
+	list->kind = E_TUPLE;
+	list->line = c->line;
+	list->col = c->args[k].e->col;
+	for (uint32_t i = k; i < c->nargs; i++)
+		tr_push_elt(r, list, c->args[i].e);
+	return list;
+}
+
 /* a dim in [-rank, rank), made non-negative */
 int64_t
 tr_norm_dim(Reader *r, const Expr *e, int64_t d, int rank)

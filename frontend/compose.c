@@ -52,14 +52,21 @@ cvt(Reader *r, uint32_t x, DType t)
 	return tr_vdtype(r, x) == t ? x : tr_convert(r, x, t);
 }
 
-static uint32_t
-sum(Reader *r, uint32_t x, const Ints *d)
+/* the reduction op of x over the dims in d (sorted): x's type without them */
+uint32_t
+tr_reduce(Reader *r, Op op, uint32_t x, const Ints *d)
 {
 	Type t;
 
 	tr_vtype(r->fn, x, &t);
 	tr_drop_dims(&t, d);
-	return tr_emit(r, OP_SUM, &x, 1, d->v, d->n, &t);
+	return tr_emit(r, op, &x, 1, d->v, d->n, &t);
+}
+
+static uint32_t
+sum(Reader *r, uint32_t x, const Ints *d)
+{
+	return tr_reduce(r, OP_SUM, x, d);
 }
 
 /* v (x's shape without the dims in d) broadcast back to x's shape */

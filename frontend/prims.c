@@ -695,10 +695,12 @@ lower_prim(Reader *r, const Expr *c, Op op)
 
 /* ---- prims that are another prim or nothing here ---- */
 
-static uint32_t
-lower_identity(Reader *r, const Expr *c, Op op)
+/* the tensor itself: prims.stride_order and device_put, and
+ * Tensor.contiguous (the IR's values are dense) */
+uint32_t
+tr_lower_identity(Reader *r, const Expr *c, Op op)
 {
-	static const Param ps[] = { { "a", false }, { "order|device", true } };
+	static const Param ps[] = { { "a|input", false }, { "order|device|memory_format", true } };
 	const Expr *a[2];
 
 	(void)op;
@@ -803,31 +805,21 @@ lower_to(Reader *r, const Expr *c, Op op)
 static uint32_t
 lower_view(Reader *r, const Expr *c, Op op)
 {
-	Expr list = { 0 };
+	Expr list;
+	const Expr *e;
 	Ints s;
 
 	(void)op;
 	if (c->nargs < 2 || c->args[0].kw)
 		tr_errat(r, c->line, r->ccol, "%s takes a tensor and a shape", r->callee);
-	for (uint32_t k = 1; k < c->nargs; k++)
-		if (c->args[k].kw)
-			tr_errat(r, c->line, c->args[k].kwcol, "%s got an unexpected keyword argument '%s'", r->callee,
-				c->args[k].kw);
+	e = tr_rest_args(r, c, 1, &list);
 	if (c->nargs == 2 && c->args[1].e->kind == E_NAME &&
 		(!strncmp(c->args[1].e->s, "torch.", 6) ||
 			!strncmp(c->args[1].e->s, "dtypes.", 7))) /* view(x, dtype): the same bits */
 		return bitcast_to(r, tr_tensor(r, c->args[0].e), tr_dtype_arg(r, c->args[1].e), c->args[1].e);
-	if (c->nargs == 2 && c->args[1].e->kind != E_INT) {
-		tr_shape_arg(r, c->args[1].e, true, &s);
-	} else {
-		list.kind = E_TUPLE;
-		list.line = c->line;
-		list.col = c->args[1].e->col;
-		for (uint32_t k = 1; k < c->nargs; k++)
-			tr_push_elt(r, &list, c->args[k].e);
-		tr_shape_arg(r, &list, true, &s);
+	tr_shape_arg(r, e, true, &s);
+	if (e == &list)
 		s.list = c->args[1].e;
-	}
 	return reshape_to(r, tr_tensor(r, c->args[0].e), &s);
 }
 
@@ -1191,8 +1183,8 @@ static const struct {
 	Lower fn;
 	Op op;
 } known[] = {
-	{ "prims.stride_order", lower_identity, OP_COUNT },
-	{ "prims.device_put", lower_identity, OP_COUNT },
+	{ "prims.stride_order", tr_lower_identity, OP_COUNT },
+	{ "prims.device_put", tr_lower_identity, OP_COUNT },
 	{ "prims.view", lower_treshape, OP_COUNT },
 	{ "prims.empty", lower_empty, OP_COUNT },
 	{ "prims.item", lower_item, OP_COUNT },

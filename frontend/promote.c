@@ -470,7 +470,7 @@ lower_torch_reduce(Reader *r, const Expr *c, Op unused)
 	}
 	tr_drop_dims(&t, &d);
 	t.dt = ct;
-	v = tr_emit(r, ops[k].op, &x, 1, d.v, d.n, &t);
+	v = tr_reduce(r, ops[k].op, x, &d);
 	if (kind == P_MEAN) {
 		uint32_t args[2] = { v, 0 };
 		int64_t outs = 1;

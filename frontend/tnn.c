@@ -67,26 +67,6 @@ tr_lower_gelu(Reader *r, const Expr *c, Op op)
 	return dt == ct ? v : tr_convert(r, v, dt);
 }
 
-/* v, x's shape without dim, broadcast back to x's shape */
-static uint32_t
-back(Reader *r, uint32_t v, uint32_t x, int64_t dim)
-{
-	Ints d = { 1, { dim }, { NULL }, NULL };
-
-	return tr_unreduce(r, v, x, &d);
-}
-
-static uint32_t
-reduce(Reader *r, Op op, uint32_t x, int64_t dim)
-{
-	Type t;
-	Ints d = { 1, { dim }, { NULL }, NULL };
-
-	tr_vtype(r->fn, x, &t);
-	tr_drop_dims(&t, &d);
-	return tr_emit(r, op, &x, 1, &dim, 1, &t);
-}
-
 /* softmax(input, dim, dtype=None): exp(x - max) / sum, and log_softmax
  * (op OP_LOG): (x - max) - log(sum), each row's max and sum along dim;
  * dtype= converts the input first */
@@ -100,6 +80,7 @@ tr_lower_softmax(Reader *r, const Expr *c, Op op)
 	const Expr *a[4];
 	uint32_t x, d, e, s;
 	int64_t dim;
+	Ints dims = { 1, { 0 }, { NULL }, NULL };
 	DType dt, ct;
 
 	tr_bind(r, c, f ? pf : pt, f ? 4 : 3, a);
@@ -127,13 +108,14 @@ tr_lower_softmax(Reader *r, const Expr *c, Op op)
 	ct = dt == DT_F64 ? DT_F64 : DT_F32;
 	if (dt != ct)
 		x = tr_convert(r, x, ct);
-	d = tr_bin(r, OP_SUB, x, back(r, reduce(r, OP_AMAX, x, dim), x, dim));
+	dims.v[0] = dim;
+	d = tr_bin(r, OP_SUB, x, tr_unreduce(r, tr_reduce(r, OP_AMAX, x, &dims), x, &dims));
 	e = tr_un(r, OP_EXP, d);
-	s = reduce(r, OP_SUM, e, dim);
+	s = tr_reduce(r, OP_SUM, e, &dims);
 	if (op == OP_LOG)
-		x = tr_bin(r, OP_SUB, d, back(r, tr_un(r, OP_LOG, s), x, dim));
+		x = tr_bin(r, OP_SUB, d, tr_unreduce(r, tr_un(r, OP_LOG, s), x, &dims));
 	else
-		x = tr_bin(r, OP_DIV, e, back(r, s, x, dim));
+		x = tr_bin(r, OP_DIV, e, tr_unreduce(r, s, x, &dims));
 	return dt == ct ? x : tr_convert(r, x, dt);
 }
 
@@ -188,11 +170,7 @@ affine(Reader *r, const Expr *e, uint32_t x, const Ints *d, DType ct)
 static uint32_t
 mean(Reader *r, uint32_t v, const Ints *d, int64_t n, DType ct)
 {
-	Type t;
-
-	tr_vtype(r->fn, v, &t);
-	tr_drop_dims(&t, d);
-	return tr_bin(r, OP_DIV, tr_emit(r, OP_SUM, &v, 1, d->v, d->n, &t), tr_konst(r, (double)n, ct));
+	return tr_bin(r, OP_DIV, tr_reduce(r, OP_SUM, v, d), tr_konst(r, (double)n, ct));
 }
 
 /* layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-05):

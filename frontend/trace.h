@@ -311,6 +311,7 @@ bool tr_consume(Reader *r, char c);
 noreturn void tr_unexpected(Reader *r, const char *what);
 void tr_expect(Reader *r, char c);
 void tr_push_elt(Reader *r, Expr *e, Expr *x);
+const Expr *tr_rest_args(Reader *r, const Expr *c, uint32_t k, Expr *list);
 bool tr_match_typecmt(const char *p, uint32_t n, uint32_t col0, TypeCmt *ty);
 void tr_parse_stmt(Reader *r, Stmt *s);
 void tr_check_numel(Reader *r, uint32_t line, uint32_t col, const Type *t);
@@ -357,6 +358,7 @@ void tr_drop_dims(Type *t, const Ints *d);
 /* ---- compose.c ---- */
 uint32_t tr_un(Reader *r, Op op, uint32_t x);                              /* a unary op in x's type */
 uint32_t tr_bin(Reader *r, Op op, uint32_t x, uint32_t y);                 /* the shape of the one not rank 0 */
+uint32_t tr_reduce(Reader *r, Op op, uint32_t x, const Ints *d);           /* x's type without d's dims */
 uint32_t tr_unreduce(Reader *r, uint32_t v, uint32_t like, const Ints *d); /* v back in like's shape */
 uint32_t tr_lower_var_mean(Reader *r, const Expr *c, Op op);
 uint32_t tr_lower_var(Reader *r, const Expr *c, Op op);
@@ -380,6 +382,7 @@ uint32_t tr_lower_matmul(Reader *r, const Expr *c, Op op);
 Lower tr_find_known(const char *name, Op *op);
 uint32_t tr_elementwise(Reader *r, Op op, const Opnd *o, int n);
 uint32_t tr_transpose_by(Reader *r, uint32_t x, const Ints *p);
+uint32_t tr_lower_identity(Reader *r, const Expr *c, Op op);
 const char *tr_unsupported_why(const char *callee);
 
 /* ---- promote.c, tshape.c, tnn.c: torch's functions, for calls without subsymbols ---- */

@@ -25,25 +25,15 @@ reshape(Reader *r, uint32_t x, const Type *t)
 static void
 ints_from(Reader *r, const Expr *c, uint32_t k, const char *what, Ints *out)
 {
-	Expr list = { 0 };
+	Expr list;
+	const Expr *e;
 
 	if (k >= c->nargs)
 		tr_errat(r, c->line, r->ccol, "%s takes a tensor and %s", r->callee, what);
-	for (uint32_t i = 1; i < c->nargs; i++)
-		if (c->args[i].kw)
-			tr_errat(r, c->line, c->args[i].kwcol, "%s got an unexpected keyword argument '%s'", r->callee,
-				c->args[i].kw);
-	if (c->nargs == k + 1 && c->args[k].e->kind != E_INT) {
-		tr_ints(r, c->args[k].e, what, false, out);
-		return;
-	}
-	list.kind = E_TUPLE;
-	list.line = c->line;
-	list.col = c->args[k].e->col;
-	for (uint32_t i = k; i < c->nargs; i++)
-		tr_push_elt(r, &list, c->args[i].e);
-	tr_ints(r, &list, what, false, out);
-	out->list = c->args[k].e;
+	e = tr_rest_args(r, c, k, &list);
+	tr_ints(r, e, what, false, out);
+	if (e == &list)
+		out->list = c->args[k].e;
 }
 
 /* permute(input, dims), Tensor.permute(x, *dims) */
@@ -63,6 +53,21 @@ lower_permute(Reader *r, const Expr *c, Op op)
 	return tr_transpose_by(r, x, &p);
 }
 
+/* x with a dim of 1 inserted at d (0..rank) */
+static uint32_t
+unsqueeze(Reader *r, uint32_t x, int64_t d, const Expr *at)
+{
+	Type t;
+
+	tr_vtype(r->fn, x, &t);
+	if (t.rank == IR_MAXRANK)
+		tr_errat(r, at->line, at->col, "%s: a rank-%d tensor has no room for another dim", r->callee, t.rank);
+	memmove(t.d + d + 1, t.d + d, (size_t)(t.rank - d) * sizeof *t.d);
+	t.d[d] = 1;
+	t.rank++;
+	return reshape(r, x, &t);
+}
+
 /* unsqueeze(input, dim): a dim of 1 at dim, in [-rank-1, rank] */
 static uint32_t
 lower_unsqueeze(Reader *r, const Expr *c, Op op)
@@ -70,21 +75,14 @@ lower_unsqueeze(Reader *r, const Expr *c, Op op)
 	static const Param ps[] = { { "input|a", false }, { "dim", false } };
 	const Expr *a[2];
 	uint32_t x;
-	int64_t d;
-	Type t;
+	int rank;
 
 	(void)op;
 	tr_bind(r, c, ps, 2, a);
 	x = tr_tensor(r, a[0]);
-	tr_vtype(r->fn, x, &t);
-	if (t.rank == IR_MAXRANK)
-		tr_errat(r, a[0]->line, a[0]->col, "%s: a rank-%d tensor has no room for another dim", r->callee,
-			t.rank);
-	d = tr_norm_dim(r, a[1], tr_int_arg(r, a[1], "dim"), t.rank + 1);
-	memmove(t.d + d + 1, t.d + d, (size_t)(t.rank - d) * sizeof *t.d);
-	t.d[d] = 1;
-	t.rank++;
-	return reshape(r, x, &t);
+	rank = r->fn->vals[x].rank;
+	return unsqueeze(
+		r, x, rank < IR_MAXRANK ? tr_norm_dim(r, a[1], tr_int_arg(r, a[1], "dim"), rank + 1) : 0, a[0]);
 }
 
 /* squeeze(input, dim=None): the dims of size 1 among dim (every one
@@ -259,18 +257,8 @@ lower_cat(Reader *r, const Expr *c, Op op)
 		tr_errat(r, a[0]->line, a[0]->col, "%s: rank-0 tensors cannot be concatenated", r->callee);
 	if (!tr_isnone(a[1]))
 		dim = tr_norm_dim(r, a[1], tr_int_arg(r, a[1], "dim"), rank);
-	for (int i = 0; stack && i < n; i++) {
-		Type t;
-
-		tr_vtype(r->fn, xs[i], &t);
-		if (t.rank == IR_MAXRANK)
-			tr_errat(r, a[0]->line, a[0]->col, "%s: a rank-%d tensor has no room for another dim",
-				r->callee, t.rank);
-		memmove(t.d + dim + 1, t.d + dim, (size_t)(t.rank - dim) * sizeof *t.d);
-		t.d[dim] = 1;
-		t.rank++;
-		xs[i] = reshape(r, xs[i], &t);
-	}
+	for (int i = 0; stack && i < n; i++)
+		xs[i] = unsqueeze(r, xs[i], dim, a[0]);
 	return cat(r, xs, n, dim, a[0]);
 }
 
@@ -336,18 +324,6 @@ lower_split(Reader *r, const Expr *c, Op op)
 	}
 	r->nmulti = n;
 	return r->multi[0];
-}
-
-/* Tensor.contiguous(x, memory_format=...): the IR's values are dense */
-static uint32_t
-lower_contiguous(Reader *r, const Expr *c, Op op)
-{
-	static const Param ps[] = { { "input|a", false }, { "memory_format", true } };
-	const Expr *a[2];
-
-	(void)op;
-	tr_bind(r, c, ps, 2, a);
-	return tr_tensor(r, a[0]);
 }
 
 /* the dtype torch gives a Python number's fill (dtype=None) */
@@ -436,8 +412,8 @@ static const struct {
 	{ "torch.stack", lower_cat, OP_RESHAPE },
 	{ "torch.split", lower_split, OP_COUNT },
 	{ "Tensor.split", lower_split, OP_COUNT },
-	{ "torch.contiguous", lower_contiguous, OP_COUNT }, /* ltorch.contiguous */
-	{ "Tensor.contiguous", lower_contiguous, OP_COUNT },
+	{ "torch.contiguous", tr_lower_identity, OP_COUNT }, /* ltorch.contiguous */
+	{ "Tensor.contiguous", tr_lower_identity, OP_COUNT },
 	{ "torch.full", lower_full, OP_COUNT },
 	{ "torch.zeros_like", lower_like, OP_ADD },
 	{ "torch.ones_like", lower_like, OP_MUL },
